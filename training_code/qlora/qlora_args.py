@@ -1,0 +1,193 @@
+"""Command-line arguments, with SageMaker defaults taken from the SM_* environment.
+
+SageMaker script mode passes every hyperparameter as `--name value` and its paths through SM_* variables,
+so in a training job nothing but hyperparameters is needed and locally you pass paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+
+SAGEMAKER_CHECKPOINT_DIR = "/opt/ml/checkpoints"
+_TRUE = {"1", "true", "yes", "y", "on"}
+_FALSE = {"0", "false", "no", "n", "off"}
+
+
+def parse_bool(value: str | bool) -> bool:
+    """SageMaker hands booleans over as strings such as 'True' or 'false'."""
+    if isinstance(value, bool):
+        return value
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean, got {value!r}")
+
+
+def add_bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str) -> None:
+    """`--name`, `--name true|false` (SageMaker style) and `--no-name` all set the same destination."""
+    dest = name.replace("-", "_")
+    parser.add_argument(
+        f"--{name}",
+        dest=dest,
+        nargs="?",
+        const=True,
+        default=default,
+        type=parse_bool,
+        help=f"{help_text} (default: {default})",
+    )
+    parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
+    if "_" in name:
+        parser.add_argument(f"--no_{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
+
+
+def _existing_dir(env: Mapping[str, str], key: str) -> str | None:
+    path = env.get(key)
+    return path if path and os.path.isdir(path) else None
+
+
+def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
+    env = os.environ if env is None else env
+    in_sagemaker = "SM_MODEL_DIR" in env
+    parser = argparse.ArgumentParser(
+        description="QLoRA fine-tuning (4-bit NF4 base + LoRA adapter), adapter merge and a training report.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    paths = parser.add_argument_group("paths (SageMaker fills these from SM_* variables)")
+    paths.add_argument(
+        "--model_id",
+        default=env.get("MODEL_ID"),
+        help="Hugging Face hub id or local folder; a `model` channel (SM_CHANNEL_MODEL) wins",
+    )
+    paths.add_argument(
+        "--model_channel",
+        default=_existing_dir(env, "SM_CHANNEL_MODEL"),
+        help="folder of a `model` input channel, for network-isolated jobs",
+    )
+    paths.add_argument(
+        "--train_data",
+        default=env.get("SM_CHANNEL_TRAINING"),
+        help="JSONL, JSON or Parquet file, a folder of them, or a saved `datasets` folder",
+    )
+    paths.add_argument(
+        "--eval_data",
+        default=env.get("SM_CHANNEL_EVAL"),
+        help="evaluation data in the same forms; otherwise --eval_fraction of the training rows",
+    )
+    paths.add_argument(
+        "--output_dir",
+        default=env.get("SM_OUTPUT_DATA_DIR"),
+        help="training_report.json and the adapter go here",
+    )
+    paths.add_argument(
+        "--model_dir",
+        default=env.get("SM_MODEL_DIR"),
+        help="merged model (or the adapter with --no-merge); default: OUTPUT_DIR/model",
+    )
+    paths.add_argument(
+        "--checkpoint_dir",
+        default=SAGEMAKER_CHECKPOINT_DIR if in_sagemaker else None,
+        help="checkpoints, synced to S3 by SageMaker; default: OUTPUT_DIR/checkpoints",
+    )
+
+    data = parser.add_argument_group("data")
+    data.add_argument(
+        "--eval_fraction",
+        type=float,
+        default=0.0,
+        help="share of training rows held out for evaluation when no --eval_data is given",
+    )
+    data.add_argument("--max_seq_length", type=int, default=512)
+    add_bool_flag(data, "packing", True, "concatenate examples into fixed-length blocks of max_seq_length")
+    add_bool_flag(data, "group_by_length", False, "batch rows of similar length (the seed recipe's choice)")
+
+    training = parser.add_argument_group("training")
+    training.add_argument(
+        "--method",
+        choices=["qlora", "lora", "full"],
+        default="qlora",
+        help="qlora: 4-bit base + LoRA; lora: full-precision base + LoRA; full: all weights",
+    )
+    training.add_argument("--epochs", type=float, default=1.0)
+    training.add_argument("--max_steps", type=int, default=-1, help="overrides --epochs when > 0")
+    training.add_argument("--learning_rate", type=float, default=2e-4)
+    training.add_argument("--per_device_batch_size", type=int, default=4)
+    training.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    training.add_argument("--weight_decay", type=float, default=0.001)
+    training.add_argument("--max_grad_norm", type=float, default=0.3)
+    training.add_argument("--lr_scheduler_type", default="constant_with_warmup")
+    training.add_argument("--warmup_ratio", type=float, default=0.03)
+    training.add_argument(
+        "--optim",
+        default="auto",
+        help="`auto`: paged_adamw_32bit on a GPU, adamw_torch on CPU; or any Trainer optim",
+    )
+    training.add_argument("--seed", type=int, default=42)
+    training.add_argument("--logging_steps", type=int, default=10)
+    training.add_argument("--save_steps", type=int, default=50, help="checkpoint every N optimizer steps")
+    training.add_argument("--save_total_limit", type=int, default=2)
+    training.add_argument(
+        "--eval_steps", type=int, default=0, help="evaluate every N steps; 0: at the end only"
+    )
+    add_bool_flag(training, "gradient_checkpointing", True, "recompute activations to save memory")
+    add_bool_flag(training, "resume", True, "resume from the newest checkpoint in --checkpoint_dir")
+
+    lora = parser.add_argument_group("LoRA and quantization")
+    lora.add_argument("--lora_r", type=int, default=64)
+    lora.add_argument("--lora_alpha", type=int, default=16)
+    lora.add_argument("--lora_dropout", type=float, default=0.1)
+    lora.add_argument(
+        "--target_modules",
+        default="auto",
+        help="comma-separated module names; `auto`: every linear layer but the output head",
+    )
+    lora.add_argument(
+        "--compute_dtype",
+        choices=["bfloat16", "float16", "float32"],
+        default="bfloat16",
+        help="dtype of the 4-bit matmuls and of mixed precision",
+    )
+    add_bool_flag(
+        lora, "double_quant", True, "quantize the quantization constants too (saves ~0.4 bit/param)"
+    )
+    lora.add_argument("--quant_type", choices=["nf4", "fp4"], default="nf4")
+
+    merge = parser.add_argument_group("merge")
+    add_bool_flag(merge, "merge", True, "merge the adapter into a full-precision copy of the base model")
+    merge.add_argument(
+        "--merge_dtype",
+        choices=["float16", "bfloat16", "float32"],
+        default="float16",
+        help="dtype of the reloaded base and of the saved merged model",
+    )
+    merge.add_argument(
+        "--merge_tolerance",
+        type=float,
+        default=None,
+        help="max |logit| gap allowed between merged and unmerged adapter model; "
+        "default depends on --merge_dtype",
+    )
+    merge.add_argument("--max_shard_size", default="2GB")
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> argparse.Namespace:
+    """Parse argv, resolve defaults that depend on other arguments, and fail early on missing inputs."""
+    parser = build_parser(env)
+    args = parser.parse_args(argv)
+    if args.model_channel:
+        args.model_id = args.model_channel
+    if not args.model_id:
+        parser.error("--model_id is required (or a `model` channel)")
+    if not args.train_data:
+        parser.error("--train_data is required (or a `training` channel)")
+    if not args.output_dir:
+        parser.error("--output_dir is required outside SageMaker")
+    args.model_dir = args.model_dir or os.path.join(args.output_dir, "model")
+    args.checkpoint_dir = args.checkpoint_dir or os.path.join(args.output_dir, "checkpoints")
+    if not 0.0 <= args.eval_fraction < 1.0:
+        parser.error("--eval_fraction must be in [0, 1)")
+    return args

@@ -1,0 +1,133 @@
+"""Loading the base model (4-bit NF4, full precision, or for full fine-tuning) and attaching LoRA."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def has_gpu() -> bool:
+    return torch.cuda.is_available()
+
+
+def device_map() -> dict[str, int | str]:
+    """The whole model on this process's GPU (or the CPU); QLoRA on one device needs no sharding."""
+    if has_gpu():
+        return {"": torch.cuda.current_device()}
+    return {"": "cpu"}
+
+
+def quantization_config(compute_dtype: str, double_quant: bool, quant_type: str = "nf4"):
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type=quant_type,
+        bnb_4bit_compute_dtype=DTYPES[compute_dtype],
+        bnb_4bit_use_double_quant=double_quant,
+    )
+
+
+def load_tokenizer(model_id: str):
+    """The model's tokenizer with a pad token (Llama has none: reuse EOS, as the seed did) padding right."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_id)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"
+    return tokenizer
+
+
+def load_base_model(
+    model_id: str,
+    method: str,
+    compute_dtype: str,
+    double_quant: bool,
+    quant_type: str,
+    gradient_checkpointing: bool,
+):
+    """The base model ready for training: quantized and prepared for k-bit training when method is qlora."""
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {"device_map": device_map()}
+    if method == "qlora":
+        kwargs["quantization_config"] = quantization_config(compute_dtype, double_quant, quant_type)
+        kwargs["dtype"] = DTYPES[compute_dtype]
+    else:
+        # Trainable full-precision weights stay float32; the Trainer's autocast gives the compute dtype.
+        kwargs["dtype"] = torch.float32
+    model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
+    model.config.use_cache = False  # the cache is useless in training and clashes with checkpointing
+    if method == "qlora":
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(
+            model,
+            use_gradient_checkpointing=gradient_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False},
+        )
+    elif gradient_checkpointing:
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        if method == "lora":
+            model.enable_input_require_grads()
+    return model
+
+
+def linear_module_names(model: torch.nn.Module) -> list[str]:
+    """Leaf names of every linear layer (4-bit or not) except the output head, e.g. q_proj ... down_proj."""
+    linear_types: tuple[type, ...] = (torch.nn.Linear,)
+    try:
+        import bitsandbytes as bnb
+
+        linear_types += (bnb.nn.Linear4bit, bnb.nn.Linear8bitLt)
+    except ImportError:  # pragma: no cover - bitsandbytes is pinned in requirements.txt
+        pass
+    head = model.get_output_embeddings()
+    names = {
+        name.rsplit(".", 1)[-1]
+        for name, module in model.named_modules()
+        if isinstance(module, linear_types) and module is not head
+    }
+    head_names = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if module is head}
+    return sorted(names - head_names)
+
+
+def resolve_target_modules(model: torch.nn.Module, requested: str) -> list[str]:
+    if requested.strip().lower() in ("auto", "all-linear", ""):
+        names = linear_module_names(model)
+    else:
+        names = [name.strip() for name in requested.split(",") if name.strip()]
+    if not names:
+        raise ValueError("no LoRA target modules found; pass --target_modules")
+    return names
+
+
+def attach_lora(model, target_modules: list[str], r: int, alpha: int, dropout: float):
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=r,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        bias="none",
+        task_type="CAUSAL_LM",
+        target_modules=target_modules,
+    )
+    return get_peft_model(model, config)
+
+
+def parameter_counts(model: torch.nn.Module) -> dict[str, int]:
+    """Trainable and total parameters; a 4-bit weight packs two values per stored element, counted as two."""
+    trainable = total = 0
+    for parameter in model.parameters():
+        count = parameter.numel()
+        if parameter.__class__.__name__ == "Params4bit":
+            count *= 2
+        total += count
+        if parameter.requires_grad:
+            trainable += count
+    return {"trainable": trainable, "total": total, "trainable_percent": round(100.0 * trainable / total, 4)}

@@ -1,0 +1,119 @@
+"""A tiny random-init Llama and a tokenizer trained offline, for tests and demos that may not use the hub.
+
+CLI: python training_code/qlora/qlora_tiny.py --out DIR --data FILE [--chat-template]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+
+# A ChatML-like template that differs visibly from Llama 2's [INST] format, so tests can tell which one ran.
+TINY_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "<|{{ message['role'] }}|>\n{{ message['content'] }}\n"
+    "{% if message['role'] == 'assistant' %}{{ eos_token }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 512, chat_template: str | None = None):
+    """A byte-level BPE tokenizer (never meets an unknown character) wrapped for transformers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE(unk_token=UNK))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[UNK, BOS, EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(list(texts), trainer=trainer)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, tokenizer.token_to_id(BOS))]
+    )
+    wrapped = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token=BOS, eos_token=EOS, unk_token=UNK)
+    if chat_template:
+        wrapped.chat_template = chat_template
+    return wrapped
+
+
+def build_tiny_llama(
+    out_dir: str | Path,
+    vocab_texts: Iterable[str],
+    chat_template: bool | str = False,
+    vocab_size: int = 512,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    intermediate_size: int = 128,
+    max_position_embeddings: int = 512,
+    seed: int = 0,
+) -> Path:
+    """Train a tokenizer on vocab_texts, random-init a LlamaConfig model, save both; returns out_dir.
+
+    chat_template: False for none (Llama 2 base style), True for TINY_CHAT_TEMPLATE, or a Jinja string.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    template = TINY_CHAT_TEMPLATE if chat_template is True else (chat_template or None)
+    tokenizer = train_tokenizer(vocab_texts, vocab_size=vocab_size, chat_template=template)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        max_position_embeddings=max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def _texts_from_file(path: str) -> list[str]:
+    """Every string value of every row, so the tokenizer sees both text and instruction data."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from qlora_rows import read_rows
+
+    return [value for row in read_rows(path) for value in row.fields.values() if isinstance(value, str)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="folder for the model and tokenizer")
+    parser.add_argument("--data", required=True, help="training data whose strings the tokenizer learns from")
+    parser.add_argument("--chat-template", action="store_true", help="give the tokenizer a chat template")
+    parser.add_argument("--vocab-size", type=int, default=512)
+    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=2)
+    args = parser.parse_args(argv)
+    out = build_tiny_llama(
+        args.out,
+        _texts_from_file(args.data),
+        chat_template=args.chat_template,
+        vocab_size=args.vocab_size,
+        hidden_size=args.hidden_size,
+        num_layers=args.layers,
+    )
+    print(f"tiny Llama saved to {out}")
+
+
+if __name__ == "__main__":
+    main()
