@@ -1,0 +1,48 @@
+# One entry point for people and CI. Every target bootstraps .venv and node_modules on demand.
+SHELL := /bin/bash
+ENV ?= dev
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+export AWS_EC2_METADATA_DISABLED := true
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+VENV_STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
+
+.PHONY: help deps synth test lint clean
+
+help:
+	@echo "make synth [ENV=dev|prod]   synthesize every stack of ENV into cdk.out/ (offline, no credentials)"
+	@echo "make test                   ruff + the whole test suite"
+	@echo "make lint                   ruff only"
+
+$(VENV_STAMP): $(REQUIREMENTS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+deps: $(VENV_STAMP) $(NODE_STAMP)
+
+synth: deps
+	rm -rf cdk.out
+	npx cdk synth --quiet -c env=$(ENV) --output cdk.out
+	@ls cdk.out/*.template.json
+
+lint: deps
+	$(VENV)/bin/ruff check .
+
+test: lint
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+clean:
+	rm -rf cdk.out build .pytest_cache

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""CDK entry point: read `-c env=NAME`, validate config/NAME.yaml, then build every stack.
+
+The configuration is validated before aws_cdk is imported, so a bad setting fails in well under a
+second with one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from stacks.config import ConfigError, load_config
+
+DEFAULT_ENV = "dev"
+
+
+def read_context() -> dict:
+    """The context the CDK CLI hands the app (cdk.json plus every `-c key=value`)."""
+    context: dict = {}
+    overflow = os.environ.get("CDK_CONTEXT_OVERFLOW_LOCATION")
+    if overflow:
+        with open(overflow, encoding="utf-8") as handle:
+            context.update(json.load(handle))
+    raw = os.environ.get("CDK_CONTEXT_JSON")
+    if raw:
+        context.update(json.loads(raw))
+    return context
+
+
+def main() -> int:
+    context = read_context()
+    try:
+        config = load_config(context.get("env", DEFAULT_ENV), context.get("config_dir", "config"))
+    except ConfigError as err:
+        print(f"config error: {err}", file=sys.stderr)
+        return 2
+
+    from aws_cdk import App
+
+    from stacks.application import build_app
+
+    app = App()
+    build_app(app, config)
+    app.synth()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

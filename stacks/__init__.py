@@ -1,0 +1,1 @@
+"""CDK stacks and constructs of the Inferentia2 LLM platform."""

@@ -1,0 +1,33 @@
+"""Compose the stacks of one environment into an App; app.py and the tests share this."""
+
+from __future__ import annotations
+
+from aws_cdk import App, Environment, Stack, Tags
+
+from .config import AppConfig
+from .data_stack import DataStack
+from .nag import add_rule_packs, apply_acknowledgments
+
+
+def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Stack]:
+    """Add every stack of `config`'s environment to `app`; returns them by unit name."""
+    env = Environment(account=config.account, region=config.region)
+    common = {
+        "env": env,
+        "analytics_reporting": False,
+    }
+    data = DataStack(
+        app,
+        config.stack_id("Data"),
+        config=config,
+        termination_protection=config.termination_protection,
+        description=f"{config.app_name} {config.env_name}: KMS key and artifact bucket (stateful, retained)",
+        **common,
+    )
+    stacks: dict[str, Stack] = {"Data": data}
+    for key, value in config.all_tags.items():
+        Tags.of(app).add(key, value)
+    if nag:
+        add_rule_packs(app)
+        apply_acknowledgments(stacks)
+    return stacks

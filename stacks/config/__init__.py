@@ -1,0 +1,8 @@
+"""Typed, validated, per-environment configuration: loaded once in app.py, handed to stacks."""
+
+from .app_config import AppConfig
+from .data import DataConfig
+from .errors import ConfigError
+from .loader import load_config
+
+__all__ = ["AppConfig", "ConfigError", "DataConfig", "load_config"]

@@ -1,0 +1,64 @@
+"""Find, read and validate `config/<env>.yaml`; every failure is one ConfigError line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .app_config import AppConfig
+from .errors import ConfigError
+from .schema import describe, parse
+
+ENV_NAME_PATTERN = r"[a-z][a-z0-9]{0,15}"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys, which PyYAML would otherwise silently overwrite."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", mark)
+        seen[key] = loader.construct_object(value_node, deep=deep)
+    return seen
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def available_envs(config_dir: Path) -> list[str]:
+    return sorted(p.stem for p in config_dir.glob("*.yaml"))
+
+
+def load_config(env_name: Any, config_dir: str | Path = "config") -> AppConfig:
+    """Load and validate one environment; the result is frozen and safe to share between stacks."""
+    config_dir = Path(config_dir)
+    if not isinstance(env_name, str) or not re.fullmatch(ENV_NAME_PATTERN, env_name):
+        raise ConfigError(
+            "context", "env", f"got {describe(env_name)}; must match {ENV_NAME_PATTERN} (e.g. -c env=dev)"
+        )
+    path = config_dir / f"{env_name}.yaml"
+    source = path.as_posix()
+    if not path.is_file():
+        known = ", ".join(available_envs(config_dir)) or "none"
+        raise ConfigError(source, "env", f"no such file for env {env_name!r}; known environments: {known}")
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 - strict safe loader
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "<yaml>"
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(source, where, f"invalid YAML: {problem}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(source, "<file>", "not UTF-8 text") from None
+    config = parse(AppConfig, {} if raw is None else raw, source=source)
+    object.__setattr__(config, "env_name", env_name)
+    object.__setattr__(config, "source", source)
+    return config

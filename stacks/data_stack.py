@@ -1,0 +1,84 @@
+"""The stateful data layer: the KMS key and the artifact bucket every other stack reads and writes."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from .config import AppConfig
+
+
+class DataStack(Stack):
+    """KMS key + versioned, TLS-only, access-logged artifact bucket; everything here is retained."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        data = config.data
+
+        self.key = kms.Key(
+            self,
+            "ArtifactKey",
+            description=f"{config.app_name}-{config.env_name}: artifacts, logs, topics and SageMaker volumes",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        # S3 server access logs cannot be delivered to a KMS-encrypted bucket, hence SSE-S3 here.
+        self.access_log_bucket = s3.Bucket(
+            self,
+            "AccessLogBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-access-logs",
+                    expiration=Duration.days(data.access_log_expiration_days),
+                    noncurrent_version_expiration=Duration.days(1),
+                    abort_incomplete_multipart_upload_after=Duration.days(
+                        data.abort_incomplete_multipart_upload_days
+                    ),
+                )
+            ],
+        )
+
+        artifact_rule = s3.LifecycleRule(
+            id="tidy-versions-and-uploads",
+            abort_incomplete_multipart_upload_after=Duration.days(data.abort_incomplete_multipart_upload_days),
+            noncurrent_version_expiration=(
+                Duration.days(data.noncurrent_version_expiration_days)
+                if data.noncurrent_version_expiration_days is not None
+                else None
+            ),
+        )
+        self.bucket = s3.Bucket(
+            self,
+            "ArtifactBucket",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            server_access_logs_bucket=self.access_log_bucket,
+            server_access_logs_prefix="artifact-bucket/",
+            lifecycle_rules=[artifact_rule],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        # Native CloudFormation property instead of `event_bridge_enabled`, which adds a custom-resource
+        # Lambda with a managed policy just to flip this switch.
+        cfn_bucket = self.bucket.node.default_child
+        cfn_bucket.notification_configuration = s3.CfnBucket.NotificationConfigurationProperty(
+            event_bridge_configuration=s3.CfnBucket.EventBridgeConfigurationProperty(event_bridge_enabled=True)
+        )
+
+        CfnOutput(self, "ArtifactBucketName", value=self.bucket.bucket_name)
+        CfnOutput(self, "ArtifactKeyArn", value=self.key.key_arn)
+        CfnOutput(self, "AccessLogBucketName", value=self.access_log_bucket.bucket_name)

@@ -1,0 +1,29 @@
+"""Stateful resources keep their logical IDs: a refactor that would replace them fails here first.
+
+A changed logical ID makes CloudFormation create a new key or bucket and orphan (retain) the old
+one, i.e. the data silently moves out of the stack. Update this table only with a migration plan.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+STATEFUL = {
+    "Data": {
+        "ArtifactKey8D84C5F0": "AWS::KMS::Key",
+        "ArtifactBucket7410C9EF": "AWS::S3::Bucket",
+        "AccessLogBucketDA470295": "AWS::S3::Bucket",
+    },
+}
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+@pytest.mark.parametrize("unit", sorted(STATEFUL))
+def test_stateful_logical_ids_are_stable(templates, env, unit):
+    resources = templates[env][unit]["Resources"]
+    for logical_id, resource_type in STATEFUL[unit].items():
+        assert logical_id in resources, f"{unit}: {logical_id} ({resource_type}) renamed: it would be replaced"
+        assert resources[logical_id]["Type"] == resource_type
+    stateful_types = set(STATEFUL[unit].values())
+    actual = {k for k, v in resources.items() if v["Type"] in stateful_types}
+    assert actual == set(STATEFUL[unit]), "a new stateful resource needs an entry in this table"

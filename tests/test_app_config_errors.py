@@ -1,0 +1,120 @@
+"""Every malformed configuration fails the real entry point with exit 2 and exactly one stderr line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.synth import ROOT
+
+VALID = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+
+
+def _with(path: str, value) -> dict:
+    """A copy of the valid dev config with `a.b.c` set to value."""
+    config = json.loads(json.dumps(VALID))
+    node = config
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return config
+
+
+def _without(path: str) -> dict:
+    config = json.loads(json.dumps(VALID))
+    node = config
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node[part]
+    del node[leaf]
+    return config
+
+
+# (case id, env name, file content (dict = YAML dump, str = raw text, None = no file), expected fragment)
+CASES = [
+    ("unknown-top-level-key", "dev", {**VALID, "termination_protect": True},
+     "dev.yaml: termination_protect: unknown setting; did you mean 'termination_protection'?"),
+    ("unknown-nested-key", "dev", _with("data.noncurrent_days", 3), "dev.yaml: data.noncurrent_days: unknown setting"),
+    ("bool-as-string", "dev", _with("termination_protection", "yes please"),
+     "dev.yaml: termination_protection: got 'yes please'; expected true or false"),
+    ("int-as-string", "dev", _with("data.abort_incomplete_multipart_upload_days", "7"),
+     "data.abort_incomplete_multipart_upload_days: got '7'; expected an integer in 1..365"),
+    ("int-as-float", "dev", _with("data.access_log_expiration_days", 90.5),
+     "data.access_log_expiration_days: got 90.5; expected an integer in 30..3650"),
+    ("int-as-bool", "dev", _with("data.access_log_expiration_days", True),
+     "data.access_log_expiration_days: got True; expected an integer"),
+    ("below-range", "dev", _with("data.abort_incomplete_multipart_upload_days", 0),
+     "data.abort_incomplete_multipart_upload_days: got 0; expected an integer in 1..365"),
+    ("above-range", "dev", _with("data.noncurrent_version_expiration_days", 99999),
+     "data.noncurrent_version_expiration_days: got 99999; expected an integer in 1..3650"),
+    ("negative", "dev", _with("data.access_log_expiration_days", -5), "got -5; expected an integer in 30..3650"),
+    ("bad-account", "dev", _with("account", "12345"), "account: got '12345'; must match"),
+    ("account-as-number", "dev", _with("account", 123456789012), "account: got 123456789012; expected a string"),
+    ("bad-region", "dev", _with("region", "Mars-1"), "region: got 'Mars-1'; must match"),
+    ("bad-app-name", "dev", _with("app_name", "Bad_Name"), "app_name: got 'Bad_Name'; must match"),
+    ("tags-not-mapping", "dev", _with("tags", ["a", "b"]), "tags: got ['a', 'b']; expected a mapping"),
+    ("tag-value-not-string", "dev", _with("tags.owner", 42), "tags.owner: got 42; expected a string"),
+    ("section-not-mapping", "dev", _with("data", 5), "data: got 5; expected a mapping of settings"),
+    ("top-level-list", "dev", "- just\n- a list\n", "<top level>: got ['just', 'a list']; expected a mapping"),
+    ("invalid-yaml", "dev", "app_name: [unclosed\n", "dev.yaml: line 2: invalid YAML"),
+    ("duplicate-key", "dev", "app_name: a1\napp_name: b2\n",
+     "dev.yaml: line 2: invalid YAML: duplicate key 'app_name'"),
+    ("missing-file", "staging", None, "staging.yaml: env: no such file for env 'staging'; known environments: dev"),
+    ("bad-env-name", "Prod!", None, "context: env: got 'Prod!'; must match"),
+    ("env-path-traversal", "../dev", None, "context: env: got '../dev'; must match"),
+    ("not-utf8", "dev", b"app_name: \xff\xfe\n", "dev.yaml: <file>: not UTF-8 text"),
+    ("removed-required-section-is-fine-but-null-is-not", "dev", _with("data", None),
+     "data: got None; expected a mapping of settings"),
+]
+
+
+def run_app(config_dir: Path, env_name: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["CDK_CONTEXT_JSON"] = json.dumps({"env": env_name, "config_dir": str(config_dir)})
+    env["CDK_OUTDIR"] = str(config_dir / "cdk.out")
+    return subprocess.run(
+        [sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def write_case(config_dir: Path, content) -> None:
+    config_dir.mkdir(parents=True, exist_ok=True)
+    target = config_dir / "dev.yaml"
+    if content is None:
+        target.write_text(yaml.safe_dump(VALID))
+    elif isinstance(content, bytes):
+        target.write_bytes(content)
+    elif isinstance(content, str):
+        target.write_text(content)
+    else:
+        target.write_text(yaml.safe_dump(content, sort_keys=False))
+
+
+@pytest.mark.parametrize(("case", "env_name", "content", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_malformed_config_fails_with_one_line(tmp_path, case, env_name, content, expected):
+    write_case(tmp_path, content)
+    result = run_app(tmp_path, env_name)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("config error: ")
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_table_is_big_enough():
+    assert len(CASES) >= 15
+
+
+def test_missing_optional_section_takes_defaults(tmp_path):
+    from stacks.config import DataConfig, load_config
+
+    write_case(tmp_path, _without("data"))
+    assert load_config("dev", tmp_path).data == DataConfig()
