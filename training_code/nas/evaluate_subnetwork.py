@@ -1,0 +1,118 @@
+"""Evaluates one sub-network of a trained super-network: one SageMaker tuning-job trial.
+
+The sub-network comes as hyperparameters whose names are ``nas_search_space.parameter_specs`` (uniform:
+``--num_layers --num_heads --num_units``; per_layer: ``--num_layers --num_heads_<i> --num_units_<i>``).
+Prints ``num_parameters=...; validation_error=...; latency_ms=...`` and writes ``evaluation.json`` (the
+configuration and its metrics in one record) to --output-data-dir.
+
+    python evaluate_subnetwork.py --model-dir out/supernet --data-dir sample_data --num_layers 3 \\
+        --num_heads 6 --num_units 512
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tarfile
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from nas_cli import (
+    add_data_arguments,
+    add_runtime_arguments,
+    apply_runtime,
+    load_data,
+    read_json,
+    sm_default,
+    supernet_metadata,
+    write_json,
+)
+from nas_metrics import format_metrics
+from nas_search_space import SPACES, ModelDims, config_from_hyperparameters, parameter_specs
+
+# bert-base-cased: only used to list the per_layer flags in --help when no --model-dir is readable.
+HELP_DIMS = ModelDims(12, 12, 3072)
+
+
+def base_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None),
+                        help="trained super-network folder, or one holding model.tar.gz ($SM_CHANNEL_MODEL)")
+    parser.add_argument("--output-data-dir", default=sm_default("SM_OUTPUT_DATA_DIR", None))
+    parser.add_argument("--search-space", choices=SPACES, default=None,
+                        help="default: the space the super-network was trained for")
+    parser.add_argument("--max-length", type=int, default=None, help="default: the training max length")
+    parser.add_argument("--split", choices=("validation", "test"), default="validation")
+    parser.add_argument("--latency-batch-size", type=int, default=8)
+    parser.add_argument("--latency-repeats", type=int, default=20)
+    add_data_arguments(parser)
+    add_runtime_arguments(parser)
+    return parser
+
+
+def unpack_model_dir(model_dir: str) -> Path:
+    """SageMaker hands a training job's output over as model.tar.gz; unpack it once."""
+    folder = Path(model_dir)
+    archive = folder / "model.tar.gz"
+    if (folder / "config.json").exists() or not archive.exists():
+        return folder
+    target = Path(tempfile.mkdtemp(prefix="supernet-"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+def model_dims_from(model_dir: Path | None) -> ModelDims:
+    if model_dir is None or not (model_dir / "config.json").exists():
+        return HELP_DIMS
+    config = read_json(model_dir / "config.json")
+    return ModelDims(config["num_hidden_layers"], config["num_attention_heads"], config["intermediate_size"])
+
+
+def parse_args(argv=None):
+    known, _ = base_parser().parse_known_args(argv)
+    model_dir = unpack_model_dir(known.model_dir) if known.model_dir else None
+    metadata = supernet_metadata(model_dir) if model_dir else {}
+    space = known.search_space or metadata.get("search_space", "uniform")
+    dims = model_dims_from(model_dir)
+    parser = argparse.ArgumentParser(parents=[base_parser()], description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = parser.add_argument_group(f"sub-network ({space} space)")
+    for spec in parameter_specs(space, dims):
+        allowed = f"one of {list(spec.choices)}" if spec.is_categorical else f"{spec.low}..{spec.high}"
+        group.add_argument(f"--{spec.name}", f"--{spec.name.replace('_', '-')}", dest=spec.name, type=int,
+                           required=True, help=allowed)
+    args = parser.parse_args(argv)
+    args.model_dir, args.search_space = model_dir, space
+    args.max_length = args.max_length or metadata.get("max_length", 128)
+    return args, dims
+
+
+def main(argv=None) -> int:
+    args, dims = parse_args(argv)
+    if args.model_dir is None:
+        raise SystemExit("--model-dir (or SM_CHANNEL_MODEL) is required")
+    apply_runtime(args)
+    from nas_cli import load_classifier
+    from nas_evaluation import evaluate_subnetwork, latency_batch
+
+    specs = parameter_specs(args.search_space, dims)
+    hyperparameters = {spec.name: getattr(args, spec.name) for spec in specs}
+    subnet = config_from_hyperparameters(args.search_space, hyperparameters, dims)
+    pairs = load_data(args)[args.split]
+    model, tokenizer = load_classifier(args.model_dir)
+    timing = latency_batch(tokenizer, pairs, args.latency_batch_size, args.max_length)
+    metrics = evaluate_subnetwork(model, tokenizer, subnet, pairs, args.max_length, timing,
+                                  repeats=args.latency_repeats)
+    print(format_metrics(**metrics), flush=True)
+    if args.output_data_dir:
+        write_json(Path(args.output_data_dir) / "evaluation.json", {
+            "hyperparameters": hyperparameters, "subnet": subnet.to_dict(), "split": args.split,
+            "search_space": args.search_space, "dims": asdict(dims), **metrics,
+        })
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

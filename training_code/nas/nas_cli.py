@@ -1,0 +1,75 @@
+"""Shared command-line plumbing: SageMaker defaults from SM_* variables, model loading, metadata files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+SUPERNET_METADATA = "nas_supernet.json"
+CHECKPOINT_DIR = "/opt/ml/checkpoints"
+
+
+def sm_default(variable: str, fallback: str | None) -> str | None:
+    return os.environ.get(variable, fallback)
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", choices=("jsonl", "glue_rte"), default="jsonl",
+                        help="jsonl: train.jsonl/test.jsonl in --data-dir; glue_rte: GLUE RTE (HF hub)")
+    parser.add_argument("--data-dir", default=sm_default("SM_CHANNEL_TRAINING", None),
+                        help="folder with train.jsonl and test.jsonl (default: $SM_CHANNEL_TRAINING)")
+    parser.add_argument("--validation-fraction", type=float, default=0.3,
+                        help="share of the train split held out for validation")
+    parser.add_argument("--split-seed", type=int, default=42, help="seed of the train/validation cut")
+    parser.add_argument("--max-rows", type=int, default=None,
+                        help="use only the first N rows of each split (quick local runs and tests)")
+
+
+def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--num-threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+
+
+def apply_runtime(args) -> None:
+    import torch
+
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
+
+
+def load_data(args) -> dict:
+    from nas_data import load_splits
+
+    if args.dataset == "jsonl" and not args.data_dir:
+        raise SystemExit("--data-dir (or SM_CHANNEL_TRAINING) is required for --dataset jsonl")
+    splits = load_splits(args.dataset, args.data_dir, args.validation_fraction, args.split_seed)
+    if args.max_rows:
+        splits = {name: rows[: args.max_rows] for name, rows in splits.items()}
+    return splits
+
+
+def load_classifier(path: str | Path):
+    """A BERT sequence classifier and its tokenizer from a local folder (never the hub for local paths)."""
+    from nas_data import LABELS
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(
+        path, num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)},
+    )
+    return model.eval(), AutoTokenizer.from_pretrained(path)
+
+
+def read_json(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def write_json(path: str | Path, data) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=2))
+
+
+def supernet_metadata(model_dir: str | Path) -> dict:
+    path = Path(model_dir) / SUPERNET_METADATA
+    return read_json(path) if path.exists() else {}

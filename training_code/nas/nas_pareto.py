@@ -1,0 +1,77 @@
+"""Pareto front, hypervolume and the pick of one sub-network from it (standard library only).
+
+All objectives are minimised. The hypervolume is computed on normalised objectives so it is comparable
+between runs: ``validation_error`` as is, ``num_parameters`` and ``latency_ms`` divided by the unpruned
+model's value. The reference point is 1.0 in every normalised objective (error 100 %, the unpruned
+model's size and latency); points beyond it contribute nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+OBJECTIVES = ("validation_error", "num_parameters", "latency_ms")
+REFERENCE_POINT = 1.0
+
+
+def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
+    return all(x <= y for x, y in zip(a, b, strict=True)) and any(x < y for x, y in zip(a, b, strict=True))
+
+
+def pareto_mask(points: Sequence[Sequence[float]]) -> list[bool]:
+    """True for points no other point dominates (duplicates of a front point are all kept)."""
+    return [not any(dominates(other, point) for other in points) for point in points]
+
+
+def hypervolume(points: Sequence[Sequence[float]], reference: Sequence[float]) -> float:
+    """Volume dominated by ``points`` and bounded by ``reference`` (exact, by slicing; fine for a few hundred)."""
+    inside = [tuple(p) for p in points if all(x < r for x, r in zip(p, reference, strict=True))]
+    if not inside:
+        return 0.0
+    if len(reference) == 1:
+        return reference[0] - min(p[0] for p in inside)
+    inside.sort(key=lambda p: p[-1])
+    volume = 0.0
+    for i, point in enumerate(inside):
+        upper = inside[i + 1][-1] if i + 1 < len(inside) else reference[-1]
+        depth = upper - point[-1]
+        if depth > 0:
+            volume += depth * hypervolume([p[:-1] for p in inside[: i + 1]], reference[:-1])
+    return volume
+
+
+def normalise(row: dict, objectives: Sequence[str], unpruned: dict) -> tuple[float, ...]:
+    values = []
+    for name in objectives:
+        value = float(row[name])
+        values.append(value if name == "validation_error" else value / float(unpruned[name]))
+    return tuple(values)
+
+
+def pareto_front(rows: list[dict], objectives: Sequence[str]) -> list[dict]:
+    """Completed rows on the front, sorted by parameter count (then error), smallest first."""
+    done = [r for r in rows if r.get("status", "completed") == "completed" and all(r.get(o) is not None
+                                                                                      for o in objectives)]
+    mask = pareto_mask([[float(r[o]) for o in objectives] for r in done])
+    front = [r for r, keep in zip(done, mask, strict=True) if keep]
+    return sorted(front, key=lambda r: (float(r["num_parameters"]), float(r["validation_error"])))
+
+
+def front_hypervolume(front: list[dict], objectives: Sequence[str], unpruned: dict) -> float:
+    points = [normalise(r, objectives, unpruned) for r in front]
+    return hypervolume(points, [REFERENCE_POINT] * len(objectives))
+
+
+def select_from_front(front: list[dict], index: int | None = None, max_error: float | None = None) -> dict:
+    """By position in the size-sorted front, or the smallest one with ``validation_error <= max_error``."""
+    if (index is None) == (max_error is None):
+        raise ValueError("give exactly one of index and max_error")
+    if index is not None:
+        if not -len(front) <= index < len(front):
+            raise IndexError(f"index {index} outside a front of {len(front)} sub-networks")
+        return front[index]
+    within = [r for r in front if float(r["validation_error"]) <= max_error]
+    if not within:
+        best = min(float(r["validation_error"]) for r in front)
+        raise ValueError(f"no sub-network within error {max_error}; the best on the front has {best}")
+    return min(within, key=lambda r: (float(r["num_parameters"]), float(r["validation_error"])))

@@ -1,0 +1,156 @@
+"""Super-network fine-tuning: ``standard``, ``sandwich`` and ``kd`` strategies over masked sub-networks.
+
+- ``standard``: the full network with cross-entropy only (a plain fine-tune; the baseline).
+- ``sandwich``: per step the largest, the smallest and ``num_random`` random sub-networks, all with
+  cross-entropy on the labels (gradients accumulated, one optimizer step).
+- ``kd``: as ``sandwich``, but the sub-networks learn from the full network's logits of the same step
+  (detached) with a temperature-scaled KL divergence; the full network keeps its cross-entropy.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from nas_data import Pair, batches
+from nas_masks import SubnetworkMasks
+from nas_search_space import SubnetConfig, sample_config, smallest_config
+
+STRATEGIES = ("standard", "sandwich", "kd")
+
+
+@dataclass
+class TrainSettings:
+    strategy: str = "kd"
+    search_space: str = "uniform"
+    num_random_subnets: int = 2
+    temperature: float = 1.0
+    epochs: int = 5
+    learning_rate: float = 2e-5
+    batch_size: int = 8
+    max_length: int = 128
+    seed: int = 42
+    max_steps: int | None = None
+    warmup_fraction: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}; expected one of {STRATEGIES}")
+
+
+def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float):
+    """KL(teacher || student) on temperature-softened distributions, scaled by T^2 (Hinton et al.)."""
+    student = F.log_softmax(student_logits / temperature, dim=-1)
+    teacher = F.softmax(teacher_logits / temperature, dim=-1)
+    return F.kl_div(student, teacher, reduction="batchmean") * temperature**2
+
+
+def subnetworks_for_step(settings: TrainSettings, masks: SubnetworkMasks, rng: random.Random) -> list:
+    if settings.strategy == "standard":
+        return []
+    subnets = [smallest_config(settings.search_space, masks.dims)]
+    for _ in range(settings.num_random_subnets):
+        subnets.append(sample_config(settings.search_space, masks.dims, rng))
+    return subnets
+
+
+def training_step(model, masks: SubnetworkMasks, batch: dict, settings: TrainSettings,
+                  rng: random.Random) -> float:
+    """Accumulates the gradients of one step; returns the full network's cross-entropy."""
+    labels = batch["labels"]
+    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    full_logits = model(**inputs).logits
+    full_loss = F.cross_entropy(full_logits, labels)
+    full_loss.backward()
+    teacher = full_logits.detach()
+    for subnet in subnetworks_for_step(settings, masks, rng):
+        with masks.use(subnet):
+            logits = model(**inputs).logits
+        if settings.strategy == "kd":
+            loss = distillation_loss(logits, teacher, settings.temperature)
+        else:
+            loss = F.cross_entropy(logits, labels)
+        loss.backward()
+    return full_loss.item()
+
+
+@torch.no_grad()
+def error_rate(model, tokenizer, pairs: list[Pair], max_length: int, batch_size: int = 32,
+               masks: SubnetworkMasks | None = None, subnet: SubnetConfig | None = None) -> float:
+    """Share of misclassified pairs, for the full model or a masked sub-network of it."""
+    was_training = model.training
+    model.eval()
+    wrong = 0
+    for batch in batches(pairs, tokenizer, batch_size, max_length):
+        labels = batch.pop("labels")
+        if masks is not None:
+            with masks.use(subnet):
+                logits = model(**batch).logits
+        else:
+            logits = model(**batch).logits
+        wrong += int((logits.argmax(-1) != labels).sum())
+    model.train(was_training)
+    return wrong / len(pairs)
+
+
+def make_optimizer(model, settings: TrainSettings, total_steps: int):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=0.01)
+    warmup = max(1, int(total_steps * settings.warmup_fraction))
+
+    def schedule(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+
+def steps_per_epoch(num_rows: int, settings: TrainSettings) -> int:
+    steps = -(-num_rows // settings.batch_size)
+    return min(steps, settings.max_steps) if settings.max_steps else steps
+
+
+def train_epoch(model, masks, tokenizer, train: list[Pair], settings: TrainSettings, optimizer, scheduler,
+                epoch: int, rng: random.Random) -> float:
+    model.train()
+    losses = []
+    limit = steps_per_epoch(len(train), settings)
+    for step, batch in enumerate(batches(train, tokenizer, settings.batch_size, settings.max_length,
+                                         shuffle_seed=settings.seed + epoch)):
+        if step >= limit:
+            break
+        optimizer.zero_grad()
+        losses.append(training_step(model, masks, batch, settings, rng))
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+    return sum(losses) / len(losses)
+
+
+def train_supernetwork(model, tokenizer, train: list[Pair], validation: list[Pair], settings: TrainSettings,
+                       on_epoch_end: Callable[[int, float, float, object, object], None] | None = None,
+                       start_epoch: int = 1, optimizer_state: dict | None = None) -> dict:
+    """Fine-tunes ``model`` in place; calls ``on_epoch_end(epoch, loss, error, optimizer, scheduler)``."""
+    torch.manual_seed(settings.seed)
+    masks = SubnetworkMasks(model)
+    total_steps = steps_per_epoch(len(train), settings) * settings.epochs
+    optimizer, scheduler = make_optimizer(model, settings, total_steps)
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state["optimizer"])
+        scheduler.load_state_dict(optimizer_state["scheduler"])
+    rng = random.Random(settings.seed)
+    history = []
+    try:
+        for epoch in range(start_epoch, settings.epochs + 1):
+            loss = train_epoch(model, masks, tokenizer, train, settings, optimizer, scheduler, epoch, rng)
+            error = error_rate(model, tokenizer, validation, settings.max_length)
+            history.append({"epoch": epoch, "train_loss": loss, "validation_error": error})
+            if on_epoch_end is not None:
+                on_epoch_end(epoch, loss, error, optimizer, scheduler)
+    finally:
+        masks.remove()
+    model.eval()
+    return {"history": history}

@@ -1,0 +1,131 @@
+"""Fine-tunes a pre-trained encoder as a super-network for sentence-pair classification.
+
+Runs locally or as a SageMaker training job (hyperparameters are these flags; defaults follow SM_*).
+Each epoch logs ``epoch=...; train_loss=...; num_parameters=...; validation_error=...`` (see
+``nas_metrics.METRIC_DEFINITIONS``) and checkpoints to --checkpoint-dir, from which a restarted job resumes.
+The result in --output-dir is a ``save_pretrained`` folder plus ``nas_supernet.json``.
+
+    python train_supernetwork.py --model-name-or-path PATH --data-dir sample_data --output-dir out/supernet
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from nas_cli import (
+    CHECKPOINT_DIR,
+    SUPERNET_METADATA,
+    add_data_arguments,
+    add_runtime_arguments,
+    apply_runtime,
+    load_classifier,
+    load_data,
+    read_json,
+    sm_default,
+    write_json,
+)
+from nas_metrics import format_metrics
+from nas_search_space import SPACES
+from nas_training import STRATEGIES, TrainSettings, train_supernetwork
+
+TRAINER_STATE = "trainer_state.pt"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model-name-or-path", default="bert-base-cased",
+                        help="pre-trained encoder: a hub id (cloud) or a local folder")
+    parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/supernet"))
+    parser.add_argument("--checkpoint-dir", default=CHECKPOINT_DIR if os.path.isdir(CHECKPOINT_DIR) else None,
+                        help="per-epoch checkpoints, resumed from (default: /opt/ml/checkpoints if present)")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="kd")
+    parser.add_argument("--search-space", choices=SPACES, default="uniform")
+    parser.add_argument("--num-random-subnets", type=int, default=2, help="random sub-networks per step")
+    parser.add_argument("--temperature", type=float, default=1.0, help="distillation temperature (kd)")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--max-steps", type=int, default=None, help="cap on optimizer steps per epoch")
+    add_data_arguments(parser)
+    add_runtime_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def settings_from_args(args) -> TrainSettings:
+    return TrainSettings(
+        strategy=args.strategy, search_space=args.search_space, num_random_subnets=args.num_random_subnets,
+        temperature=args.temperature, epochs=args.epochs, learning_rate=args.learning_rate,
+        batch_size=args.batch_size, max_length=args.max_length, seed=args.seed, max_steps=args.max_steps,
+    )
+
+
+def resume_point(checkpoint_dir: str | None):
+    """(model folder, first epoch to run, optimizer state) of the last complete checkpoint, if any."""
+    if not checkpoint_dir:
+        return None, 1, None
+    folder = Path(checkpoint_dir) / "supernet"
+    state_file = folder / TRAINER_STATE
+    if not state_file.exists():
+        return None, 1, None
+    import torch
+
+    state = torch.load(state_file, weights_only=False)
+    return folder, state["epoch"] + 1, state
+
+
+def save_supernet(model, tokenizer, folder: Path, metadata: dict) -> None:
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    write_json(folder / SUPERNET_METADATA, metadata)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    apply_runtime(args)
+    import torch
+    from nas_export import count_model_parameters
+    from nas_masks import model_dims
+
+    settings = settings_from_args(args)
+    splits = load_data(args)
+    resume_folder, start_epoch, optimizer_state = resume_point(args.checkpoint_dir)
+    model, tokenizer = load_classifier(resume_folder or args.model_name_or_path)
+    num_parameters = count_model_parameters(model)
+    dims = model_dims(model.config)
+    metadata = {
+        "base_model": args.model_name_or_path, "search_space": args.search_space, "strategy": args.strategy,
+        "max_length": args.max_length, "dims": asdict(dims),
+        "num_parameters": num_parameters, "dataset": args.dataset, "split_seed": args.split_seed,
+        "validation_fraction": args.validation_fraction,
+    }
+    if resume_folder is not None:
+        metadata.update(read_json(resume_folder / SUPERNET_METADATA))
+        print(f"resuming from {resume_folder} at epoch {start_epoch}", flush=True)
+
+    def on_epoch_end(epoch, loss, error, optimizer, scheduler):
+        print(format_metrics(epoch=epoch, train_loss=loss, num_parameters=num_parameters,
+                             validation_error=error), flush=True)
+        metadata.update(epochs_done=epoch, validation_error=error)
+        if args.checkpoint_dir:
+            folder = Path(args.checkpoint_dir) / "supernet"
+            save_supernet(model, tokenizer, folder, metadata)
+            torch.save({"epoch": epoch, "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict()}, folder / TRAINER_STATE)
+
+    train_supernetwork(model, tokenizer, splits["train"], splits["validation"], settings,
+                       on_epoch_end=on_epoch_end, start_epoch=start_epoch, optimizer_state=optimizer_state)
+    save_supernet(model, tokenizer, Path(args.output_dir), metadata)
+    print(f"super-network saved to {args.output_dir}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
