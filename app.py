@@ -42,7 +42,11 @@ def main() -> int:
     from stacks.application import build_app
 
     app = App()
-    build_app(app, config)
+    try:
+        build_app(app, config)  # cross-field checks that need the stacks raise ConfigError too
+    except ConfigError as err:
+        print(f"config error: {err}", file=sys.stderr)
+        return 2
     app.synth()
     return 0
 
