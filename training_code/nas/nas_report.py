@@ -59,7 +59,7 @@ def plot_front(rows: list[dict], front: list[dict], unpruned: dict | None, path:
 
 
 def write_pareto(rows: list[dict], objectives: list[str], unpruned: dict, output_dir: Path,
-                 title: str = "Sub-network search") -> dict:
+                 title: str = "Sub-network search", mark_unpruned: bool = True) -> dict:
     """Computes the front (sorted by size), its hypervolume, writes pareto.json and the plot."""
     output_dir.mkdir(parents=True, exist_ok=True)
     front = pareto_front(rows, objectives)
@@ -74,5 +74,5 @@ def write_pareto(rows: list[dict], objectives: list[str], unpruned: dict, output
         "pareto": front,
     }
     (output_dir / PARETO_JSON).write_text(json.dumps(summary, indent=2))
-    plot_front(rows, front, unpruned, output_dir / FRONT_PNG, title)
+    plot_front(rows, front, unpruned if mark_unpruned else None, output_dir / FRONT_PNG, title)
     return summary

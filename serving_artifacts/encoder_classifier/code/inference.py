@@ -1,0 +1,102 @@
+"""Inference handler for a (pruned) sentence-pair classifier in the Hugging Face inference container.
+
+Request (``application/json``), any of:
+    {"inputs": [["premise", "hypothesis"], ...]}
+    {"inputs": {"text": "premise", "text_pair": "hypothesis"}}
+    {"inputs": [{"text": "premise", "text_pair": "hypothesis"}, ...]}
+Response: a JSON list, one ``{"label": ..., "score": ...}`` per pair (score = softmax probability of the
+label), in request order.
+
+Tokenization matches training (``nas_data.tokenize_pairs``): both sentences with token types and attention
+mask, truncated to the training max length from ``nas_export.json``, padded to the longest pair only.
+The four functions are plain functions of their arguments (no SageMaker imports), so a local HTTP server
+can reuse them: ``bundle = model_fn(dir); output_fn(predict_fn(input_fn(body, ct), bundle), accept)``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+EXPORT_METADATA = "nas_export.json"
+DEFAULT_MAX_LENGTH = 128
+MAX_PAIRS_PER_FORWARD = 64
+
+
+def model_fn(model_dir: str, context=None) -> dict:
+    """Loads model, tokenizer, label names and the training max length."""
+    folder = Path(model_dir)
+    metadata_file = folder / EXPORT_METADATA
+    metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
+    config = json.loads((folder / "config.json").read_text())
+    # Pruned layouts that a plain BertConfig cannot describe ship their model class next to the weights.
+    model = AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code="auto_map" in config)
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    labels = metadata.get("labels") or [model.config.id2label[i] for i in range(model.config.num_labels)]
+    return {
+        "model": model, "tokenizer": tokenizer, "labels": list(labels),
+        "max_length": int(metadata.get("max_length", DEFAULT_MAX_LENGTH)),
+    }
+
+
+def _pair(item, where: str) -> tuple[str, str]:
+    if isinstance(item, dict):
+        first, second = item.get("text"), item.get("text_pair")
+    elif isinstance(item, list | tuple) and len(item) == 2:
+        first, second = item
+    else:
+        raise ValueError(f"{where}: expected [text, text_pair] or {{'text', 'text_pair'}}")
+    if not isinstance(first, str) or not isinstance(second, str):
+        raise ValueError(f"{where}: text and text_pair must be strings")
+    return first, second
+
+
+def parse_pairs(payload) -> list[tuple[str, str]]:
+    if not isinstance(payload, dict) or "inputs" not in payload:
+        raise ValueError('expected a JSON object with "inputs"')
+    inputs = payload["inputs"]
+    if isinstance(inputs, dict):
+        return [_pair(inputs, "inputs")]
+    if not isinstance(inputs, list) or not inputs:
+        raise ValueError('"inputs" must be a pair or a non-empty list of pairs')
+    return [_pair(item, f"inputs[{i}]") for i, item in enumerate(inputs)]
+
+
+def input_fn(input_data, content_type: str = "application/json") -> list[tuple[str, str]]:
+    if not content_type.startswith("application/json"):
+        raise ValueError(f"unsupported content type {content_type!r}; send application/json")
+    if isinstance(input_data, bytes | bytearray):
+        input_data = input_data.decode("utf-8")
+    return parse_pairs(json.loads(input_data) if isinstance(input_data, str) else input_data)
+
+
+def tokenize_pairs(tokenizer, first: list[str], second: list[str], max_length: int):
+    """Same call as ``training_code/nas/nas_data.tokenize_pairs`` (a test keeps them equal)."""
+    return tokenizer(
+        first, second, truncation=True, max_length=max_length, padding=True, return_tensors="pt",
+        return_token_type_ids=True, return_attention_mask=True,
+    )
+
+
+@torch.inference_mode()
+def predict_fn(pairs: list[tuple[str, str]], bundle: dict) -> list[dict]:
+    predictions = []
+    for start in range(0, len(pairs), MAX_PAIRS_PER_FORWARD):
+        chunk = pairs[start:start + MAX_PAIRS_PER_FORWARD]
+        encoded = tokenize_pairs(bundle["tokenizer"], [p[0] for p in chunk], [p[1] for p in chunk],
+                                 bundle["max_length"])
+        probabilities = bundle["model"](**encoded).logits.softmax(-1)
+        scores, indices = probabilities.max(-1)
+        for score, index in zip(scores.tolist(), indices.tolist(), strict=True):
+            predictions.append({"label": bundle["labels"][index], "score": score})
+    return predictions
+
+
+def output_fn(prediction: list[dict], accept: str = "application/json") -> str:
+    if accept not in ("application/json", "*/*") and not accept.startswith("application/json"):
+        raise ValueError(f"unsupported accept type {accept!r}; use application/json")
+    return json.dumps(prediction)

@@ -1,0 +1,84 @@
+"""Exports one sub-network of the Pareto set as a physically smaller Hugging Face model.
+
+Pick it by --index in the size-sorted front (0 = smallest, -1 = largest), or as the smallest one with
+validation error at most --max-error (absolute) or --max-error-increase above the unpruned model's.
+The output folder loads with ``AutoModelForSequenceClassification.from_pretrained(dir,
+trust_remote_code=True)`` (the flag only matters when layers differ from a plain BERT layout) and holds
+the tokenizer, saved with the training max length, and ``nas_export.json``, read by the inference handler.
+
+    python export_subnetwork.py --model-dir out/supernet --pareto-file out/search/pareto.json \\
+        --max-error-increase 0.01 --output-dir out/export
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from nas_cli import read_json, sm_default, supernet_metadata
+from nas_data import LABELS
+from nas_pareto import select_from_front
+from nas_search_space import SubnetConfig
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
+    parser.add_argument("--pareto-file", default=None,
+                        help="pareto.json of search_subnetworks.py or select_pareto.py "
+                             "(default: $SM_CHANNEL_PARETO/pareto.json)")
+    parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/export"))
+    choice = parser.add_mutually_exclusive_group(required=True)
+    choice.add_argument("--index", type=int, help="position in the front sorted by parameters")
+    choice.add_argument("--max-error", type=float, help="smallest sub-network with at most this error")
+    choice.add_argument("--max-error-increase", type=float,
+                        help="smallest sub-network with at most the unpruned error plus this")
+    parser.add_argument("--inference-code-dir", default=None,
+                        help="copied to <output-dir>/code (serving_artifacts/encoder_classifier/code)")
+    args = parser.parse_args(argv)
+    if args.pareto_file is None and sm_default("SM_CHANNEL_PARETO", None):
+        args.pareto_file = str(Path(sm_default("SM_CHANNEL_PARETO", "")) / "pareto.json")
+    if not args.model_dir or not args.pareto_file:
+        parser.error("--model-dir and --pareto-file are required")
+    return args
+
+
+def choose(summary: dict, args) -> dict:
+    front = summary["pareto"]
+    if args.index is not None:
+        return select_from_front(front, index=args.index)
+    max_error = args.max_error
+    if max_error is None:
+        max_error = float(summary["unpruned"]["validation_error"]) + args.max_error_increase
+    return select_from_front(front, max_error=max_error)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from nas_cli import load_classifier
+    from nas_export import build_pruned_model, count_model_parameters, save_pruned_model
+
+    summary = read_json(args.pareto_file)
+    chosen = choose(summary, args)
+    subnet = SubnetConfig.from_dict(chosen["subnet"])
+    model, tokenizer = load_classifier(args.model_dir)
+    metadata = supernet_metadata(args.model_dir)
+    max_length = int(metadata.get("max_length", 128))
+    pruned = build_pruned_model(model, subnet)
+    num_parameters = count_model_parameters(pruned)
+    if "num_parameters" in chosen and int(chosen["num_parameters"]) != num_parameters:
+        raise RuntimeError(f"pruned model has {num_parameters} parameters, the front says {chosen['num_parameters']}")
+    tokenizer.model_max_length = max_length
+    export_metadata = {
+        "subnet": subnet.to_dict(), "max_length": max_length, "labels": list(LABELS),
+        "num_parameters": num_parameters, "base_model": metadata.get("base_model"),
+        **{k: chosen[k] for k in ("validation_error", "test_error", "latency_ms") if k in chosen},
+    }
+    save_pruned_model(pruned, tokenizer, args.output_dir, export_metadata, args.inference_code_dir)
+    print(f"exported {subnet.to_dict()} ({num_parameters} parameters) to {args.output_dir}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
