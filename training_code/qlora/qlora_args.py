@@ -40,8 +40,7 @@ def add_bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, hel
         help=f"{help_text} (default: {default})",
     )
     parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
-    if "_" in name:
-        parser.add_argument(f"--no_{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
+    parser.add_argument(f"--no_{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
 
 
 def _existing_dir(env: Mapping[str, str], key: str) -> str | None:
