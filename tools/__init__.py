@@ -1,0 +1,1 @@
+"""Command-line tools of the project (image table, emulator deploy, invoke, review, cost)."""

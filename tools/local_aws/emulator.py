@@ -1,0 +1,221 @@
+"""Start moto on 127.0.0.1, bootstrap it like `cdk bootstrap`, publish assets and deploy stacks."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import time
+import warnings
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from .cloud_assembly import CloudAssemblyReader, StackArtifact
+from .moto_patches import apply_all as apply_moto_patches
+
+BOOTSTRAP_QUALIFIER = "hnb659fds"
+BOOTSTRAP_VERSION = "30"
+EMULATED_ACCOUNT = "123456789012"  # moto's default account
+CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"]
+_TERMINAL_OK = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE"}
+
+
+class DeployError(RuntimeError):
+    """A stack did not reach a *_COMPLETE state; the message carries the failing events."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalAws:
+    """A running moto server plus clients bound to it. Use `with LocalAws.start() as aws:`."""
+
+    def __init__(self, endpoint_url: str, region: str = "us-east-1", server: Any = None) -> None:
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self.account = EMULATED_ACCOUNT
+        self._server = server
+        self._session = boto3.session.Session(
+            aws_access_key_id="emulated", aws_secret_access_key="emulated", region_name=region
+        )
+
+    @classmethod
+    @contextmanager
+    def start(cls, *, port: int | None = None, region: str = "us-east-1", keep: bool = False) -> Iterator[LocalAws]:
+        """Run moto's threaded server on loopback (inf2 allowed) for the duration of the block."""
+        import logging
+
+        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        # moto warns per unsupported resource type; `skipped_resources` reports them per stack instead.
+        logging.getLogger("moto.cloudformation.parsing").setLevel(logging.ERROR)
+        warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto")
+        apply_moto_patches()
+        port = port or free_port()
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        try:
+            yield cls(f"http://127.0.0.1:{port}", region, server)
+        finally:
+            if not keep:
+                server.stop()
+
+    def client(self, service: str) -> Any:
+        return self._session.client(
+            service, endpoint_url=self.endpoint_url, config=Config(retries={"max_attempts": 2})
+        )
+
+    # -- what `cdk bootstrap` would have created -------------------------------------------------
+    @property
+    def assets_bucket(self) -> str:
+        return f"cdk-{BOOTSTRAP_QUALIFIER}-assets-{self.account}-{self.region}"
+
+    def bootstrap(self) -> None:
+        """The version parameter the templates' BootstrapVersion rule reads, and the assets bucket."""
+        self.client("ssm").put_parameter(
+            Name=f"/cdk-bootstrap/{BOOTSTRAP_QUALIFIER}/version", Value=BOOTSTRAP_VERSION, Type="String",
+            Overwrite=True,
+        )
+        s3 = self.client("s3")
+        existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+        if self.assets_bucket not in existing:
+            s3.create_bucket(Bucket=self.assets_bucket)
+
+    # -- assets ----------------------------------------------------------------------------------
+    def _substitute(self, text: str) -> str:
+        return (
+            text.replace("${AWS::AccountId}", self.account)
+            .replace("${AWS::Region}", self.region)
+            .replace("${AWS::Partition}", "aws")
+        )
+
+    def publish_assets(self, cdk_out: str | Path, stacks: list[StackArtifact] | None = None) -> list[str]:
+        """Upload every file asset named by the asset manifests (the same ones `cdk deploy` publishes)."""
+        reader = CloudAssemblyReader(cdk_out)
+        stacks = stacks if stacks is not None else reader.in_dependency_order()
+        s3 = self.client("s3")
+        uploaded: list[str] = []
+        manifests = sorted({m for s in stacks for m in s.asset_manifests})
+        for manifest_path in manifests:
+            manifest = json.loads(manifest_path.read_text())
+            for asset in manifest.get("files", {}).values():
+                source = reader.directory / asset["source"]["path"]
+                body = _zip_dir(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
+                for destination in asset["destinations"].values():
+                    bucket = self._substitute(destination["bucketName"])
+                    key = self._substitute(destination["objectKey"])
+                    s3.put_object(Bucket=bucket, Key=key, Body=body)
+                    uploaded.append(f"s3://{bucket}/{key}")
+            if manifest.get("dockerImages"):
+                raise DeployError(f"{manifest_path.name}: docker image assets cannot be published locally")
+        return uploaded
+
+    # -- CloudFormation --------------------------------------------------------------------------
+    def deploy(self, cdk_out: str | Path, stack_names: list[str] | None = None) -> dict[str, dict[str, str]]:
+        """Create or update the stacks (and their dependencies) in order; unchanged templates are no-ops."""
+        reader = CloudAssemblyReader(cdk_out)
+        stacks = reader.in_dependency_order(stack_names)
+        self.publish_assets(cdk_out, stacks)
+        return {stack.stack_name: self.deploy_stack(stack) for stack in stacks}
+
+    def deploy_stack(self, stack: StackArtifact) -> dict[str, str]:
+        cfn = self.client("cloudformation")
+        body = stack.template_body()
+        current = self._existing(stack.stack_name)
+        if current is None:
+            cfn.create_stack(
+                StackName=stack.stack_name, TemplateBody=body, Capabilities=CAPABILITIES,
+                EnableTerminationProtection=stack.termination_protection,
+            )
+        elif _as_dict(cfn.get_template(StackName=stack.stack_name)["TemplateBody"]) != json.loads(body):
+            cfn.update_stack(StackName=stack.stack_name, TemplateBody=body, Capabilities=CAPABILITIES)
+        self.wait(stack.stack_name)
+        return self.outputs(stack.stack_name)
+
+    def _existing(self, stack_name: str) -> dict | None:
+        cfn = self.client("cloudformation")
+        try:
+            described = cfn.describe_stacks(StackName=stack_name)["Stacks"][0]
+        except cfn.exceptions.ClientError:
+            return None
+        return None if described["StackStatus"] == "DELETE_COMPLETE" else described
+
+    def status(self, stack_name: str) -> str:
+        return self.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]["StackStatus"]
+
+    def wait(self, stack_name: str, timeout_s: float = 120.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            status = self.status(stack_name)
+            if not status.endswith("_IN_PROGRESS"):
+                break
+            if time.monotonic() > deadline:
+                raise DeployError(f"{stack_name}: still {status} after {timeout_s:.0f}s")
+            time.sleep(0.2)
+        if status not in _TERMINAL_OK:
+            events = self.client("cloudformation").describe_stack_events(StackName=stack_name)["StackEvents"]
+            reasons = [
+                f"{e['LogicalResourceId']}: {e.get('ResourceStatusReason')}"
+                for e in events if e.get("ResourceStatus", "").endswith("FAILED")
+            ]
+            raise DeployError(f"{stack_name}: {status}; {'; '.join(reasons[:5]) or 'no failure events'}")
+        return status
+
+    def outputs(self, stack_name: str) -> dict[str, str]:
+        described = self.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
+        return {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
+
+    def resources(self, stack_name: str) -> dict[str, dict]:
+        """Logical id -> summary (type, physical id, status) of a deployed stack."""
+        cfn = self.client("cloudformation")
+        summaries = cfn.list_stack_resources(StackName=stack_name)["StackResourceSummaries"]
+        return {s["LogicalResourceId"]: s for s in summaries}
+
+    def skipped_resources(self, stack: StackArtifact) -> dict[str, str]:
+        """Template resources the emulator did not create (types moto does not model): id -> type."""
+        template = json.loads(stack.template_body())
+        created = {k for k, v in self.resources(stack.stack_name).items() if v.get("PhysicalResourceId")}
+        return {
+            logical_id: resource["Type"]
+            for logical_id, resource in sorted(template.get("Resources", {}).items())
+            if logical_id not in created and resource["Type"] != "AWS::CDK::Metadata"
+        }
+
+    def delete(self, stack_name: str) -> None:
+        cfn = self.client("cloudformation")
+        cfn.delete_stack(StackName=stack_name)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            current = self._existing(stack_name)
+            if current is None:
+                return
+            if current["StackStatus"] == "DELETE_FAILED":
+                raise DeployError(f"{stack_name}: DELETE_FAILED")
+            time.sleep(0.2)
+        raise DeployError(f"{stack_name}: not deleted after 60s")
+
+
+def _as_dict(body: Any) -> dict:
+    """boto3 returns JSON template bodies already parsed; YAML or raw strings arrive as text."""
+    return json.loads(body) if isinstance(body, str) else dict(body)
+
+
+def _zip_dir(directory: Path) -> bytes:
+    """Directory assets are zipped by the CDK CLI; do the same, deterministically."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(path.relative_to(directory).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
