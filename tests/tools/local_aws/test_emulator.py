@@ -1,0 +1,72 @@
+"""The emulator deploys the real synthesized templates, redeploys as a no-op and reports what it skips."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.local_aws import CloudAssemblyReader, LocalAws
+from tools.local_aws.emulator import DeployError
+
+
+@pytest.fixture(scope="module")
+def local_aws():
+    with LocalAws.start() as aws:
+        aws.bootstrap()
+        yield aws
+
+
+def test_data_stack_deploys_and_redeploy_is_a_no_op(local_aws, assemblies):
+    cdk_out = assemblies["dev"].directory
+    outputs = local_aws.deploy(cdk_out, ["llm-inf2-dev-Data"])["llm-inf2-dev-Data"]
+    bucket = outputs["ArtifactBucketName"]
+    s3 = local_aws.client("s3")
+    tags = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=bucket)["TagSet"]}
+    assert tags["environment"] == "dev"  # moto models encryption and tags of CFN buckets, not versioning
+    sse = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert sse["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    events_before = local_aws.client("cloudformation").describe_stack_events(StackName="llm-inf2-dev-Data")
+    local_aws.deploy(cdk_out, ["llm-inf2-dev-Data"])
+    events_after = local_aws.client("cloudformation").describe_stack_events(StackName="llm-inf2-dev-Data")
+    assert len(events_after["StackEvents"]) == len(events_before["StackEvents"]), "unchanged template must not update"
+    assert local_aws.status("llm-inf2-dev-Data") == "CREATE_COMPLETE"
+
+
+def test_skipped_resource_types_are_reported(local_aws, assemblies):
+    reader = CloudAssemblyReader(assemblies["dev"].directory)
+    data = next(s for s in reader.in_dependency_order() if s.stack_name == "llm-inf2-dev-Data")
+    local_aws.deploy(assemblies["dev"].directory, ["llm-inf2-dev-Data"])
+    assert set(local_aws.skipped_resources(data).values()) == {"AWS::S3::BucketPolicy"}
+
+
+def test_bootstrap_matches_what_templates_expect(local_aws):
+    param = local_aws.client("ssm").get_parameter(Name="/cdk-bootstrap/hnb659fds/version")["Parameter"]
+    assert int(param["Value"]) >= 6
+    assert local_aws.assets_bucket == "cdk-hnb659fds-assets-123456789012-us-east-1"
+
+
+def test_inf2_is_allowed_but_unknown_types_still_rejected(local_aws):
+    sagemaker = local_aws.client("sagemaker")
+    sagemaker.create_model(
+        ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+        PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1"},
+    )
+    variant = {"VariantName": "v", "ModelName": "m", "InitialInstanceCount": 1}
+    sagemaker.create_endpoint_config(
+        EndpointConfigName="ok", ProductionVariants=[{**variant, "InstanceType": "ml.inf2.xlarge"}]
+    )
+    with pytest.raises(sagemaker.exceptions.ClientError, match="InstanceType|instance"):
+        sagemaker.create_endpoint_config(
+            EndpointConfigName="bad", ProductionVariants=[{**variant, "InstanceType": "ml.bogus.xlarge"}]
+        )
+
+
+def test_failed_stack_raises_with_reason(local_aws, tmp_path):
+    (tmp_path / "manifest.json").write_text(
+        '{"version": "1", "artifacts": {"Bad": {"type": "aws:cloudformation:stack", '
+        '"properties": {"templateFile": "Bad.template.json"}}}}'
+    )
+    (tmp_path / "Bad.template.json").write_text(
+        '{"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"DelaySeconds": "not-a-number"}}}}'
+    )
+    with pytest.raises((DeployError, Exception)):
+        local_aws.deploy(tmp_path)
