@@ -44,3 +44,17 @@ def chat_tokenizer(tiny_chat_llama):
     from qlora_model import load_tokenizer
 
     return load_tokenizer(str(tiny_chat_llama))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Tiny models gain nothing from threads, and spinning OpenMP threads crawl on a shared 2-core machine.
+
+    Restored after each module so that other test folders in the same process keep their setting.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

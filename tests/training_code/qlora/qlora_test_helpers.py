@@ -9,10 +9,36 @@ from pathlib import Path
 
 QLORA_DIR = Path(__file__).resolve().parents[3] / "training_code" / "qlora"
 
-WORDS = (
-    "alpha beta gamma delta model train token llama adapter merge serve cloud stack data learn rate step loss "
-    "inferentia neuron batch prompt answer question explain why how what"
-).split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "model",
+    "train",
+    "token",
+    "llama",
+    "adapter",
+    "merge",
+    "serve",
+    "cloud",
+    "stack",
+    "data",
+    "learn",
+    "rate",
+    "step",
+    "loss",
+    "inferentia",
+    "neuron",
+    "batch",
+    "prompt",
+    "answer",
+    "question",
+    "explain",
+    "why",
+    "how",
+    "what",
+]
 
 
 def load_train_entry():
@@ -56,7 +82,25 @@ def vocab_texts() -> list[str]:
 def tiny_run_args(model: Path, data: Path, out: Path, *extra: str) -> list[str]:
     """Flags for a run of a few seconds: float32 compute keeps it fast and exactly reproducible on CPU."""
     return [
-        "--model_id", str(model), "--train_data", str(data), "--output_dir", str(out),
-        "--max_seq_length", "64", "--per_device_batch_size", "4", "--lora_r", "8", "--lora_alpha", "16",
-        "--learning_rate", "1e-2", "--logging_steps", "1", "--compute_dtype", "float32", *extra,
+        "--model_id",
+        str(model),
+        "--train_data",
+        str(data),
+        "--output_dir",
+        str(out),
+        "--max_seq_length",
+        "64",
+        "--per_device_batch_size",
+        "4",
+        "--lora_r",
+        "8",
+        "--lora_alpha",
+        "16",
+        "--learning_rate",
+        "1e-2",
+        "--logging_steps",
+        "1",
+        "--compute_dtype",
+        "float32",
+        *extra,
     ]

@@ -113,7 +113,8 @@ def test_prepare_data_packs_to_max_seq_length_and_holds_out_an_eval_split(tmp_pa
     assert unpacked.summary["train"]["truncated_rows"] > 0
     # Packing loses no token except the tail that does not fill a block.
     all_tokens = sum(len(tokenize_text(text, tokenizer)) for text in render_rows(read_rows(path), tokenizer)[1])
-    kept = sum(packed.summary[part]["tokens"] + packed.summary[part]["dropped_tail_tokens"] for part in ("train", "eval"))
+    summary = packed.summary
+    kept = sum(summary[part]["tokens"] + summary[part]["dropped_tail_tokens"] for part in ("train", "eval"))
     assert kept == all_tokens
 
 
