@@ -15,10 +15,14 @@ VENV_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps synth test lint clean
+.PHONY: help deps synth deploy test lint clean
+TARGET ?= local
 
 help:
 	@echo "make synth [ENV=dev|prod]   synthesize every stack of ENV into cdk.out/ (offline, no credentials)"
+	@echo "make deploy [ENV=] [TARGET=local|aws] [KEEP=1]"
+	@echo "                             local (default): deploy cdk.out to a moto emulator on 127.0.0.1 and check it"
+	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make lint                   ruff only"
 
@@ -37,6 +41,13 @@ synth: deps
 	rm -rf cdk.out
 	npx cdk synth --quiet -c env=$(ENV) --output cdk.out
 	@ls cdk.out/*.template.json
+
+deploy: synth
+	@case "$(TARGET)" in \
+	  local) $(PY) tools/deploy_local.py --cdk-out cdk.out $(if $(KEEP),--keep) ;; \
+	  aws) npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
+	  *) echo "make deploy: TARGET must be local or aws, got '$(TARGET)'" >&2; exit 2 ;; \
+	esac
 
 lint: deps
 	$(VENV)/bin/ruff check .

@@ -58,7 +58,7 @@ class LocalAws:
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         # moto warns per unsupported resource type; `skipped_resources` reports them per stack instead.
-        logging.getLogger("moto.cloudformation.parsing").setLevel(logging.ERROR)
+        logging.getLogger("moto").setLevel(logging.ERROR)
         warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto")
         apply_moto_patches()
         port = port or free_port()
