@@ -55,11 +55,13 @@ def build_tiny_llama(
     num_heads: int = 4,
     intermediate_size: int = 128,
     max_position_embeddings: int = 512,
+    model_vocab_size: int | None = None,
     seed: int = 0,
 ) -> Path:
     """Train a tokenizer on vocab_texts, random-init a LlamaConfig model, save both; returns out_dir.
 
     chat_template: False for none (Llama 2 base style), True for TINY_CHAT_TEMPLATE, or a Jinja string.
+    model_vocab_size: embedding rows, when larger than the tokenizer (e.g. Llama 2's 32000 for a benchmark).
     """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -67,7 +69,7 @@ def build_tiny_llama(
     template = TINY_CHAT_TEMPLATE if chat_template is True else (chat_template or None)
     tokenizer = train_tokenizer(vocab_texts, vocab_size=vocab_size, chat_template=template)
     config = LlamaConfig(
-        vocab_size=len(tokenizer),
+        vocab_size=max(len(tokenizer), model_vocab_size or 0),
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
         num_hidden_layers=num_layers,

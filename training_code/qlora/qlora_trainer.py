@@ -67,22 +67,45 @@ def training_arguments(args: argparse.Namespace, has_eval: bool) -> TrainingArgu
 
 
 class MetricLinesCallback(TrainerCallback):
-    """Prints each log as a regex-parsable line (see qlora_metrics) and keeps this session's token count."""
+    """Prints each log as a regex-parsable line (see qlora_metrics) and measures this session's throughput.
+
+    Tokens are the non-padding input tokens of this session (a resumed run counts only its own steps). The
+    first step carries one-off costs (allocations, kernel selection), so a figure without it is kept too.
+    """
 
     def __init__(self) -> None:
         self.started = 0.0
         self.tokens_at_start = 0
         self.tokens = 0
         self.seconds = 0.0
+        self.first_step: tuple[float, int] | None = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.started = time.perf_counter()
         self.tokens_at_start = state.num_input_tokens_seen
 
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.first_step is None:
+            self.first_step = (time.perf_counter(), state.num_input_tokens_seen)
+
     def _throughput(self, state) -> float | None:
         self.seconds = time.perf_counter() - self.started
         self.tokens = state.num_input_tokens_seen - self.tokens_at_start
         return self.tokens / self.seconds if self.seconds > 0 and self.tokens else None
+
+    def summary(self) -> dict[str, Any]:
+        after_first = None
+        if self.first_step is not None:
+            seconds = self.started + self.seconds - self.first_step[0]
+            tokens = self.tokens_at_start + self.tokens - self.first_step[1]
+            after_first = tokens / seconds if seconds > 0 and tokens > 0 else None
+        return {
+            "train_tokens": self.tokens,
+            "train_seconds": round(self.seconds, 3),
+            "tokens_per_second": self.tokens / self.seconds if self.seconds > 0 and self.tokens else None,
+            "tokens_per_second_after_first_step": after_first,
+            "counted": "non-padding input tokens of this session, over the wall time of trainer.train()",
+        }
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}

@@ -57,6 +57,7 @@ def _train(args, report, extra_callbacks) -> dict[str, Any]:
         if args.method != "full":
             targets = resolve_target_modules(model, args.target_modules)
             model = attach_lora(model, targets, args.lora_r, args.lora_alpha, args.lora_dropout)
+    report.record_memory("load")
     report.set(data=data.summary, target_modules=targets, parameters=parameter_counts(model))
 
     metric_lines = MetricLinesCallback()
@@ -70,21 +71,19 @@ def _train(args, report, extra_callbacks) -> dict[str, Any]:
         train_metrics = train_model(trainer, resume_from)
     eval_metrics = trainer.evaluate() if data.eval else {}
     report.record_memory("train")
-    tokens_per_second = metric_lines.tokens / metric_lines.seconds if metric_lines.seconds else None
+    throughput = metric_lines.summary()
     report.set(
         resumed_from=resume_from,
         train_metrics=train_metrics,
         eval_metrics=eval_metrics,
         loss_curve=loss_curve(trainer.state.log_history),
-        throughput={
-            "train_tokens": metric_lines.tokens,
-            "train_seconds": round(metric_lines.seconds, 3),
-            "tokens_per_second": tokens_per_second,
-            "counted": "non-padding tokens of this session",
-        },
+        throughput=throughput,
     )
-    trained_dir = os.path.join(args.output_dir, "adapter" if args.method != "full" else "trained")
-    trainer.save_model(trained_dir)
+    trained_dir = None
+    if args.method != "full":  # full fine-tuning has no adapter: its weights go straight to the model dir
+        trained_dir = os.path.join(args.output_dir, "adapter")
+        trainer.save_model(trained_dir)
+        tokenizer.save_pretrained(trained_dir)
     probe = probe_batch(data.eval or data.train, tokenizer.pad_token_id)
     trained_logits = probe_logits(model, probe) if args.merge else None
     return {
@@ -93,7 +92,7 @@ def _train(args, report, extra_callbacks) -> dict[str, Any]:
         "trained_dir": trained_dir,
         "probe": probe,
         "trained_logits": trained_logits,
-        "tokens_per_second": tokens_per_second,
+        "tokens_per_second": throughput["tokens_per_second"],
     }
 
 
@@ -145,7 +144,6 @@ def main(argv: list[str] | None = None, extra_callbacks: list | None = None) -> 
     if args.merge:
         check = _merge(args, report, trained)
     else:
-        trained["tokenizer"].save_pretrained(trained["trained_dir"])
         with report.timed("save"):
             trained["model"].save_pretrained(args.model_dir)
             trained["tokenizer"].save_pretrained(args.model_dir)
