@@ -1,0 +1,554 @@
+#!/usr/bin/env python3
+"""Review summary of an infrastructure change: what a merge would add, change, replace or delete in AWS.
+
+    python tools/review_diff.py --base origin/main [--env dev --env prod] [--output review.md]
+    python tools/review_diff.py --base-dir cdk.out.base --head-dir cdk.out [--output review.md]
+
+`--base REF` checks REF out into a temporary `git worktree`, synthesizes it and the working tree
+offline (`python app.py` with CDK_OUTDIR / CDK_CONTEXT_JSON, one process per environment, no
+credentials), then compares every stack. `--base-dir/--head-dir` compare two synthesized cloud
+assemblies (a folder with manifest.json, or a folder of such folders, one per environment).
+
+Every stack pair goes through @aws-cdk/cloudformation-diff (tools/cfn_diff.cjs), the engine of
+`cdk diff --template`, pinned in package.json: its per-resource change impact (WILL_REPLACE,
+MAY_REPLACE, WILL_DESTROY, WILL_ORPHAN), computed from the CloudFormation resource specification it
+ships, is the replacement detection. On top of it this tool adds what the engine cannot see: a
+renamed construct (same type removed and added under a new logical ID, i.e. a new, empty resource)
+and what an endpoint update means for clients. The markdown is deterministic: sorted, no times, no
+temporary paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tools import cost  # noqa: E402
+
+MARKER = "<!-- review-diff -->"
+REPLACING = ("WILL_REPLACE", "MAY_REPLACE")
+DELETING = ("WILL_DESTROY", "WILL_ORPHAN")
+
+# Resource types whose replacement or deletion loses data or breaks clients: (class, what is at stake).
+SENSITIVE: dict[str, tuple[str, str]] = {
+    "AWS::KMS::Key": ("stateful", "a new key; data encrypted under the old key needs the old key to be read"),
+    "AWS::S3::Bucket": ("stateful", "a new, empty bucket; objects do not move"),
+    "AWS::Logs::LogGroup": ("stateful", "a new, empty log group; past logs stay behind"),
+    "AWS::SSM::Parameter": ("stateful", "the stored value (e.g. the last trained model prefix) starts over"),
+    "AWS::DynamoDB::Table": ("stateful", "a new, empty table"),
+    "AWS::EFS::FileSystem": ("stateful", "a new, empty file system"),
+    "AWS::RDS::DBInstance": ("stateful", "a new database"),
+    "AWS::RDS::DBCluster": ("stateful", "a new database cluster"),
+    "AWS::ECR::Repository": ("stateful", "a new, empty image repository"),
+    "AWS::SecretsManager::Secret": ("stateful", "a new secret value"),
+    "AWS::SQS::Queue": ("stateful", "a new, empty queue; queued messages are lost"),
+    "AWS::SageMaker::Endpoint": ("user-facing", "clients call the endpoint by name"),
+    "AWS::SageMaker::EndpointConfig": ("user-facing", "the configuration the endpoint runs"),
+    "AWS::SNS::Topic": ("user-facing", "a new topic ARN; subscribers (alarm e-mails) must subscribe again"),
+    "AWS::StepFunctions::StateMachine": ("user-facing", "a new ARN; callers and execution history stay with the old"),
+}
+IAM_PREFIXES = ("AWS::IAM::",)
+IAM_POLICY_TYPES = ("AWS::S3::BucketPolicy", "AWS::KMS::Key", "AWS::SNS::TopicPolicy", "AWS::SQS::QueuePolicy",
+                    "AWS::Lambda::Permission")
+SG_TYPES = ("AWS::EC2::SecurityGroup", "AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress")
+
+
+class ReviewError(Exception):
+    """A failure the tool reports as one line."""
+
+
+# ------------------------------------------------------------------------------------------ assemblies
+@dataclass(frozen=True)
+class StackArtifact:
+    name: str
+    template_path: Path
+    region: str | None
+    termination_protection: bool
+    paths: dict[str, str]  # logical id -> construct path
+
+    @property
+    def template(self) -> dict:
+        return json.loads(self.template_path.read_text(encoding="utf-8"))
+
+
+def _metadata(assembly: Path, artifact: dict) -> dict[str, list]:
+    entries = dict(artifact.get("metadata") or {})
+    extra = artifact.get("additionalMetadataFile")
+    if extra and (assembly / extra).is_file():
+        entries.update(json.loads((assembly / extra).read_text(encoding="utf-8")))
+    return entries
+
+
+def read_assembly(folder: Path) -> dict[str, StackArtifact]:
+    """Stacks of a cloud assembly, or of every assembly one level below `folder`, by stack name."""
+    folder = Path(folder)
+    manifests = [folder / "manifest.json"] if (folder / "manifest.json").is_file() else sorted(
+        folder.glob("*/manifest.json")
+    )
+    if not manifests:
+        raise ReviewError(f"{folder}: no manifest.json in it or in its sub-folders (synthesize first)")
+    stacks: dict[str, StackArtifact] = {}
+    for manifest_path in manifests:
+        assembly = manifest_path.parent
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
+            if artifact.get("type") != "aws:cloudformation:stack":
+                continue
+            props = artifact.get("properties", {})
+            env = artifact.get("environment", "")
+            region = env.rsplit("/", 1)[-1] if env.startswith("aws://") else None
+            paths = {}
+            for path, entries in _metadata(assembly, artifact).items():
+                for entry in entries:
+                    if entry.get("type") == "aws:cdk:logicalId" and isinstance(entry.get("data"), str):
+                        paths[entry["data"]] = path
+            name = props.get("stackName") or artifact.get("displayName") or artifact_id
+            stacks[name] = StackArtifact(
+                name, assembly / props["templateFile"], None if region in (None, "unknown-region") else region,
+                bool(props.get("terminationProtection", False)), paths,
+            )
+    return stacks
+
+
+# ----------------------------------------------------------------------------------------------- synth
+def _context(tree: Path, env_name: str) -> dict[str, Any]:
+    """What `npx cdk synth -c env=NAME` hands app.py: cdk.json context plus the CLI's metadata switches."""
+    cdk_json = json.loads((tree / "cdk.json").read_text(encoding="utf-8"))
+    return {
+        **cdk_json.get("context", {}),
+        "aws:cdk:enable-path-metadata": cdk_json.get("pathMetadata", True),
+        "aws:cdk:enable-asset-metadata": True,
+        "aws:cdk:version-reporting": cdk_json.get("versionReporting", True),
+        "env": env_name,
+    }
+
+
+def synth_tree(tree: Path, outdir: Path, envs: list[str]) -> dict[str, str]:
+    """Synthesize every env of the source tree `tree` into outdir/<env>; returns {env: why it was skipped}."""
+    procs = {}
+    for env_name in envs:
+        environ = dict(os.environ)
+        environ.update({
+            "CDK_OUTDIR": str(outdir / env_name),
+            "CDK_CONTEXT_JSON": json.dumps(_context(tree, env_name)),
+            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        })
+        procs[env_name] = subprocess.Popen(
+            [sys.executable, "app.py"], cwd=tree, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )
+    skipped = {}
+    for env_name, proc in procs.items():
+        _, err = proc.communicate(timeout=900)
+        if proc.returncode == 0:
+            continue
+        last = (err.strip().splitlines() or ["(no output)"])[-1]
+        if "no such file for env" in last:  # the environment does not exist on this side: nothing deployed
+            skipped[env_name] = "no config file"
+            continue
+        raise ReviewError(f"synth of {tree.name} env {env_name} failed: {last}")
+    return skipped
+
+
+def synth_ref(ref: str, workdir: Path, envs: list[str]) -> Path:
+    """Check `ref` out into a temporary worktree, synthesize it into workdir/base, remove the worktree."""
+    tree = workdir / "base-src"
+    proc = subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(tree), ref], cwd=ROOT,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ReviewError(f"git worktree add {ref}: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+    try:
+        synth_tree(tree, workdir / "base", envs)
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+    return workdir / "base"
+
+
+# ------------------------------------------------------------------------------------------------ diff
+def run_engine(base: dict[str, StackArtifact], head: dict[str, StackArtifact]) -> dict[str, Any]:
+    names = sorted(set(base) | set(head))
+    request = {"stacks": [
+        {
+            "name": name,
+            "base": str(base[name].template_path) if name in base else None,
+            "head": str(head[name].template_path) if name in head else None,
+            "paths": {**(base[name].paths if name in base else {}), **(head[name].paths if name in head else {})},
+        }
+        for name in names
+    ]}
+    proc = subprocess.run(["node", str(ROOT / "tools" / "cfn_diff.cjs")], input=json.dumps(request),
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "FORCE_COLOR": "0"})
+    if proc.returncode != 0:
+        raise ReviewError(f"cloudformation-diff failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(proc.stdout)
+
+
+@dataclass(frozen=True)
+class Warning_:
+    stack: str
+    logical_id: str
+    type: str
+    kind: str  # REPLACED, MAY BE REPLACED, DELETED, ORPHANED, REPLACED BY RENAME, MOVED, NEW ENDPOINT
+    message: str
+
+
+@dataclass
+class StackReport:
+    name: str
+    status: str  # changed, unchanged, added, removed
+    added: list[dict] = field(default_factory=list)
+    changed: list[dict] = field(default_factory=list)
+    removed: list[dict] = field(default_factory=list)
+    replaced: list[dict] = field(default_factory=list)
+    text: str = ""
+    iam: dict = field(default_factory=dict)
+    security_groups: dict = field(default_factory=dict)
+    other_sections: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Review:
+    title: str
+    engine: str
+    stacks: list[StackReport]
+    warnings: list[Warning_]
+    iam: list[str]
+    security: list[str]
+    settings: list[str]
+    cost_rows: list[tuple[str, ...]]
+    cost_notes: list[str]
+
+    @property
+    def replaced(self) -> dict[str, list[str]]:
+        """{stack: sorted logical ids the engine marks as (maybe) replaced}: what the tests pin down."""
+        return {s.name: sorted(r["logicalId"] for r in s.replaced) for s in self.stacks if s.replaced}
+
+    @property
+    def flagged(self) -> list[tuple[str, str, str]]:
+        return sorted((w.stack, w.logical_id, w.kind) for w in self.warnings)
+
+
+def _replacing_properties(change: dict) -> list[str]:
+    return sorted(name for name, impact in change["properties"].items() if impact in REPLACING)
+
+
+def _ref(value: Any) -> str | None:
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return value["Ref"]
+        att = value.get("Fn::GetAtt")
+        if att:
+            return att[0] if isinstance(att, list) else str(att).split(".")[0]
+    return None
+
+
+def _rollout(endpoint: dict) -> str:
+    deploy = endpoint.get("Properties", {}).get("DeploymentConfig") or {}
+    rolling = deploy.get("RollingUpdatePolicy")
+    if rolling:
+        batch = rolling.get("MaximumBatchSize", {})
+        return (f"rolling deployment, batches of {batch.get('Value')} {str(batch.get('Type', '')).lower()} "
+                f"every {rolling.get('WaitIntervalInSeconds')} s")
+    blue_green = deploy.get("BlueGreenUpdatePolicy")
+    if blue_green:
+        routing = (blue_green.get("TrafficRoutingConfiguration") or {}).get("Type", "ALL_AT_ONCE")
+        return f"blue/green deployment, traffic shifted {routing.lower().replace('_', ' ')}"
+    return "blue/green deployment, all at once (SageMaker's default)"
+
+
+def _endpoints_using(template: dict, config_id: str) -> list[tuple[str, dict]]:
+    return sorted(
+        (lid, res) for lid, res in template.get("Resources", {}).items()
+        if res.get("Type") == "AWS::SageMaker::Endpoint"
+        and _ref(res.get("Properties", {}).get("EndpointConfigName")) == config_id
+    )
+
+
+def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engine: dict[str, Any]) -> tuple[
+        list[StackReport], list[Warning_], list[str], list[str]]:
+    reports: list[StackReport] = []
+    warnings: list[Warning_] = []
+    iam_lines: list[str] = []
+    sg_lines: list[str] = []
+    removed_sensitive: list[tuple[str, dict]] = []
+    added_by_type: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    templates = {name: art.template for name, art in head.items()}
+    base_templates = {name: art.template for name, art in base.items()}
+
+    for result in engine["stacks"]:
+        name = result["name"]
+        status = "added" if name not in base else "removed" if name not in head else (
+            "unchanged" if result["empty"] else "changed")
+        report = StackReport(name, status, text=result["text"], other_sections=result["otherSections"])
+        for change in result["resources"]:
+            if change["isAddition"]:
+                report.added.append(change)
+                added_by_type[change["type"]].append((name, change["logicalId"]))
+            elif change["isRemoval"]:
+                report.removed.append(change)
+            else:
+                report.changed.append(change)
+                if change["impact"] in REPLACING:
+                    report.replaced.append(change)
+        reports.append(report)
+
+        head_template = templates.get(name, {})
+        base_template = base_templates.get(name, {})
+        for change in report.replaced:
+            rtype, lid = change["type"], change["logicalId"]
+            kind = "REPLACED" if change["impact"] == "WILL_REPLACE" else "MAY BE REPLACED"
+            because = ", ".join(_replacing_properties(change)) or "resource-level change"
+            if rtype == "AWS::SageMaker::EndpointConfig":
+                users = _endpoints_using(head_template, lid)
+                endpoints = [e for e in users if not _endpoint_replaced(report, e[0])]
+                if endpoints:
+                    how = "; ".join(f"endpoint `{e}` keeps its name and switches to the new config by {_rollout(r)}"
+                                    for e, r in endpoints)
+                    message = f"rolling replacement of the endpoint config ({because}): {how}"
+                else:
+                    message = f"endpoint config replaced ({because}); no endpoint in this stack keeps using it"
+                warnings.append(Warning_(name, lid, rtype, kind, message))
+            elif rtype == "AWS::SageMaker::Endpoint":
+                warnings.append(Warning_(name, lid, rtype, "NEW ENDPOINT", (
+                    f"the endpoint itself is replaced ({because}): a new endpoint is created and the old one "
+                    "deleted; clients see a new endpoint and no capacity while the new one starts")))
+            elif rtype in SENSITIVE:
+                klass, stake = SENSITIVE[rtype]
+                retained = base_template.get("Resources", {}).get(lid, {}).get("DeletionPolicy") == "Retain"
+                tail = "; the old one is retained (DeletionPolicy Retain) but no longer managed" if retained else ""
+                warnings.append(Warning_(name, lid, rtype, kind, f"{klass}: {stake} ({because}){tail}"))
+        for change in report.changed:
+            if change["type"] == "AWS::SageMaker::Endpoint" and change["impact"] not in REPLACING and (
+                "EndpointConfigName" in change["properties"]
+            ):
+                endpoint = head_template.get("Resources", {}).get(change["logicalId"], {})
+                warnings.append(Warning_(name, change["logicalId"], change["type"], "ENDPOINT UPDATE", (
+                    f"same endpoint, new endpoint config: updated in place by {_rollout(endpoint)}")))
+        for change in report.removed:
+            if change["type"] in SENSITIVE:
+                removed_sensitive.append((name, change))
+
+        for change in report.added + report.changed + report.removed:
+            rtype = change["type"]
+            verb = "added" if change["isAddition"] else "removed" if change["isRemoval"] else "changed"
+            if rtype.startswith(IAM_PREFIXES) or (
+                rtype in IAM_POLICY_TYPES and (rtype != "AWS::KMS::Key" or "KeyPolicy" in change["properties"]
+                                               or verb != "changed")
+            ):
+                iam_lines.append(f"`{name}` {rtype} `{change['logicalId']}` {verb}")
+            if rtype in SG_TYPES or "SecurityGroupIds" in change["properties"] or (
+                "VpcConfig" in change["properties"]
+            ):
+                sg_lines.append(f"`{name}` {rtype} `{change['logicalId']}` {verb}")
+        report.iam = result["iam"]
+        report.security_groups = result["securityGroups"]
+
+    for name, change in sorted(removed_sensitive, key=lambda item: (item[0], item[1]["logicalId"])):
+        rtype, lid = change["type"], change["logicalId"]
+        klass, stake = SENSITIVE[rtype]
+        fate = ("orphaned: retained by its DeletionPolicy, no longer managed by the stack"
+                if change["impact"] == "WILL_ORPHAN" else "deleted")
+        same_stack = [lid2 for stack2, lid2 in added_by_type.get(rtype, []) if stack2 == name]
+        other_stacks = [f"{stack2}/{lid2}" for stack2, lid2 in added_by_type.get(rtype, []) if stack2 != name]
+        if same_stack:
+            kind = "REPLACED BY RENAME"
+            added = ", ".join(f"`{other}`" for other in sorted(same_stack))
+            message = (f"{klass}: logical ID `{lid}` removed ({fate}) and {added} of the same type added: "
+                       f"a renamed construct is a replacement, {stake}")
+        elif other_stacks:
+            kind = "MOVED"
+            message = (f"{klass}: removed here ({fate}) and a {rtype} added in `{', '.join(sorted(other_stacks))}`: "
+                       f"moving between stacks is a replacement, {stake}")
+        else:
+            kind = "ORPHANED" if change["impact"] == "WILL_ORPHAN" else "DELETED"
+            message = f"{klass}: {fate}; {stake.split(';')[0]}"
+        warnings.append(Warning_(name, lid, rtype, kind, message))
+
+    warnings.sort(key=lambda w: (w.stack, w.logical_id, w.kind))
+    return reports, warnings, sorted(set(iam_lines)), sorted(set(sg_lines))
+
+
+def _endpoint_replaced(report: StackReport, logical_id: str) -> bool:
+    return any(c["logicalId"] == logical_id for c in report.replaced)
+
+
+def stack_settings(base: dict[str, StackArtifact], head: dict[str, StackArtifact]) -> list[str]:
+    lines = []
+    for name in sorted(set(base) & set(head)):
+        before, after = base[name].termination_protection, head[name].termination_protection
+        if before != after:
+            lines.append(f"`{name}`: termination protection {'on' if before else 'off'} -> {'on' if after else 'off'}")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------------ cost
+def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
+               table: cost.PriceTable) -> tuple[list[tuple[str, ...]], list[str]]:
+    def lines(side: dict[str, StackArtifact]) -> dict[str, cost.Line]:
+        by_region: dict[str | None, dict[str, dict]] = defaultdict(dict)
+        for name, art in side.items():
+            by_region[art.region][name] = art.template
+        out = {}
+        for region in sorted(by_region, key=str):
+            for line in cost.estimate(cost.workload_from_templates(by_region[region], region), table).lines:
+                out[line.key] = line
+        return out
+
+    before, after = lines(base), lines(head)
+    rows: list[tuple[str, ...]] = []
+    notes: set[str] = set()
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        ref = new or old
+        unit = "/month" if ref.hours is None else "/run"
+        old_type = f"{old.count} x {old.instance_type}" if old else "-"
+        new_type = f"{new.count} x {new.instance_type}" if new else "-"
+        old_usd = old.usd_total if old else 0.0
+        new_usd = new.usd_total if new else 0.0
+        if old_usd is None or new_usd is None:
+            delta = "n/a"
+        else:
+            diff = new_usd - old_usd
+            delta = "±0" if abs(diff) < 0.005 else f"{'+' if diff > 0 else '-'}${abs(diff):,.2f}{unit}"
+        rows.append((ref.label, old_type if old_type == new_type else f"{old_type} -> {new_type}",
+                     cost.money(old.usd_total) + unit if old else "-", cost.money(new.usd_total) + unit if new else "-",
+                     delta))
+        for line in (old, new):
+            if line and line.problem:
+                notes.add(f"not priced: {line.problem}")
+            if line and line.note:
+                notes.add(f"{line.label}: {line.note}")
+    return rows, sorted(notes)
+
+
+# -------------------------------------------------------------------------------------------- markdown
+def review(base: dict[str, StackArtifact], head: dict[str, StackArtifact], title: str,
+           table: cost.PriceTable | None = None) -> Review:
+    engine = run_engine(base, head)
+    reports, warnings, iam_lines, sg_lines = analyse(base, head, engine)
+    rows, notes = cost_delta(base, head, table or cost.PriceTable.load())
+    return Review(title, engine["engine"], reports, warnings, iam_lines, sg_lines, stack_settings(base, head),
+                  rows, notes)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    """A markdown table from the engine's summary rows (first row: header)."""
+    header = "| " + " | ".join(_cell(c) or " " for c in rows[0]) + " |"
+    return [header, "|" + " --- |" * len(rows[0])] + [
+        "| " + " | ".join(_cell(c).replace("\n", "<br>") for c in row) + " |" for row in rows[1:]
+    ]
+
+
+def render(result: Review, table: cost.PriceTable | None = None) -> str:
+    table = table or cost.PriceTable.load()
+    changed = [s for s in result.stacks if s.status != "unchanged"]
+    out = [MARKER, f"## Infrastructure review: {result.title}", ""]
+    if not changed:
+        out += ["No infrastructure changes: every stack template is identical.", ""]
+    if result.warnings:
+        out += [f"### :warning: {len(result.warnings)} stateful or user-facing resource(s) replaced, deleted or "
+                "updated", ""]
+        for w in result.warnings:
+            out.append(f"- **{w.kind}** `{w.stack}` `{w.logical_id}` ({w.type}): {w.message}")
+        out.append("")
+    elif changed:
+        out += ["No stateful or user-facing resource is replaced or deleted.", ""]
+    if changed:
+        out += ["| Stack | Status | Added | Changed | Removed | Replaced |", "| --- | --- | --- | --- | --- | --- |"]
+        for s in result.stacks:
+            replaced = ", ".join(f"`{c['logicalId']}`" for c in s.replaced) or "-"
+            out.append(f"| `{s.name}` | {s.status} | {len(s.added)} | {len(s.changed)} | {len(s.removed)} | "
+                       f"{replaced} |")
+        out.append("")
+    if result.settings:
+        out += ["### Stack settings", ""] + [f"- {line}" for line in result.settings] + [""]
+    if result.iam or any(s.iam.get("changed") for s in result.stacks):
+        out += ["### IAM changes", ""]
+        if any(s.iam.get("broadened") for s in result.stacks):
+            out += ["**Permissions are broadened** (new allow statements or managed policies).", ""]
+        out += [f"- {line}" for line in result.iam]
+        for s in result.stacks:
+            for caption, rows in (("statements", s.iam.get("statements", [])),
+                                  ("managed policies", s.iam.get("managedPolicies", []))):
+                if len(rows) > 1:
+                    out += ["", f"`{s.name}` {caption}:", ""] + _table(rows)
+        out.append("")
+    if result.security or any(s.security_groups.get("changed") for s in result.stacks):
+        out += ["### Security-group changes", ""] + [f"- {line}" for line in result.security]
+        for s in result.stacks:
+            rows = s.security_groups.get("rules", [])
+            if len(rows) > 1:
+                out += ["", f"`{s.name}`:", ""] + _table(rows)
+        out.append("")
+    out += [f"### Cost (SageMaker on-demand, tools/prices.json as of {table.as_of}, "
+            f"{table.hours_per_month:g} h/month)", ""]
+    if result.cost_rows:
+        out += ["| Item | Instances | Base | Head | Delta |", "| --- | --- | --- | --- | --- |"]
+        out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in result.cost_rows]
+        out += [""] + [f"- {note}" for note in result.cost_notes]
+    else:
+        out.append("No endpoint or training job in either side.")
+    out.append("")
+    for s in changed:
+        if s.text.strip():
+            out += [f"<details><summary><code>{s.name}</code>: cdk diff</summary>", "", "```diff",
+                    s.text.rstrip(), "```", "", "</details>", ""]
+    out.append(f"<sub>Diff engine: {result.engine} (the engine of `cdk diff --template`).</sub>")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    side = parser.add_mutually_exclusive_group(required=True)
+    side.add_argument("--base", metavar="REF", help="git ref to compare against, e.g. origin/main")
+    side.add_argument("--base-dir", type=Path, help="a synthesized cloud assembly (or a folder of them)")
+    parser.add_argument("--head-dir", type=Path, help="a synthesized cloud assembly; default: synthesize the tree")
+    parser.add_argument("--env", action="append", help="environment(s) to synthesize; default: every config/*.yaml")
+    parser.add_argument("--output", type=Path, help="write the markdown here too (it always goes to stdout)")
+    args = parser.parse_args(argv)
+    envs = args.env or sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
+    try:
+        with tempfile.TemporaryDirectory(prefix="review-") as tmp:
+            workdir = Path(tmp)
+            if args.base:
+                base_dir = synth_ref(args.base, workdir, envs)
+                title = f"`{args.base}` -> working tree"
+            else:
+                base_dir = args.base_dir
+                title = f"`{args.base_dir.as_posix()}` -> `{(args.head_dir or Path('working tree')).as_posix()}`"
+            if args.head_dir is None:
+                synth_tree(ROOT, workdir / "head", envs)
+                head_dir = workdir / "head"
+            else:
+                head_dir = args.head_dir
+            base = read_assembly(base_dir) if base_dir.exists() else {}
+            head = read_assembly(head_dir)
+            markdown = render(review(base, head, title))
+    except ReviewError as err:
+        print(f"review error: {err}", file=sys.stderr)
+        return 2
+    sys.stdout.write(markdown)
+    if args.output:
+        args.output.write_text(markdown, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
