@@ -1,0 +1,66 @@
+"""Pareto filter, hypervolume, the pick from the front, and reading trial results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from nas_pareto import hypervolume, pareto_front, pareto_mask, select_from_front
+from nas_results import complete_rows, read_trials
+from nas_search_space import ModelDims
+
+
+def test_pareto_mask_on_hand_made_points():
+    points = [(0.10, 100), (0.20, 50), (0.15, 120), (0.30, 50), (0.05, 300), (0.20, 50), (0.40, 10)]
+    assert pareto_mask(points) == [True, True, False, False, True, True, True]
+
+
+def test_hypervolume_on_hand_made_fronts():
+    assert hypervolume([(0.5, 0.5)], [1, 1]) == pytest.approx(0.25)
+    # Two rectangles 0.8x0.2 and 0.2x0.4 overlapping in 0.2x0.2: 0.16 + 0.08 - 0.04.
+    assert hypervolume([(0.2, 0.8), (0.8, 0.6)], [1, 1]) == pytest.approx(0.20)
+    assert hypervolume([(0.2, 0.8), (0.8, 0.6), (0.9, 0.9)], [1, 1]) == pytest.approx(0.20)
+    assert hypervolume([(1.2, 0.1)], [1, 1]) == 0.0
+    assert hypervolume([(0.5, 0.5, 0.5)], [1, 1, 1]) == pytest.approx(0.125)
+    assert hypervolume([(0.0, 0.5, 0.5), (0.5, 0.0, 0.5)], [1, 1, 1]) == pytest.approx(0.375)
+
+
+def rows_from(points):
+    return [{"trial_id": i, "validation_error": e, "num_parameters": p, "status": "completed",
+             "subnet": {"heads": [i], "units": [i]}} for i, (e, p) in enumerate(points)]
+
+
+def test_front_is_sorted_by_size_and_pick_follows_it():
+    rows = rows_from([(0.05, 300), (0.40, 10), (0.10, 100), (0.15, 120), (0.20, 50)])
+    rows.append({"trial_id": 9, "status": "failed", "hyperparameters": {}})
+    front = pareto_front(rows, ["validation_error", "num_parameters"])
+    assert [r["num_parameters"] for r in front] == [10, 50, 100, 300]
+    assert select_from_front(front, index=0)["num_parameters"] == 10
+    assert select_from_front(front, index=-1)["num_parameters"] == 300
+    assert select_from_front(front, max_error=0.12)["num_parameters"] == 100
+    with pytest.raises(ValueError, match="no sub-network within"):
+        select_from_front(front, max_error=0.01)
+    with pytest.raises(IndexError):
+        select_from_front(front, index=4)
+
+
+def test_sagemaker_job_descriptions_keep_config_and_metrics_together(tmp_path):
+    jobs = [
+        {"TrainingJobName": "t-001", "TrainingJobStatus": "Completed",
+         "TunedHyperParameters": {"num_layers": '"2"', "num_heads": "6", "num_units": "100"},
+         "FinalMetricDataList": [{"MetricName": "validation_error", "Value": 0.3},
+                                 {"MetricName": "num_parameters", "Value": 1000.0}]},
+        {"TrainingJobName": "t-002", "TrainingJobStatus": "Failed",
+         "TunedHyperParameters": {"num_layers": "4", "num_heads": "12", "num_units": "5"},
+         "FinalMetricDataList": []},
+        {"TrainingJobName": "t-003", "TrainingJobStatus": "Completed",
+         "TunedHyperParameters": {"num_layers": "1", "num_heads": "3", "num_units": "7"},
+         "FinalMetricDataList": [{"MetricName": "validation_error", "Value": 0.4}]},
+    ]
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("\n".join(json.dumps(j) for j in jobs))
+    rows = complete_rows(read_trials(path), "uniform", ModelDims(6, 12, 1536), ("validation_error", "num_parameters"))
+    assert [r["status"] for r in rows] == ["completed", "failed", "failed"]
+    assert rows[0]["subnet"] == {"heads": [6, 6], "units": [100, 100]}
+    assert rows[0]["num_parameters"] == 1000 and rows[0]["validation_error"] == 0.3
+    assert rows[2]["subnet"] == {"heads": [3], "units": [7]}  # its own config, not a neighbour's
