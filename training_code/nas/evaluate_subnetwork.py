@@ -37,11 +37,18 @@ HELP_DIMS = ModelDims(12, 12, 3072)
 
 def base_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None),
-                        help="trained super-network folder, or one holding model.tar.gz ($SM_CHANNEL_MODEL)")
+    parser.add_argument(
+        "--model-dir",
+        default=sm_default("SM_CHANNEL_MODEL", None),
+        help="trained super-network folder, or one holding model.tar.gz ($SM_CHANNEL_MODEL)",
+    )
     parser.add_argument("--output-data-dir", default=sm_default("SM_OUTPUT_DATA_DIR", None))
-    parser.add_argument("--search-space", choices=SPACES, default=None,
-                        help="default: the space the super-network was trained for")
+    parser.add_argument(
+        "--search-space",
+        choices=SPACES,
+        default=None,
+        help="default: the space the super-network was trained for",
+    )
     parser.add_argument("--max-length", type=int, default=None, help="default: the training max length")
     parser.add_argument("--split", choices=("validation", "test"), default="validation")
     parser.add_argument("--latency-batch-size", type=int, default=8)
@@ -76,13 +83,20 @@ def parse_args(argv=None):
     metadata = supernet_metadata(model_dir) if model_dir else {}
     space = known.search_space or metadata.get("search_space", "uniform")
     dims = model_dims_from(model_dir)
-    parser = argparse.ArgumentParser(parents=[base_parser()], description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        parents=[base_parser()], description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     group = parser.add_argument_group(f"sub-network ({space} space)")
     for spec in parameter_specs(space, dims):
         allowed = f"one of {list(spec.choices)}" if spec.is_categorical else f"{spec.low}..{spec.high}"
-        group.add_argument(f"--{spec.name}", f"--{spec.name.replace('_', '-')}", dest=spec.name, type=int,
-                           required=True, help=allowed)
+        group.add_argument(
+            f"--{spec.name}",
+            f"--{spec.name.replace('_', '-')}",
+            dest=spec.name,
+            type=int,
+            required=True,
+            help=allowed,
+        )
     args = parser.parse_args(argv)
     args.model_dir, args.search_space = model_dir, space
     args.max_length = args.max_length or metadata.get("max_length", 128)
@@ -103,14 +117,22 @@ def main(argv=None) -> int:
     pairs = load_data(args)[args.split]
     model, tokenizer = load_classifier(args.model_dir)
     timing = latency_batch(tokenizer, pairs, args.latency_batch_size, args.max_length)
-    metrics = evaluate_subnetwork(model, tokenizer, subnet, pairs, args.max_length, timing,
-                                  repeats=args.latency_repeats)
+    metrics = evaluate_subnetwork(
+        model, tokenizer, subnet, pairs, args.max_length, timing, repeats=args.latency_repeats
+    )
     print(format_metrics(**metrics), flush=True)
     if args.output_data_dir:
-        write_json(Path(args.output_data_dir) / "evaluation.json", {
-            "hyperparameters": hyperparameters, "subnet": subnet.to_dict(), "split": args.split,
-            "search_space": args.search_space, "dims": asdict(dims), **metrics,
-        })
+        write_json(
+            Path(args.output_data_dir) / "evaluation.json",
+            {
+                "hyperparameters": hyperparameters,
+                "subnet": subnet.to_dict(),
+                "split": args.split,
+                "search_space": args.search_space,
+                "dims": asdict(dims),
+                **metrics,
+            },
+        )
     return 0
 
 

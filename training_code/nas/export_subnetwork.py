@@ -23,19 +23,32 @@ from nas_search_space import SubnetConfig
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
-    parser.add_argument("--pareto-file", default=None,
-                        help="pareto.json of search_subnetworks.py or select_pareto.py "
-                             "(default: $SM_CHANNEL_PARETO/pareto.json)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder"
+    )
+    parser.add_argument(
+        "--pareto-file",
+        default=None,
+        help="pareto.json of search_subnetworks.py or select_pareto.py "
+        "(default: $SM_CHANNEL_PARETO/pareto.json)",
+    )
     parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/export"))
     choice = parser.add_mutually_exclusive_group(required=True)
     choice.add_argument("--index", type=int, help="position in the front sorted by parameters")
     choice.add_argument("--max-error", type=float, help="smallest sub-network with at most this error")
-    choice.add_argument("--max-error-increase", type=float,
-                        help="smallest sub-network with at most the unpruned error plus this")
-    parser.add_argument("--inference-code-dir", default=None,
-                        help="copied to <output-dir>/code (serving_artifacts/encoder_classifier/code)")
+    choice.add_argument(
+        "--max-error-increase",
+        type=float,
+        help="smallest sub-network with at most the unpruned error plus this",
+    )
+    parser.add_argument(
+        "--inference-code-dir",
+        default=None,
+        help="copied to <output-dir>/code (serving_artifacts/encoder_classifier/code)",
+    )
     args = parser.parse_args(argv)
     if args.pareto_file is None and sm_default("SM_CHANNEL_PARETO", None):
         args.pareto_file = str(Path(sm_default("SM_CHANNEL_PARETO", "")) / "pareto.json")
@@ -68,11 +81,16 @@ def main(argv=None) -> int:
     pruned = build_pruned_model(model, subnet)
     num_parameters = count_model_parameters(pruned)
     if "num_parameters" in chosen and int(chosen["num_parameters"]) != num_parameters:
-        raise RuntimeError(f"pruned model has {num_parameters} parameters, the front says {chosen['num_parameters']}")
+        raise RuntimeError(
+            f"pruned model has {num_parameters} parameters, the front says {chosen['num_parameters']}"
+        )
     tokenizer.model_max_length = max_length
     export_metadata = {
-        "subnet": subnet.to_dict(), "max_length": max_length, "labels": list(LABELS),
-        "num_parameters": num_parameters, "base_model": metadata.get("base_model"),
+        "subnet": subnet.to_dict(),
+        "max_length": max_length,
+        "labels": list(LABELS),
+        "num_parameters": num_parameters,
+        "base_model": metadata.get("base_model"),
         **{k: chosen[k] for k in ("validation_error", "test_error", "latency_ms") if k in chosen},
     }
     save_pruned_model(pruned, tokenizer, args.output_dir, export_metadata, args.inference_code_dir)

@@ -16,15 +16,30 @@ def sm_default(variable: str, fallback: str | None) -> str | None:
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", choices=("jsonl", "glue_rte"), default="jsonl",
-                        help="jsonl: train.jsonl/test.jsonl in --data-dir; glue_rte: GLUE RTE (HF hub)")
-    parser.add_argument("--data-dir", default=sm_default("SM_CHANNEL_TRAINING", None),
-                        help="folder with train.jsonl and test.jsonl (default: $SM_CHANNEL_TRAINING)")
-    parser.add_argument("--validation-fraction", type=float, default=0.3,
-                        help="share of the train split held out for validation")
+    parser.add_argument(
+        "--dataset",
+        choices=("jsonl", "glue_rte"),
+        default="jsonl",
+        help="jsonl: train.jsonl/test.jsonl in --data-dir; glue_rte: GLUE RTE (HF hub)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=sm_default("SM_CHANNEL_TRAINING", None),
+        help="folder with train.jsonl and test.jsonl (default: $SM_CHANNEL_TRAINING)",
+    )
+    parser.add_argument(
+        "--validation-fraction",
+        type=float,
+        default=0.3,
+        help="share of the train split held out for validation",
+    )
     parser.add_argument("--split-seed", type=int, default=42, help="seed of the train/validation cut")
-    parser.add_argument("--max-rows", type=int, default=None,
-                        help="use only the first N rows of each split (quick local runs and tests)")
+    parser.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        help="use only the first N rows of each split (quick local runs and tests)",
+    )
 
 
 def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +70,9 @@ def load_classifier(path: str | Path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     model = AutoModelForSequenceClassification.from_pretrained(
-        path, num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
+        path,
+        num_labels=len(LABELS),
+        id2label=dict(enumerate(LABELS)),
         label2id={label: i for i, label in enumerate(LABELS)},
     )
     return model.eval(), AutoTokenizer.from_pretrained(path)

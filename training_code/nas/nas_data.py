@@ -85,8 +85,9 @@ def _load_glue_rte() -> tuple[list[Pair], list[Pair]]:
     return convert(rte["train"]), convert(rte["validation"])
 
 
-def load_splits(dataset: str, data_dir: str | Path | None, validation_fraction: float = 0.3,
-                seed: int = 42) -> dict[str, list[Pair]]:
+def load_splits(
+    dataset: str, data_dir: str | Path | None, validation_fraction: float = 0.3, seed: int = 42
+) -> dict[str, list[Pair]]:
     """``train``/``validation``/``test`` splits. ``jsonl`` reads ``train.jsonl`` and ``test.jsonl``."""
     if dataset == "jsonl":
         data_dir = Path(data_dir)
@@ -103,8 +104,14 @@ def load_splits(dataset: str, data_dir: str | Path | None, validation_fraction: 
 def tokenize_pairs(tokenizer, first: list[str], second: list[str], max_length: int):
     """The one tokenization used by training, evaluation and serving (the handler mirrors it)."""
     return tokenizer(
-        first, second, truncation=True, max_length=max_length, padding=True, return_tensors="pt",
-        return_token_type_ids=True, return_attention_mask=True,
+        first,
+        second,
+        truncation=True,
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
+        return_token_type_ids=True,
+        return_attention_mask=True,
     )
 
 
@@ -116,7 +123,7 @@ def batches(pairs: list[Pair], tokenizer, batch_size: int, max_length: int, shuf
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(order)
     for start in range(0, len(order), batch_size):
-        chunk = [pairs[i] for i in order[start:start + batch_size]]
+        chunk = [pairs[i] for i in order[start : start + batch_size]]
         first, second = [p.sentence1 for p in chunk], [p.sentence2 for p in chunk]
         encoded = tokenize_pairs(tokenizer, first, second, max_length)
         encoded["labels"] = torch.tensor([p.label for p in chunk])

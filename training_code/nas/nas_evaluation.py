@@ -40,8 +40,16 @@ def measure_latency_ms(model, batch: dict, repeats: int = 20, warmup: int = 3) -
     return {"p50": statistics.median(times), "p95": times[p95_index]}
 
 
-def evaluate_subnetwork(super_model, tokenizer, subnet: SubnetConfig, pairs: list[Pair], max_length: int,
-                        timing_batch: dict | None = None, repeats: int = 20, batch_size: int = 32) -> dict:
+def evaluate_subnetwork(
+    super_model,
+    tokenizer,
+    subnet: SubnetConfig,
+    pairs: list[Pair],
+    max_length: int,
+    timing_batch: dict | None = None,
+    repeats: int = 20,
+    batch_size: int = 32,
+) -> dict:
     """One no-gradient pass over ``pairs``; latency (p50, ms) on ``timing_batch`` when given."""
     pruned = build_pruned_model(super_model, subnet)
     num_parameters = count_parameters(EncoderShape.from_config(super_model.config), subnet)

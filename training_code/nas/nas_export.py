@@ -44,7 +44,7 @@ def _slice_layer(state: dict, prefix: str, heads: int, units: int, head_size: in
     for name, tensor in state.items():
         if not name.startswith(prefix):
             continue
-        local = name[len(prefix):]
+        local = name[len(prefix) :]
         if local.startswith("attention.self."):
             if heads == 0:
                 continue
@@ -74,24 +74,31 @@ def build_pruned_model(super_model, subnet: SubnetConfig):
     """A physically smaller model computing the same function as the masked sub-network."""
     config = pruned_config(super_model.config, subnet)
     model_class = (
-        BertForSequenceClassification if is_plain_bert(super_model.config, subnet)
+        BertForSequenceClassification
+        if is_plain_bert(super_model.config, subnet)
         else PrunedBertForSequenceClassification
     )
     with torch.device("meta"):  # no time spent initialising weights that are overwritten next
         model = model_class(config)
-    missing, unexpected = model.load_state_dict(pruned_state_dict(super_model, subnet), strict=False, assign=True)
+    missing, unexpected = model.load_state_dict(
+        pruned_state_dict(super_model, subnet), strict=False, assign=True
+    )
     if missing or unexpected:
         raise RuntimeError(f"pruned weights do not fit: missing {missing}, unexpected {unexpected}")
-    for name, buffer in list(model.named_buffers()):  # non-persistent buffers (position ids) are not in a state dict
+    for name, buffer in list(
+        model.named_buffers()
+    ):  # non-persistent buffers (position ids) are not in a state dict
         if buffer.is_meta:
             owner, _, attribute = name.rpartition(".")
-            model.get_submodule(owner).register_buffer(attribute, super_model.get_buffer(name).clone(),
-                                                       persistent=False)
+            model.get_submodule(owner).register_buffer(
+                attribute, super_model.get_buffer(name).clone(), persistent=False
+            )
     return model.eval()
 
 
-def save_pruned_model(model, tokenizer, output_dir: str | Path, metadata: dict,
-                      inference_code_dir: str | Path | None = None) -> Path:
+def save_pruned_model(
+    model, tokenizer, output_dir: str | Path, metadata: dict, inference_code_dir: str | Path | None = None
+) -> Path:
     """``save_pretrained`` plus tokenizer, export metadata and, optionally, the serving handler's code."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

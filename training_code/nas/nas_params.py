@@ -34,8 +34,10 @@ class EncoderShape:
         if isinstance(config, dict):
             get = config.get
         else:
+
             def get(key, default=None):
                 return getattr(config, key, default)
+
         num_labels = get("num_labels") or len(get("id2label") or {}) or 2
         return cls(
             vocab_size=get("vocab_size"),

@@ -24,7 +24,7 @@ def pareto_mask(points: Sequence[Sequence[float]]) -> list[bool]:
 
 
 def hypervolume(points: Sequence[Sequence[float]], reference: Sequence[float]) -> float:
-    """Volume dominated by ``points`` and bounded by ``reference`` (exact, by slicing; fine for a few hundred)."""
+    """Volume dominated by ``points`` within ``reference`` (exact, by slicing; fine for a few hundred)."""
     inside = [tuple(p) for p in points if all(x < r for x, r in zip(p, reference, strict=True))]
     if not inside:
         return 0.0
@@ -50,8 +50,11 @@ def normalise(row: dict, objectives: Sequence[str], unpruned: dict) -> tuple[flo
 
 def pareto_front(rows: list[dict], objectives: Sequence[str]) -> list[dict]:
     """Completed rows on the front, sorted by parameter count (then error), smallest first."""
-    done = [r for r in rows if r.get("status", "completed") == "completed" and all(r.get(o) is not None
-                                                                                      for o in objectives)]
+    done = [
+        r
+        for r in rows
+        if r.get("status", "completed") == "completed" and all(r.get(o) is not None for o in objectives)
+    ]
     mask = pareto_mask([[float(r[o]) for o in objectives] for r in done])
     front = [r for r, keep in zip(done, mask, strict=True) if keep]
     return sorted(front, key=lambda r: (float(r["num_parameters"]), float(r["validation_error"])))

@@ -8,7 +8,12 @@ from pathlib import Path
 
 from nas_pareto import REFERENCE_POINT, front_hypervolume, pareto_front
 
-TRIALS_JSON, TRIALS_CSV, PARETO_JSON, FRONT_PNG = "trials.json", "trials.csv", "pareto.json", "pareto_front.png"
+TRIALS_JSON, TRIALS_CSV, PARETO_JSON, FRONT_PNG = (
+    "trials.json",
+    "trials.csv",
+    "pareto.json",
+    "pareto_front.png",
+)
 
 
 def flat_row(row: dict) -> dict:
@@ -40,13 +45,32 @@ def plot_front(rows: list[dict], front: list[dict], unpruned: dict | None, path:
 
     done = [r for r in rows if r.get("status", "completed") == "completed"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.scatter([r["num_parameters"] for r in done], [r["validation_error"] for r in done], s=14, alpha=0.5,
-               color="tab:gray", label=f"sub-networks ({len(done)})")
-    ax.step([r["num_parameters"] for r in front], [r["validation_error"] for r in front], where="post",
-            color="tab:blue", marker="o", label=f"Pareto front ({len(front)})")
+    ax.scatter(
+        [r["num_parameters"] for r in done],
+        [r["validation_error"] for r in done],
+        s=14,
+        alpha=0.5,
+        color="tab:gray",
+        label=f"sub-networks ({len(done)})",
+    )
+    ax.step(
+        [r["num_parameters"] for r in front],
+        [r["validation_error"] for r in front],
+        where="post",
+        color="tab:blue",
+        marker="o",
+        label=f"Pareto front ({len(front)})",
+    )
     if unpruned is not None:
-        ax.scatter([unpruned["num_parameters"]], [unpruned["validation_error"]], marker="*", s=220,
-                   color="tab:red", label="unpruned model", zorder=5)
+        ax.scatter(
+            [unpruned["num_parameters"]],
+            [unpruned["validation_error"]],
+            marker="*",
+            s=220,
+            color="tab:red",
+            label="unpruned model",
+            zorder=5,
+        )
     ax.set_xscale("log")
     ax.set_xlabel("parameters (log scale)")
     ax.set_ylabel("validation error")
@@ -58,8 +82,14 @@ def plot_front(rows: list[dict], front: list[dict], unpruned: dict | None, path:
     plt.close(fig)
 
 
-def write_pareto(rows: list[dict], objectives: list[str], unpruned: dict, output_dir: Path,
-                 title: str = "Sub-network search", mark_unpruned: bool = True) -> dict:
+def write_pareto(
+    rows: list[dict],
+    objectives: list[str],
+    unpruned: dict,
+    output_dir: Path,
+    title: str = "Sub-network search",
+    mark_unpruned: bool = True,
+) -> dict:
     """Computes the front (sorted by size), its hypervolume, writes pareto.json and the plot."""
     output_dir.mkdir(parents=True, exist_ok=True)
     front = pareto_front(rows, objectives)
@@ -67,7 +97,7 @@ def write_pareto(rows: list[dict], objectives: list[str], unpruned: dict, output
         "objectives": list(objectives),
         "hypervolume": front_hypervolume(front, objectives, unpruned),
         "reference_point": {name: REFERENCE_POINT for name in objectives},
-        "normalisation": "validation_error as is; num_parameters and latency_ms divided by the unpruned model's",
+        "normalisation": "validation_error as is; num_parameters, latency_ms divided by the unpruned model's",
         "unpruned": unpruned,
         "num_trials": len(rows),
         "num_failed": sum(r.get("status") == "failed" for r in rows),

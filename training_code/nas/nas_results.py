@@ -52,8 +52,10 @@ def _row_from_csv(record: dict, index: int, metric_names: tuple) -> dict:
         record.pop(key)
     record.pop("heads", None), record.pop("units", None), record.pop("error", None)
     return {
-        "trial_id": trial_id, "status": "completed" if status in _COMPLETED else "failed",
-        "hyperparameters": {k: _clean(v) for k, v in record.items() if v not in (None, "")}, **metrics,
+        "trial_id": trial_id,
+        "status": "completed" if status in _COMPLETED else "failed",
+        "hyperparameters": {k: _clean(v) for k, v in record.items() if v not in (None, "")},
+        **metrics,
     }
 
 
@@ -74,8 +76,11 @@ def _records_from_file(path: Path) -> list[dict]:
 def read_trials(path: str | Path) -> list[dict]:
     path = Path(path)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl", ".csv")
-                       and p.name not in ("pareto.json", "config.json"))
+        files = sorted(
+            p
+            for p in path.rglob("*")
+            if p.suffix in (".json", ".jsonl", ".csv") and p.name not in ("pareto.json", "config.json")
+        )
         rows = [row for file in files for row in _records_from_file(file)]
     else:
         rows = _records_from_file(path)
@@ -84,8 +89,9 @@ def read_trials(path: str | Path) -> list[dict]:
     return rows
 
 
-def complete_rows(rows: list[dict], space: str, dims: ModelDims | None,
-                  objectives: tuple[str, ...]) -> list[dict]:
+def complete_rows(
+    rows: list[dict], space: str, dims: ModelDims | None, objectives: tuple[str, ...]
+) -> list[dict]:
     """Adds ``subnet`` from the hyperparameters and marks rows missing an objective as failed."""
     for row in rows:
         if row.get("status") == "completed" and any(row.get(o) is None for o in objectives):

@@ -34,21 +34,36 @@ def make_scheduler(searcher: str, config_space: dict, objectives: Sequence[str],
     elif searcher == "morea":
         # The population must be smaller than the budget, or evolution never starts.
         population = max(4, min(50, num_samples // 3))
-        name, kwargs = "regularized_evolution", {
-            "population_size": population, "sample_size": max(2, min(10, population // 3)),
-        }
+        name, kwargs = (
+            "regularized_evolution",
+            {
+                "population_size": population,
+                "sample_size": max(2, min(10, population // 3)),
+            },
+        )
     else:
         raise ValueError(f"unknown searcher {searcher!r}; expected one of {SEARCHERS}")
     base = SingleFidelityScheduler(
-        config_space, metrics=list(objectives), do_minimize=True, searcher=name, random_seed=seed,
+        config_space,
+        metrics=list(objectives),
+        do_minimize=True,
+        searcher=name,
+        random_seed=seed,
         searcher_kwargs={"random_seed": seed, **kwargs},
     )
     return AskTellScheduler(base_scheduler=base)
 
 
-def run_search(evaluate: Callable[[object], dict], space: str, dims: ModelDims, searcher: str,
-               num_samples: int, objectives: Sequence[str], seed: int = 0,
-               log: Callable[[str], None] = print) -> list[dict]:
+def run_search(
+    evaluate: Callable[[object], dict],
+    space: str,
+    dims: ModelDims,
+    searcher: str,
+    num_samples: int,
+    objectives: Sequence[str],
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> list[dict]:
     """Asks for ``num_samples`` configurations, scores each with ``evaluate(SubnetConfig)``, tells back."""
     scheduler = make_scheduler(searcher, syne_tune_config_space(space, dims), objectives, num_samples, seed)
     rows = []
@@ -67,6 +82,8 @@ def run_search(evaluate: Callable[[object], dict], space: str, dims: ModelDims, 
             row.update(status="failed", error=f"{type(error).__name__}: {error}")
             log(traceback.format_exc())
         rows.append(row)
-        log(f"trial {trial.trial_id}: {hyperparameters} -> "
-            + ", ".join(f"{k}={row[k]}" for k in (*objectives, "status") if k in row))
+        log(
+            f"trial {trial.trial_id}: {hyperparameters} -> "
+            + ", ".join(f"{k}={row[k]}" for k in (*objectives, "status") if k in row)
+        )
     return rows

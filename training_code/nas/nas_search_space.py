@@ -115,12 +115,14 @@ def sagemaker_parameter_ranges(space: str, num_layers: int, num_heads: int, inte
         if spec.is_categorical:
             categorical.append({"Name": spec.name, "Values": [str(c) for c in spec.choices]})
         else:
-            integer.append({
-                "Name": spec.name,
-                "MinValue": str(spec.low),
-                "MaxValue": str(spec.high),
-                "ScalingType": "Auto",
-            })
+            integer.append(
+                {
+                    "Name": spec.name,
+                    "MinValue": str(spec.low),
+                    "MaxValue": str(spec.high),
+                    "ScalingType": "Auto",
+                }
+            )
     ranges: dict = {"IntegerParameterRanges": integer}
     if categorical:
         ranges["CategoricalParameterRanges"] = categorical

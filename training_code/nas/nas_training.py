@@ -57,8 +57,9 @@ def subnetworks_for_step(settings: TrainSettings, masks: SubnetworkMasks, rng: r
     return subnets
 
 
-def training_step(model, masks: SubnetworkMasks, batch: dict, settings: TrainSettings,
-                  rng: random.Random) -> float:
+def training_step(
+    model, masks: SubnetworkMasks, batch: dict, settings: TrainSettings, rng: random.Random
+) -> float:
     """Accumulates the gradients of one step; returns the full network's cross-entropy."""
     labels = batch["labels"]
     inputs = {k: v for k, v in batch.items() if k != "labels"}
@@ -78,8 +79,15 @@ def training_step(model, masks: SubnetworkMasks, batch: dict, settings: TrainSet
 
 
 @torch.no_grad()
-def error_rate(model, tokenizer, pairs: list[Pair], max_length: int, batch_size: int = 32,
-               masks: SubnetworkMasks | None = None, subnet: SubnetConfig | None = None) -> float:
+def error_rate(
+    model,
+    tokenizer,
+    pairs: list[Pair],
+    max_length: int,
+    batch_size: int = 32,
+    masks: SubnetworkMasks | None = None,
+    subnet: SubnetConfig | None = None,
+) -> float:
     """Share of misclassified pairs, for the full model or a masked sub-network of it."""
     was_training = model.training
     model.eval()
@@ -113,13 +121,25 @@ def steps_per_epoch(num_rows: int, settings: TrainSettings) -> int:
     return min(steps, settings.max_steps) if settings.max_steps else steps
 
 
-def train_epoch(model, masks, tokenizer, train: list[Pair], settings: TrainSettings, optimizer, scheduler,
-                epoch: int, rng: random.Random) -> float:
+def train_epoch(
+    model,
+    masks,
+    tokenizer,
+    train: list[Pair],
+    settings: TrainSettings,
+    optimizer,
+    scheduler,
+    epoch: int,
+    rng: random.Random,
+) -> float:
     model.train()
     losses = []
     limit = steps_per_epoch(len(train), settings)
-    for step, batch in enumerate(batches(train, tokenizer, settings.batch_size, settings.max_length,
-                                         shuffle_seed=settings.seed + epoch)):
+    for step, batch in enumerate(
+        batches(
+            train, tokenizer, settings.batch_size, settings.max_length, shuffle_seed=settings.seed + epoch
+        )
+    ):
         if step >= limit:
             break
         optimizer.zero_grad()
@@ -130,9 +150,16 @@ def train_epoch(model, masks, tokenizer, train: list[Pair], settings: TrainSetti
     return sum(losses) / len(losses)
 
 
-def train_supernetwork(model, tokenizer, train: list[Pair], validation: list[Pair], settings: TrainSettings,
-                       on_epoch_end: Callable[[int, float, float, object, object], None] | None = None,
-                       start_epoch: int = 1, optimizer_state: dict | None = None) -> dict:
+def train_supernetwork(
+    model,
+    tokenizer,
+    train: list[Pair],
+    validation: list[Pair],
+    settings: TrainSettings,
+    on_epoch_end: Callable[[int, float, float, object, object], None] | None = None,
+    start_epoch: int = 1,
+    optimizer_state: dict | None = None,
+) -> dict:
     """Fine-tunes ``model`` in place; calls ``on_epoch_end(epoch, loss, error, optimizer, scheduler)``."""
     torch.manual_seed(settings.seed)
     masks = SubnetworkMasks(model)

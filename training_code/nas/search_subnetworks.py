@@ -30,14 +30,19 @@ from nas_search_space import SPACES, SubnetConfig, largest_config
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder"
+    )
     parser.add_argument("--output-dir", default=sm_default("SM_OUTPUT_DATA_DIR", "out/search"))
     parser.add_argument("--search-space", choices=SPACES, default=None, help="default: the training space")
     parser.add_argument("--searcher", choices=SEARCHERS, default="morea")
     parser.add_argument("--num-samples", type=int, default=100)
-    parser.add_argument("--objectives", default="validation_error,num_parameters",
-                        help=f"comma-separated, from {OBJECTIVES}")
+    parser.add_argument(
+        "--objectives", default="validation_error,num_parameters", help=f"comma-separated, from {OBJECTIVES}"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-length", type=int, default=None, help="default: the training max length")
     parser.add_argument("--latency-batch-size", type=int, default=8)
@@ -74,17 +79,37 @@ def main(argv=None) -> int:
 
     def evaluate(subnet: SubnetConfig) -> dict:
         if subnet not in cache:  # e.g. 0 layers: every head/unit value is the same network
-            cache[subnet] = evaluate_subnetwork(model, tokenizer, subnet, splits["validation"], max_length,
-                                                timing, repeats=args.latency_repeats)
+            cache[subnet] = evaluate_subnetwork(
+                model,
+                tokenizer,
+                subnet,
+                splits["validation"],
+                max_length,
+                timing,
+                repeats=args.latency_repeats,
+            )
         return dict(cache[subnet])
 
     unpruned = {"subnet": largest_config(dims).to_dict(), **evaluate(largest_config(dims))}
-    rows = run_search(evaluate, space, dims, args.searcher, args.num_samples, args.objectives, seed=args.seed,
-                      log=lambda message: print(message, flush=True))
+    rows = run_search(
+        evaluate,
+        space,
+        dims,
+        args.searcher,
+        args.num_samples,
+        args.objectives,
+        seed=args.seed,
+        log=lambda message: print(message, flush=True),
+    )
     output_dir = Path(args.output_dir)
     write_trials(rows, output_dir)
-    summary = write_pareto(rows, args.objectives, unpruned, output_dir,
-                           title=f"{args.searcher} search, {space} space, {args.num_samples} samples")
+    summary = write_pareto(
+        rows,
+        args.objectives,
+        unpruned,
+        output_dir,
+        title=f"{args.searcher} search, {space} space, {args.num_samples} samples",
+    )
     if not args.no_test_rescore:
         test = splits["test"]
         for row in summary["pareto"]:
@@ -92,8 +117,11 @@ def main(argv=None) -> int:
             row["test_error"] = error_rate(pruned, tokenizer, test, max_length)
         unpruned["test_error"] = error_rate(model, tokenizer, test, max_length)
         (output_dir / PARETO_JSON).write_text(json.dumps(summary, indent=2))
-    print(f"hypervolume={summary['hypervolume']:.6f} (reference point {summary['reference_point']}); "
-          f"{len(summary['pareto'])} sub-networks on the front; results in {output_dir}", flush=True)
+    print(
+        f"hypervolume={summary['hypervolume']:.6f} (reference point {summary['reference_point']}); "
+        f"{len(summary['pareto'])} sub-networks on the front; results in {output_dir}",
+        flush=True,
+    )
     return 0
 
 

@@ -25,12 +25,20 @@ from nas_search_space import SPACES, ModelDims, largest_config
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", default=sm_default("SM_CHANNEL_TRIALS", None),
-                        help="results file or folder ($SM_CHANNEL_TRIALS)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--trials",
+        default=sm_default("SM_CHANNEL_TRIALS", None),
+        help="results file or folder ($SM_CHANNEL_TRIALS)",
+    )
     parser.add_argument("--output-dir", default=sm_default("SM_OUTPUT_DATA_DIR", "out/pareto"))
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None),
-                        help="super-network folder (config.json, nas_supernet.json)")
+    parser.add_argument(
+        "--model-dir",
+        default=sm_default("SM_CHANNEL_MODEL", None),
+        help="super-network folder (config.json, nas_supernet.json)",
+    )
     parser.add_argument("--unpruned-json", default=None, help="metrics of the unpruned model")
     parser.add_argument("--search-space", choices=SPACES, default=None)
     parser.add_argument("--objectives", default="validation_error,num_parameters")
@@ -49,7 +57,9 @@ def unpruned_reference(args, rows: list[dict], config: dict | None) -> dict:
         return {k: v for k, v in reference.items() if k in (*OBJECTIVES, "subnet")}
     reference = {}
     if config is not None:
-        dims = ModelDims(config["num_hidden_layers"], config["num_attention_heads"], config["intermediate_size"])
+        dims = ModelDims(
+            config["num_hidden_layers"], config["num_attention_heads"], config["intermediate_size"]
+        )
         reference["num_parameters"] = count_parameters(EncoderShape.from_config(config), largest_config(dims))
     done = [r for r in rows if r.get("status") == "completed"]
     for name in args.objectives:
@@ -68,17 +78,28 @@ def main(argv=None) -> int:
     space = args.search_space or metadata.get("search_space", "uniform")
     dims = None
     if config is not None:
-        dims = ModelDims(config["num_hidden_layers"], config["num_attention_heads"], config["intermediate_size"])
+        dims = ModelDims(
+            config["num_hidden_layers"], config["num_attention_heads"], config["intermediate_size"]
+        )
     rows = complete_rows(read_trials(args.trials), space, dims, args.objectives)
     if not any(r.get("status") == "completed" for r in rows):
         raise SystemExit("no completed trial with all objectives")
     unpruned = unpruned_reference(args, rows, config)
     output_dir = Path(args.output_dir)
     write_trials(rows, output_dir)
-    summary = write_pareto(rows, list(args.objectives), unpruned, output_dir, title="Pareto front of the trials",
-                           mark_unpruned=args.unpruned_json is not None and "validation_error" in unpruned)
-    print(f"hypervolume={summary['hypervolume']:.6f}; {len(summary['pareto'])} of {len(rows)} trials on the "
-          f"front ({summary['num_failed']} failed); results in {output_dir}", flush=True)
+    summary = write_pareto(
+        rows,
+        list(args.objectives),
+        unpruned,
+        output_dir,
+        title="Pareto front of the trials",
+        mark_unpruned=args.unpruned_json is not None and "validation_error" in unpruned,
+    )
+    print(
+        f"hypervolume={summary['hypervolume']:.6f}; {len(summary['pareto'])} of {len(rows)} trials on the "
+        f"front ({summary['num_failed']} failed); results in {output_dir}",
+        flush=True,
+    )
     return 0
 
 

@@ -39,11 +39,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model-name-or-path", default="bert-base-cased",
-                        help="pre-trained encoder: a hub id (cloud) or a local folder")
+    parser.add_argument(
+        "--model-name-or-path",
+        default="bert-base-cased",
+        help="pre-trained encoder: a hub id (cloud) or a local folder",
+    )
     parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/supernet"))
-    parser.add_argument("--checkpoint-dir", default=CHECKPOINT_DIR if os.path.isdir(CHECKPOINT_DIR) else None,
-                        help="per-epoch checkpoints, resumed from (default: /opt/ml/checkpoints if present)")
+    parser.add_argument(
+        "--checkpoint-dir",
+        default=CHECKPOINT_DIR if os.path.isdir(CHECKPOINT_DIR) else None,
+        help="per-epoch checkpoints, resumed from (default: /opt/ml/checkpoints if present)",
+    )
     parser.add_argument("--strategy", choices=STRATEGIES, default="kd")
     parser.add_argument("--search-space", choices=SPACES, default="uniform")
     parser.add_argument("--num-random-subnets", type=int, default=2, help="random sub-networks per step")
@@ -61,9 +67,16 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def settings_from_args(args) -> TrainSettings:
     return TrainSettings(
-        strategy=args.strategy, search_space=args.search_space, num_random_subnets=args.num_random_subnets,
-        temperature=args.temperature, epochs=args.epochs, learning_rate=args.learning_rate,
-        batch_size=args.batch_size, max_length=args.max_length, seed=args.seed, max_steps=args.max_steps,
+        strategy=args.strategy,
+        search_space=args.search_space,
+        num_random_subnets=args.num_random_subnets,
+        temperature=args.temperature,
+        epochs=args.epochs,
+        learning_rate=args.learning_rate,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        seed=args.seed,
+        max_steps=args.max_steps,
     )
 
 
@@ -101,9 +114,14 @@ def main(argv=None) -> int:
     num_parameters = count_model_parameters(model)
     dims = model_dims(model.config)
     metadata = {
-        "base_model": args.model_name_or_path, "search_space": args.search_space, "strategy": args.strategy,
-        "max_length": args.max_length, "dims": asdict(dims),
-        "num_parameters": num_parameters, "dataset": args.dataset, "split_seed": args.split_seed,
+        "base_model": args.model_name_or_path,
+        "search_space": args.search_space,
+        "strategy": args.strategy,
+        "max_length": args.max_length,
+        "dims": asdict(dims),
+        "num_parameters": num_parameters,
+        "dataset": args.dataset,
+        "split_seed": args.split_seed,
         "validation_fraction": args.validation_fraction,
     }
     if resume_folder is not None:
@@ -111,17 +129,31 @@ def main(argv=None) -> int:
         print(f"resuming from {resume_folder} at epoch {start_epoch}", flush=True)
 
     def on_epoch_end(epoch, loss, error, optimizer, scheduler):
-        print(format_metrics(epoch=epoch, train_loss=loss, num_parameters=num_parameters,
-                             validation_error=error), flush=True)
+        print(
+            format_metrics(
+                epoch=epoch, train_loss=loss, num_parameters=num_parameters, validation_error=error
+            ),
+            flush=True,
+        )
         metadata.update(epochs_done=epoch, validation_error=error)
         if args.checkpoint_dir:
             folder = Path(args.checkpoint_dir) / "supernet"
             save_supernet(model, tokenizer, folder, metadata)
-            torch.save({"epoch": epoch, "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict()}, folder / TRAINER_STATE)
+            torch.save(
+                {"epoch": epoch, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
+                folder / TRAINER_STATE,
+            )
 
-    train_supernetwork(model, tokenizer, splits["train"], splits["validation"], settings,
-                       on_epoch_end=on_epoch_end, start_epoch=start_epoch, optimizer_state=optimizer_state)
+    train_supernetwork(
+        model,
+        tokenizer,
+        splits["train"],
+        splits["validation"],
+        settings,
+        on_epoch_end=on_epoch_end,
+        start_epoch=start_epoch,
+        optimizer_state=optimizer_state,
+    )
     save_supernet(model, tokenizer, Path(args.output_dir), metadata)
     print(f"super-network saved to {args.output_dir}", flush=True)
     return 0

@@ -38,7 +38,9 @@ def model_fn(model_dir: str, context=None) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(folder)
     labels = metadata.get("labels") or [model.config.id2label[i] for i in range(model.config.num_labels)]
     return {
-        "model": model, "tokenizer": tokenizer, "labels": list(labels),
+        "model": model,
+        "tokenizer": tokenizer,
+        "labels": list(labels),
         "max_length": int(metadata.get("max_length", DEFAULT_MAX_LENGTH)),
     }
 
@@ -77,8 +79,14 @@ def input_fn(input_data, content_type: str = "application/json") -> list[tuple[s
 def tokenize_pairs(tokenizer, first: list[str], second: list[str], max_length: int):
     """Same call as ``training_code/nas/nas_data.tokenize_pairs`` (a test keeps them equal)."""
     return tokenizer(
-        first, second, truncation=True, max_length=max_length, padding=True, return_tensors="pt",
-        return_token_type_ids=True, return_attention_mask=True,
+        first,
+        second,
+        truncation=True,
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
+        return_token_type_ids=True,
+        return_attention_mask=True,
     )
 
 
@@ -86,9 +94,10 @@ def tokenize_pairs(tokenizer, first: list[str], second: list[str], max_length: i
 def predict_fn(pairs: list[tuple[str, str]], bundle: dict) -> list[dict]:
     predictions = []
     for start in range(0, len(pairs), MAX_PAIRS_PER_FORWARD):
-        chunk = pairs[start:start + MAX_PAIRS_PER_FORWARD]
-        encoded = tokenize_pairs(bundle["tokenizer"], [p[0] for p in chunk], [p[1] for p in chunk],
-                                 bundle["max_length"])
+        chunk = pairs[start : start + MAX_PAIRS_PER_FORWARD]
+        encoded = tokenize_pairs(
+            bundle["tokenizer"], [p[0] for p in chunk], [p[1] for p in chunk], bundle["max_length"]
+        )
         probabilities = bundle["model"](**encoded).logits.softmax(-1)
         scores, indices = probabilities.max(-1)
         for score, index in zip(scores.tolist(), indices.tolist(), strict=True):

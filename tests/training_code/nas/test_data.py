@@ -31,14 +31,17 @@ def test_split_is_70_30_and_reproducible(sample_data_dir):
     assert sorted(train + validation) == list(range(10))
 
 
-@pytest.mark.parametrize(("bad_line", "message"), [
-    ("{not json", "row 3: invalid JSON"),
-    (json.dumps({"sentence1": "a", "sentence2": "b"}), "row 3: missing 'label'"),
-    (json.dumps({"sentence1": "a", "sentence2": "b", "label": "maybe"}), "row 3: label must be"),
-    (json.dumps({"sentence1": "", "sentence2": "b", "label": 0}), "row 3: 'sentence1' must be"),
-    (json.dumps({"sentence1": "a", "sentence2": 5, "label": 1}), "row 3: 'sentence2' must be"),
-    (json.dumps(["a", "b", 0]), "row 3: expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("bad_line", "message"),
+    [
+        ("{not json", "row 3: invalid JSON"),
+        (json.dumps({"sentence1": "a", "sentence2": "b"}), "row 3: missing 'label'"),
+        (json.dumps({"sentence1": "a", "sentence2": "b", "label": "maybe"}), "row 3: label must be"),
+        (json.dumps({"sentence1": "", "sentence2": "b", "label": 0}), "row 3: 'sentence1' must be"),
+        (json.dumps({"sentence1": "a", "sentence2": 5, "label": 1}), "row 3: 'sentence2' must be"),
+        (json.dumps(["a", "b", 0]), "row 3: expected a JSON object"),
+    ],
+)
 def test_malformed_row_fails_with_its_number(tmp_path, bad_line, message):
     good = json.dumps({"sentence1": "A dog runs.", "sentence2": "An animal moves.", "label": "entailment"})
     path = tmp_path / "train.jsonl"
@@ -49,6 +52,9 @@ def test_malformed_row_fails_with_its_number(tmp_path, bad_line, message):
 
 def test_labels_accept_names_and_ids(tmp_path):
     path = tmp_path / "pairs.jsonl"
-    rows = [{"sentence1": "a", "sentence2": "b", "label": label} for label in ("entailment", "not_entailment", 0, 1)]
+    rows = [
+        {"sentence1": "a", "sentence2": "b", "label": label}
+        for label in ("entailment", "not_entailment", 0, 1)
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     assert [p.label for p in read_pairs_jsonl(path)] == [0, 1, 0, 1]

@@ -21,7 +21,10 @@ SUBNETS = [
     SubnetConfig((12, 12), (384, 384)),  # all heads: a plain BertConfig
     SubnetConfig((), ()),  # no layers at all
 ]
-PAIRS = (["A man is eating food in the park.", "The cat sleeps."], ["Someone eats.", "A dog is running fast."])
+PAIRS = (
+    ["A man is eating food in the park.", "The cat sleeps."],
+    ["Someone eats.", "A dog is running fast."],
+)
 
 
 def encode(tokenizer):
@@ -29,15 +32,24 @@ def encode(tokenizer):
 
 
 def test_bert_base_count_matches_the_seed_fact():
-    shape = EncoderShape(vocab_size=28996, hidden_size=768, num_heads=12, max_position_embeddings=512,
-                         type_vocab_size=2, num_labels=2)
+    shape = EncoderShape(
+        vocab_size=28996,
+        hidden_size=768,
+        num_heads=12,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        num_labels=2,
+    )
     assert count_parameters(shape, largest_config(ModelDims(12, 12, 3072))) == 108_311_810
 
 
 def test_output_projection_shrinks_with_the_heads():
     shape = EncoderShape(28996, 768, 12, 512, 2, 2)
     # One head fewer removes 64 columns of Q, K, V (weights + biases) and 64 input rows of O; O's bias stays.
-    assert layer_parameters(shape, 12, 3072) - layer_parameters(shape, 11, 3072) == 3 * (768 * 64 + 64) + 64 * 768
+    assert (
+        layer_parameters(shape, 12, 3072) - layer_parameters(shape, 11, 3072)
+        == 3 * (768 * 64 + 64) + 64 * 768
+    )
     assert layer_parameters(shape, 0, 0) == 768 + 2 * 768 + 768 + 2 * 768
 
 

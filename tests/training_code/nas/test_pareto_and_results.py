@@ -26,8 +26,16 @@ def test_hypervolume_on_hand_made_fronts():
 
 
 def rows_from(points):
-    return [{"trial_id": i, "validation_error": e, "num_parameters": p, "status": "completed",
-             "subnet": {"heads": [i], "units": [i]}} for i, (e, p) in enumerate(points)]
+    return [
+        {
+            "trial_id": i,
+            "validation_error": e,
+            "num_parameters": p,
+            "status": "completed",
+            "subnet": {"heads": [i], "units": [i]},
+        }
+        for i, (e, p) in enumerate(points)
+    ]
 
 
 def test_front_is_sorted_by_size_and_pick_follows_it():
@@ -46,20 +54,33 @@ def test_front_is_sorted_by_size_and_pick_follows_it():
 
 def test_sagemaker_job_descriptions_keep_config_and_metrics_together(tmp_path):
     jobs = [
-        {"TrainingJobName": "t-001", "TrainingJobStatus": "Completed",
-         "TunedHyperParameters": {"num_layers": '"2"', "num_heads": "6", "num_units": "100"},
-         "FinalMetricDataList": [{"MetricName": "validation_error", "Value": 0.3},
-                                 {"MetricName": "num_parameters", "Value": 1000.0}]},
-        {"TrainingJobName": "t-002", "TrainingJobStatus": "Failed",
-         "TunedHyperParameters": {"num_layers": "4", "num_heads": "12", "num_units": "5"},
-         "FinalMetricDataList": []},
-        {"TrainingJobName": "t-003", "TrainingJobStatus": "Completed",
-         "TunedHyperParameters": {"num_layers": "1", "num_heads": "3", "num_units": "7"},
-         "FinalMetricDataList": [{"MetricName": "validation_error", "Value": 0.4}]},
+        {
+            "TrainingJobName": "t-001",
+            "TrainingJobStatus": "Completed",
+            "TunedHyperParameters": {"num_layers": '"2"', "num_heads": "6", "num_units": "100"},
+            "FinalMetricDataList": [
+                {"MetricName": "validation_error", "Value": 0.3},
+                {"MetricName": "num_parameters", "Value": 1000.0},
+            ],
+        },
+        {
+            "TrainingJobName": "t-002",
+            "TrainingJobStatus": "Failed",
+            "TunedHyperParameters": {"num_layers": "4", "num_heads": "12", "num_units": "5"},
+            "FinalMetricDataList": [],
+        },
+        {
+            "TrainingJobName": "t-003",
+            "TrainingJobStatus": "Completed",
+            "TunedHyperParameters": {"num_layers": "1", "num_heads": "3", "num_units": "7"},
+            "FinalMetricDataList": [{"MetricName": "validation_error", "Value": 0.4}],
+        },
     ]
     path = tmp_path / "jobs.jsonl"
     path.write_text("\n".join(json.dumps(j) for j in jobs))
-    rows = complete_rows(read_trials(path), "uniform", ModelDims(6, 12, 1536), ("validation_error", "num_parameters"))
+    rows = complete_rows(
+        read_trials(path), "uniform", ModelDims(6, 12, 1536), ("validation_error", "num_parameters")
+    )
     assert [r["status"] for r in rows] == ["completed", "failed", "failed"]
     assert rows[0]["subnet"] == {"heads": [6, 6], "units": [100, 100]}
     assert rows[0]["num_parameters"] == 1000 and rows[0]["validation_error"] == 0.3

@@ -27,7 +27,8 @@ MINILM = ModelDims(6, 12, 1536)
 
 @pytest.mark.parametrize("module", ["nas_search_space", "nas_metrics", "nas_params", "nas_pareto"])
 def test_module_imports_without_torch_or_numpy(module):
-    blocker = "import sys\nfor name in ('torch', 'transformers', 'numpy', 'syne_tune'):\n    sys.modules[name] = None\n"
+    blocked = ("torch", "transformers", "numpy", "syne_tune")
+    blocker = f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
     code = f"{blocker}sys.path.insert(0, {str(NAS_DIR)!r})\nimport {module}\n"
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -57,8 +58,9 @@ def test_per_layer_ranges_name_every_layer():
 def test_range_names_are_the_evaluation_script_flags(space, tmp_path):
     import evaluate_subnetwork
 
-    (tmp_path / "config.json").write_text(json.dumps(
-        {"num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536})
+    )
     ranges = sagemaker_parameter_ranges(space, 6, 12, 1536)
     argv = ["--model-dir", str(tmp_path), "--search-space", space]
     for r in ranges["IntegerParameterRanges"]:
@@ -75,14 +77,19 @@ def test_range_names_are_the_evaluation_script_flags(space, tmp_path):
 
 
 def test_hyperparameters_as_strings_and_validation():
-    config = config_from_hyperparameters("uniform", {"num_layers": "3", "num_heads": "6", "num_units": "0"}, MINILM)
+    config = config_from_hyperparameters(
+        "uniform", {"num_layers": "3", "num_heads": "6", "num_units": "0"}, MINILM
+    )
     assert config == SubnetConfig((6, 6, 6), (0, 0, 0))
     with pytest.raises(ValueError, match="num_units"):
         config_from_hyperparameters("uniform", {"num_layers": 2, "num_heads": 6, "num_units": 1537}, MINILM)
     with pytest.raises(ValueError, match="missing"):
         config_from_hyperparameters("per_layer", {"num_layers": 2}, MINILM)
-    per_layer = {"num_layers": 2, **{f"num_heads_{i}": i for i in range(6)}, **{f"num_units_{i}": 10 * i
-                                                                               for i in range(6)}}
+    per_layer = {
+        "num_layers": 2,
+        **{f"num_heads_{i}": i for i in range(6)},
+        **{f"num_units_{i}": 10 * i for i in range(6)},
+    }
     assert config_from_hyperparameters("per_layer", per_layer, MINILM) == SubnetConfig((0, 1), (0, 10))
 
 
@@ -98,12 +105,25 @@ def test_samples_stay_inside_the_space():
 
 def test_metric_lines_round_trip_through_the_sagemaker_regexes():
     assert [d["Name"] for d in METRIC_DEFINITIONS] == [
-        "epoch", "train_loss", "num_parameters", "validation_error", "latency_ms"]
-    line = format_metrics(epoch=3, train_loss=0.4123456, num_parameters=108311810, validation_error=0.25,
-                          latency_ms=12.5)
-    assert parse_metrics(line) == {"epoch": 3.0, "train_loss": pytest.approx(0.412346), "num_parameters": 108311810.0,
-                                   "validation_error": 0.25, "latency_ms": 12.5}
-    assert parse_metrics(f"INFO step done; {format_metrics(validation_error=1e-7)}") == {"validation_error": 1e-7}
+        "epoch",
+        "train_loss",
+        "num_parameters",
+        "validation_error",
+        "latency_ms",
+    ]
+    line = format_metrics(
+        epoch=3, train_loss=0.4123456, num_parameters=108311810, validation_error=0.25, latency_ms=12.5
+    )
+    assert parse_metrics(line) == {
+        "epoch": 3.0,
+        "train_loss": pytest.approx(0.412346),
+        "num_parameters": 108311810.0,
+        "validation_error": 0.25,
+        "latency_ms": 12.5,
+    }
+    assert parse_metrics(f"INFO step done; {format_metrics(validation_error=1e-7)}") == {
+        "validation_error": 1e-7
+    }
     assert parse_metrics("num_epochs=5 max_epoch=3") == {}
     with pytest.raises(ValueError):
         format_metrics(accuracy=0.9)

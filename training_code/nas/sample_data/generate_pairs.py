@@ -14,10 +14,50 @@ import json
 import random
 from pathlib import Path
 
-NAMES = ["Anna", "Ben", "Carla", "David", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemal", "Lena",
-         "Marco", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Samir", "Tara", "Ugo", "Vera", "Wei", "Yusuf"]
-CITIES = ["Paris", "Lisbon", "Berlin", "Madrid", "Oslo", "Vienna", "Prague", "Dublin", "Rome", "Athens",
-          "Warsaw", "Zurich", "Munich", "Seville", "Porto", "Geneva"]
+NAMES = [
+    "Anna",
+    "Ben",
+    "Carla",
+    "David",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Marco",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Samir",
+    "Tara",
+    "Ugo",
+    "Vera",
+    "Wei",
+    "Yusuf",
+]
+CITIES = [
+    "Paris",
+    "Lisbon",
+    "Berlin",
+    "Madrid",
+    "Oslo",
+    "Vienna",
+    "Prague",
+    "Dublin",
+    "Rome",
+    "Athens",
+    "Warsaw",
+    "Zurich",
+    "Munich",
+    "Seville",
+    "Porto",
+    "Geneva",
+]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 # (verb phrase in the past, paraphrase of it, an event it does not imply, noun)
 EVENTS = [
@@ -57,29 +97,33 @@ def _other(rng: random.Random, pool: list, current):
 
 def _entailed(fact: dict, rng: random.Random) -> str:
     name, city, day, event = fact["name"], fact["city"], fact["day"], fact["event"]
-    return rng.choice([
-        f"{name} {event[0]}.",
-        f"{name} {event[1]}.",
-        f"{name} was in {city} on {day}.",
-        f"Someone {event[1]} in {city}.",
-        f"On {day}, {name} {event[1]}.",
-        f"{name} {event[0]} in {city}.",
-    ])
+    return rng.choice(
+        [
+            f"{name} {event[0]}.",
+            f"{name} {event[1]}.",
+            f"{name} was in {city} on {day}.",
+            f"Someone {event[1]} in {city}.",
+            f"On {day}, {name} {event[1]}.",
+            f"{name} {event[0]} in {city}.",
+        ]
+    )
 
 
 def _not_entailed(fact: dict, rng: random.Random) -> str:
     name, city, day, event = fact["name"], fact["city"], fact["day"], fact["event"]
     other_name, other_city = _other(rng, NAMES, name), _other(rng, CITIES, city)
     other_day, other_event = _other(rng, DAYS, day), _other(rng, EVENTS, event)
-    return rng.choice([
-        f"{other_name} {event[0]}.",
-        f"{name} {event[2]}.",
-        f"{name} did not go to {city}.",
-        f"{name} {event[0]} in {other_city}.",
-        f"On {other_day}, {name} {event[1]}.",
-        f"{name} {other_event[1]}.",
-        f"{name} never {event[1].split(' ', 1)[0]} anything.",
-    ])
+    return rng.choice(
+        [
+            f"{other_name} {event[0]}.",
+            f"{name} {event[2]}.",
+            f"{name} did not go to {city}.",
+            f"{name} {event[0]} in {other_city}.",
+            f"On {other_day}, {name} {event[1]}.",
+            f"{name} {other_event[1]}.",
+            f"{name} never {event[1].split(' ', 1)[0]} anything.",
+        ]
+    )
 
 
 def generate(num_rows: int, seed: int) -> list[dict]:
@@ -89,11 +133,13 @@ def generate(num_rows: int, seed: int) -> list[dict]:
         fact = _premise(rng)
         entailed = i % 2 == 0
         hypothesis = _entailed(fact, rng) if entailed else _not_entailed(fact, rng)
-        rows.append({
-            "sentence1": fact["text"],
-            "sentence2": hypothesis,
-            "label": "entailment" if entailed else "not_entailment",
-        })
+        rows.append(
+            {
+                "sentence1": fact["text"],
+                "sentence2": hypothesis,
+                "label": "entailment" if entailed else "not_entailment",
+            }
+        )
     rng.shuffle(rows)
     return rows
 

