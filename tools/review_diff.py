@@ -410,7 +410,7 @@ def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
     before, after = lines(base), lines(head)
     rows: list[tuple[str, ...]] = []
     notes: set[str] = set()
-    for key in sorted(set(before) | set(after)):
+    for key in list(after) + [k for k in before if k not in after]:
         old, new = before.get(key), after.get(key)
         ref = new or old
         unit = "/month" if ref.hours is None else "/run"
@@ -424,7 +424,7 @@ def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
             diff = new_usd - old_usd
             delta = "±0" if abs(diff) < 0.005 else f"{'+' if diff > 0 else '-'}${abs(diff):,.2f}{unit}"
         rows.append((ref.label, old_type if old_type == new_type else f"{old_type} -> {new_type}",
-                     cost.money(old.usd_total) + unit if old else "-", cost.money(new.usd_total) + unit if new else "-",
+                     _usd(old, unit), _usd(new, unit),
                      delta))
         for line in (old, new):
             if line and line.problem:
@@ -432,6 +432,12 @@ def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
             if line and line.note:
                 notes.add(f"{line.label}: {line.note}")
     return rows, sorted(notes)
+
+
+def _usd(line: cost.Line | None, unit: str) -> str:
+    if line is None:
+        return "-"
+    return "n/a" if line.usd_total is None else cost.money(line.usd_total) + unit
 
 
 # -------------------------------------------------------------------------------------------- markdown
@@ -456,7 +462,12 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
-def render(result: Review, table: cost.PriceTable | None = None) -> str:
+def _details(summary: str, body: list[str]) -> list[str]:
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def render(result: Review, table: cost.PriceTable | None = None, max_chars: int = 60000) -> str:
+    """Markdown; the collapsible details are left out beyond max_chars (GitHub comments hold 65,536)."""
     table = table or cost.PriceTable.load()
     changed = [s for s in result.stacks if s.status != "unchanged"]
     out = [MARKER, f"## Infrastructure review: {result.title}", ""]
@@ -479,24 +490,23 @@ def render(result: Review, table: cost.PriceTable | None = None) -> str:
         out.append("")
     if result.settings:
         out += ["### Stack settings", ""] + [f"- {line}" for line in result.settings] + [""]
+    details: list[list[str]] = []
     if result.iam or any(s.iam.get("changed") for s in result.stacks):
         out += ["### IAM changes", ""]
         if any(s.iam.get("broadened") for s in result.stacks):
             out += ["**Permissions are broadened** (new allow statements or managed policies).", ""]
-        out += [f"- {line}" for line in result.iam]
+        out += [f"- {line}" for line in result.iam] + [""]
         for s in result.stacks:
-            for caption, rows in (("statements", s.iam.get("statements", [])),
+            for caption, rows in (("IAM statements", s.iam.get("statements", [])),
                                   ("managed policies", s.iam.get("managedPolicies", []))):
                 if len(rows) > 1:
-                    out += ["", f"`{s.name}` {caption}:", ""] + _table(rows)
-        out.append("")
+                    details.append(_details(f"<code>{s.name}</code>: {caption}", _table(rows)))
     if result.security or any(s.security_groups.get("changed") for s in result.stacks):
-        out += ["### Security-group changes", ""] + [f"- {line}" for line in result.security]
+        out += ["### Security-group changes", ""] + [f"- {line}" for line in result.security] + [""]
         for s in result.stacks:
             rows = s.security_groups.get("rules", [])
             if len(rows) > 1:
-                out += ["", f"`{s.name}`:", ""] + _table(rows)
-        out.append("")
+                details.append(_details(f"<code>{s.name}</code>: security-group rules", _table(rows)))
     out += [f"### Cost (SageMaker on-demand, tools/prices.json as of {table.as_of}, "
             f"{table.hours_per_month:g} h/month)", ""]
     if result.cost_rows:
@@ -508,9 +518,21 @@ def render(result: Review, table: cost.PriceTable | None = None) -> str:
     out.append("")
     for s in changed:
         if s.text.strip():
-            out += [f"<details><summary><code>{s.name}</code>: cdk diff</summary>", "", "```diff",
-                    s.text.rstrip(), "```", "", "</details>", ""]
-    out.append(f"<sub>Diff engine: {result.engine} (the engine of `cdk diff --template`).</sub>")
+            details.append(_details(f"<code>{s.name}</code>: cdk diff", ["```diff", s.text.rstrip(), "```"]))
+    footer = f"<sub>Diff engine: {result.engine} (the engine of `cdk diff --template`).</sub>"
+    used = sum(len(line) + 1 for line in out) + len(footer) + 200
+    left_out = []
+    for block in details:
+        size = sum(len(line) + 1 for line in block)
+        if max_chars and used + size > max_chars:
+            left_out.append(block[0].removeprefix("<details><summary>").removesuffix("</summary>"))
+            continue
+        out += block
+        used += size
+    if left_out:
+        out += [f"Left out to stay under {max_chars:,} characters (run `make review` for everything): "
+                + "; ".join(left_out), ""]
+    out.append(footer)
     return "\n".join(out) + "\n"
 
 
@@ -522,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head-dir", type=Path, help="a synthesized cloud assembly; default: synthesize the tree")
     parser.add_argument("--env", action="append", help="environment(s) to synthesize; default: every config/*.yaml")
     parser.add_argument("--output", type=Path, help="write the markdown here too (it always goes to stdout)")
+    parser.add_argument("--max-chars", type=int, default=60000, help="0: no limit; default fits a PR comment")
     args = parser.parse_args(argv)
     envs = args.env or sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
     try:
@@ -540,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
                 head_dir = args.head_dir
             base = read_assembly(base_dir) if base_dir.exists() else {}
             head = read_assembly(head_dir)
-            markdown = render(review(base, head, title))
+            markdown = render(review(base, head, title), max_chars=args.max_chars)
     except ReviewError as err:
         print(f"review error: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,196 @@
+"""Review summary on pairs of synthesized apps: exactly which resources are flagged, and the cost delta.
+
+Pairs (one extra in-process synth each; the bases come from the session `assemblies` fixture):
+- prod model promotion: only serving.model_prefix changes -> Model and EndpointConfig replaced, the
+  Endpoint keeps its name and rolls onto the new config, nothing stateful touched;
+- dev renamed bucket construct: the access-log bucket's logical ID changes (what renaming its
+  construct does) -> flagged as a replacement of stateful data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.synth import ROOT, cli_context
+from tools import cost, review_diff
+
+
+def _synth(config, outdir: Path, rename: tuple[str, str, str] | None = None) -> Path:
+    """The real app for `config`; rename=(unit, construct id, new logical id) renames one resource's logical id."""
+    from aws_cdk import App
+
+    from stacks.application import build_app
+
+    app = App(outdir=str(outdir), context=cli_context())
+    stacks = build_app(app, config)
+    if rename:
+        unit, construct_id, new_id = rename
+        stack = stacks[unit]
+        resource = stack.node.find_child(construct_id).node.default_child
+        stack.rename_logical_id(stack.resolve(resource.logical_id), new_id)
+    app.synth()
+    return outdir
+
+
+def _only(template: dict, rtype: str) -> str:
+    ids = [lid for lid, res in template["Resources"].items() if res["Type"] == rtype]
+    assert len(ids) == 1, (rtype, ids)
+    return ids[0]
+
+
+@pytest.fixture(scope="module")
+def promotion(assemblies, tmp_path_factory):
+    from stacks.config import load_config
+
+    config = load_config("prod", ROOT / "config")
+    if config.serving is None:
+        pytest.fail("config/prod.yaml has no serving section")
+    promoted = dataclasses.replace(
+        config, serving=dataclasses.replace(config.serving, model_prefix="models/llama2-7b-qlora-20261201/merged/")
+    )
+    object.__setattr__(promoted, "env_name", config.env_name)
+    object.__setattr__(promoted, "source", config.source)
+    head_dir = _synth(promoted, tmp_path_factory.mktemp("promoted"))
+    base = review_diff.read_assembly(Path(assemblies["prod"].directory))
+    head = review_diff.read_assembly(head_dir)
+    return base, head, review_diff.review(base, head, "promotion")
+
+
+@pytest.fixture(scope="module")
+def rename(assemblies, tmp_path_factory):
+    from stacks.config import load_config
+
+    config = load_config("dev", ROOT / "config")
+    head_dir = _synth(config, tmp_path_factory.mktemp("renamed"), rename=("Data", "AccessLogBucket", "AccessLogsV2"))
+    base = review_diff.read_assembly(Path(assemblies["dev"].directory))
+    head = review_diff.read_assembly(head_dir)
+    return base, head, review_diff.review(base, head, "rename")
+
+
+def test_model_promotion_replaces_only_model_and_endpoint_config(promotion):
+    base, head, result = promotion
+    serving = "llm-inf2-prod-Serving"
+    template = head[serving].template
+    model = _only(template, "AWS::SageMaker::Model")
+    config_id = _only(template, "AWS::SageMaker::EndpointConfig")
+    endpoint = _only(template, "AWS::SageMaker::Endpoint")
+    assert result.replaced == {serving: sorted([model, config_id])}
+    # the Endpoint's template is unchanged (it points at the config by GetAtt): the config's warning
+    # says what happens to it
+    assert result.flagged == [(serving, config_id, "REPLACED")]
+    changed = {s.name for s in result.stacks if s.status != "unchanged"}
+    assert changed == {serving}
+    for s in result.stacks:
+        assert not s.added and not s.removed, s.name
+
+    markdown = review_diff.render(result)
+    warning = next(line for line in markdown.splitlines() if f"`{config_id}`" in line and "**REPLACED**" in line)
+    assert "rolling replacement of the endpoint config" in warning
+    assert f"endpoint `{endpoint}` keeps its name" in warning
+    assert "rolling deployment, batches of 50 capacity_percent" in warning
+    assert "NEW ENDPOINT" not in markdown
+    # the model's S3 prefix is in the execution role's policy: the IAM section says so
+    assert "### IAM changes" in markdown and "ExecutionPolicy" in markdown
+    # same instance type and counts: zero cost delta
+    endpoint_rows = [row for row in result.cost_rows if row[0].startswith("endpoint")]
+    assert [row[-1] for row in endpoint_rows] == ["±0", "±0"]
+
+
+def test_renamed_bucket_construct_is_flagged_as_replacement_of_stateful_data(rename):
+    base, head, result = rename
+    data = "llm-inf2-dev-Data"
+    old = next(
+        lid for lid, res in base[data].template["Resources"].items()
+        if res["Type"] == "AWS::S3::Bucket" and lid.startswith("AccessLogBucket")
+    )
+    assert result.flagged == [(data, old, "REPLACED BY RENAME")]
+    warning = result.warnings[0]
+    assert "`AccessLogsV2`" in warning.message
+    assert "orphaned: retained by its DeletionPolicy" in warning.message
+    assert "a new, empty bucket; objects do not move" in warning.message
+    assert {s.name for s in result.stacks if s.status != "unchanged"} == {data}
+    markdown = review_diff.render(result)
+    assert f"- **REPLACED BY RENAME** `{data}` `{old}` (AWS::S3::Bucket): stateful:" in markdown
+
+
+def test_review_is_deterministic_and_cli_matches(rename, tmp_path):
+    base, head, result = rename
+    first = review_diff.render(result)
+    again = review_diff.render(review_diff.review(base, head, "rename"))
+    assert first == again
+    base_dir = next(iter(base.values())).template_path.parent
+    head_dir = next(iter(head.values())).template_path.parent
+    out = tmp_path / "review.md"
+    proc = subprocess.run(
+        [sys.executable, "tools/review_diff.py", "--base-dir", str(base_dir), "--head-dir", str(head_dir),
+         "--output", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text == proc.stdout
+    assert text.startswith(review_diff.MARKER)
+    assert "REPLACED BY RENAME" in text
+    assert str(tmp_path) not in text.split("\n", 2)[2]  # no temporary paths beyond the title line
+
+
+def test_identical_assemblies_report_no_change(assemblies):
+    side = review_diff.read_assembly(Path(assemblies["dev"].directory))
+    result = review_diff.review(side, side, "same")
+    assert result.flagged == [] and result.replaced == {}
+    assert "No infrastructure changes" in review_diff.render(result)
+
+
+def test_cost_delta_of_a_changed_instance_type(assemblies, tmp_path):
+    """Template-level: the dev endpoint moved from ml.inf2.xlarge to ml.inf2.8xlarge."""
+    base_dir = Path(assemblies["dev"].directory)
+    head_dir = tmp_path / "head"
+    shutil.copytree(base_dir, head_dir)
+    serving = "llm-inf2-dev-Serving"
+    path = head_dir / f"{serving}.template.json"
+    template = json.loads(path.read_text())
+    config_id = _only(template, "AWS::SageMaker::EndpointConfig")
+    variants = template["Resources"][config_id]["Properties"]["ProductionVariants"]
+    assert variants[0]["InstanceType"] == "ml.inf2.xlarge"
+    variants[0]["InstanceType"] = "ml.inf2.8xlarge"
+    path.write_text(json.dumps(template))
+
+    base, head = review_diff.read_assembly(base_dir), review_diff.read_assembly(head_dir)
+    rows, notes = review_diff.cost_delta(base, head, cost.PriceTable.load())
+    by_label = {row[0]: row for row in rows}
+    endpoint = _only(template, "AWS::SageMaker::Endpoint")
+    at_min = by_label[f"endpoint {serving}/{endpoint} at min scale"]
+    at_max = by_label[f"endpoint {serving}/{endpoint} at max scale"]
+    # 730 h/month: 1 x 0.76 -> 1 x 1.97 at min, 2 x 0.76 -> 2 x 1.97 at max
+    assert at_min[1:] == ("1 x ml.inf2.xlarge -> 1 x ml.inf2.8xlarge", "$554.80/month", "$1,438.10/month",
+                          "+$883.30/month")
+    assert at_max[1:] == ("2 x ml.inf2.xlarge -> 2 x ml.inf2.8xlarge", "$1,109.60/month", "$2,876.20/month",
+                          "+$1,766.60/month")
+    training = [row for row in rows if row[0].startswith("training run llm-inf2-dev-Training")]
+    assert training and training[0][1] == "1 x ml.g5.2xlarge" and training[0][-1] == "n/a"
+    assert any(note.startswith("not priced: ml.g5.2xlarge") for note in notes)
+
+    result = review_diff.review(base, head, "resize")
+    assert result.flagged == [(serving, config_id, "REPLACED")]
+    assert "+$883.30/month" in review_diff.render(result)
+
+
+def test_bad_ref_fails_with_one_line(tmp_path):
+    with pytest.raises(review_diff.ReviewError, match=r"^git worktree add no-such-ref-xyz: "):
+        review_diff.synth_ref("no-such-ref-xyz", tmp_path, ["dev"])
+
+
+def test_long_reviews_fit_a_pr_comment(promotion):
+    _, _, result = promotion
+    full = review_diff.render(result, max_chars=0)
+    short = review_diff.render(result, max_chars=4000)
+    assert len(short) < len(full)
+    assert "Left out to stay under 4,000 characters" in short
+    assert "**REPLACED**" in short and "### Cost" in short  # the summary itself is never cut
