@@ -129,7 +129,7 @@ def _wait_ready(server: subprocess.Popen, port_file: Path, timeout: float) -> st
     raise SystemExit(f"demo: the local server did not answer /ping within {timeout:.0f} s")
 
 
-def serve_and_ask(model_dir: Path, properties: Path, work: Path, timings: dict, seed: int, quiet: bool) -> dict:
+def serve_and_ask(model_dir: Path, properties: Path, work: Path, timings: dict, args: argparse.Namespace) -> dict:
     port_file = work / "server.port"
     port_file.unlink(missing_ok=True)
     log = (work / "server.log").open("w")
@@ -137,16 +137,18 @@ def serve_and_ask(model_dir: Path, properties: Path, work: Path, timings: dict, 
     argv += ["--port", "0", "--port-file", str(port_file)]
     print(f"== serve: tools/local_endpoint.py --model-dir {model_dir} --properties {properties}", flush=True)
     started = time.perf_counter()
-    server = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT if quiet else None)
+    server = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         url = _wait_ready(server, port_file, timeout=180)
         timings["serve (load until /ping)"] = time.perf_counter() - started
         n_positions = int(DEMO_LMI["n_positions"])
         parameters = dict(SAMPLE_PARAMETERS)
-        parameters["max_new_tokens"] = min(300, n_positions - prompt_tokens(model_dir, SAMPLE_PROMPT))
+        wanted = args.max_new_tokens
+        parameters["max_new_tokens"] = min(wanted, n_positions - prompt_tokens(model_dir, SAMPLE_PROMPT))
         answer: dict = {}
         for attempt in range(3):  # a sampled answer of a tiny model can be an immediate </s>: try another seed
-            payload = {"inputs": SAMPLE_PROMPT, "parameters": {**parameters, "seed": seed + attempt, "details": True}}
+            sampled = {**parameters, "seed": args.seed + attempt, "details": True}
+            payload = {"inputs": SAMPLE_PROMPT, "parameters": sampled}
             print(f"== invoke: POST {url}/invocations {json.dumps(payload)[:160]}...", flush=True)
             sent = time.perf_counter()
             status, answer = _post(url + "/invocations", payload)
@@ -172,6 +174,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--data", default=str(DATA), help="instruction JSONL to fine-tune on")
     parser.add_argument("--max-steps", type=int, default=30, help="QLoRA optimizer steps")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed of the sample request")
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=300, help="the sample's max_new_tokens, capped to fit n_positions"
+    )
     parser.add_argument("--verbose", action="store_true", help="show the output of every step")
     args = parser.parse_args(argv)
     quiet = not args.verbose
@@ -198,7 +203,7 @@ def main(argv: list[str] | None = None) -> dict:
     model_name, values = lmi_values()
     properties = work / "serving.properties"
     properties.write_text(render_properties(ROOT / "serving_artifacts" / model_name / "serving.properties", values))
-    answer = serve_and_ask(model_dir, properties, work, timings, args.seed, quiet)
+    answer = serve_and_ask(model_dir, properties, work, timings, args)
     timings["total"] = time.perf_counter() - total
 
     details = answer.get("details", {})
