@@ -15,7 +15,7 @@ VENV_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps synth deploy test lint clean review cost actionlint
+.PHONY: help deps synth deploy test lint clean review cost actionlint demo
 TARGET ?= local
 
 help:
@@ -24,6 +24,7 @@ help:
 	@echo "                             local (default): deploy cdk.out to a moto emulator on 127.0.0.1 and check it"
 	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
 	@echo "make test                   ruff + the whole test suite"
+	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff only"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
 	@echo "make cost [ENV=dev]          endpoint cost at min/max scale and one training run, from tools/prices.json"
@@ -51,6 +52,9 @@ deploy: synth
 	  aws) npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
 	  *) echo "make deploy: TARGET must be local or aws, got '$(TARGET)'" >&2; exit 2 ;; \
 	esac
+
+demo: deps
+	$(PY) tools/demo.py $(DEMO_ARGS)
 
 lint: deps
 	$(VENV)/bin/ruff check .
