@@ -257,11 +257,18 @@ def _ref(value: Any) -> str | None:
 
 def _rollout(endpoint: dict) -> str:
     deploy = endpoint.get("Properties", {}).get("DeploymentConfig") or {}
+    alarms = (deploy.get("AutoRollbackConfiguration") or {}).get("Alarms") or []
+    rollback = f", rolled back on {len(alarms)} alarm(s)" if alarms else ", no automatic rollback"
+    return _strategy(deploy) + rollback
+
+
+def _strategy(deploy: dict) -> str:
     rolling = deploy.get("RollingUpdatePolicy")
     if rolling:
         batch = rolling.get("MaximumBatchSize", {})
-        return (f"rolling deployment, batches of {batch.get('Value')} {str(batch.get('Type', '')).lower()} "
-                f"every {rolling.get('WaitIntervalInSeconds')} s")
+        size = (f"{batch.get('Value')}% of capacity" if batch.get("Type") == "CAPACITY_PERCENT"
+                else f"{batch.get('Value')} instance(s)")
+        return f"rolling deployment, batches of {size}, {rolling.get('WaitIntervalInSeconds')} s apart"
     blue_green = deploy.get("BlueGreenUpdatePolicy")
     if blue_green:
         routing = (blue_green.get("TrafficRoutingConfiguration") or {}).get("Type", "ALL_AT_ONCE")

@@ -94,7 +94,7 @@ def test_model_promotion_replaces_only_model_and_endpoint_config(promotion):
     warning = next(line for line in markdown.splitlines() if f"`{config_id}`" in line and "**REPLACED**" in line)
     assert "rolling replacement of the endpoint config" in warning
     assert f"endpoint `{endpoint}` keeps its name" in warning
-    assert "rolling deployment, batches of 50 capacity_percent" in warning
+    assert "rolling deployment, batches of 50% of capacity, 600 s apart" in warning
     assert "NEW ENDPOINT" not in markdown
     # the model's S3 prefix is in the execution role's policy: the IAM section says so
     assert "### IAM changes" in markdown and "ExecutionPolicy" in markdown
