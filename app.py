@@ -36,6 +36,8 @@ def main() -> int:
     except ConfigError as err:
         print(f"config error: {err}", file=sys.stderr)
         return 2
+    for warning in config.warnings():
+        print(f"config warning: {warning}", file=sys.stderr)
 
     from aws_cdk import App
 

@@ -7,6 +7,7 @@ from aws_cdk import App, Environment, Stack, Tags
 from .config import AppConfig
 from .data_stack import DataStack
 from .nag import add_rule_packs, apply_acknowledgments
+from .serving_stack import ServingStack
 
 
 def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Stack]:
@@ -25,6 +26,18 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         **common,
     )
     stacks: dict[str, Stack] = {"Data": data}
+    if config.serving is not None:
+        stacks["Serving"] = ServingStack(
+            app,
+            config.stack_id("Serving"),
+            config=config,
+            bucket=data.bucket,
+            key=data.key,
+            termination_protection=config.termination_protection,
+            description=f"{config.app_name} {config.env_name}: {config.serving.model_name} on "
+            f"{config.serving.instance_type} (LMI NeuronX), autoscaling, alarms, dashboard",
+            **common,
+        )
     for key, value in config.all_tags.items():
         Tags.of(app).add(key, value)
     if nag:

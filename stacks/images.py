@@ -16,7 +16,8 @@ from aws_cdk import Aws, CfnMapping, Stack, Token
 from constructs import Construct
 
 TABLE_PATH = Path(__file__).with_name("images.json")
-ECR_URI = re.compile(r"(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/([a-z0-9._/-]+)[:@][\w.:-]+")
+# Any partition's registry domain (amazonaws.com, .com.cn, c2s.ic.gov, sc2s.sgov.gov, cloud.adc-e.uk, ...).
+ECR_URI = re.compile(r"(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.[a-z0-9.-]+?/([a-z0-9._/-]+)[:@][\w.:-]+")
 
 
 @cache

@@ -24,6 +24,10 @@ _REPLICATION = (
     "KMS-encrypted, and replication can be added without replacing it."
 )
 
+_AWS_REQUIRES_STAR = "These actions have no resource-level permissions, so AWS requires Resource '*'"
+_DATA_BUCKET_ARN = "{prefix}-Data:ExportsOutputFnGetAttArtifactBucket7410C9EFArnA3946625"
+_LOGS_ARN = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>"
+
 
 @dataclass(frozen=True)
 class Acknowledged:
@@ -55,6 +59,21 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
     Acknowledged("Data", "AccessLogBucket", "NIST.800.53.R5-S3BucketReplicationEnabled", _REPLICATION),
     Acknowledged("Data", "ArtifactBucket", "HIPAA.Security-S3BucketReplicationEnabled", _REPLICATION),
     Acknowledged("Data", "ArtifactBucket", "NIST.800.53.R5-S3BucketReplicationEnabled", _REPLICATION),
+    *(
+        Acknowledged("Serving", "ExecutionPolicy", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
+        for resource, reason in (
+            ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+             "SageMaker endpoint namespaces)"),
+            (f"{_DATA_BUCKET_ARN}/{{model_prefix}}*", "The LMI container downloads every file of the merged model "
+             "under the pinned prefix (serving.model_prefix); read only, nothing else in the bucket."),
+            (f"{_DATA_BUCKET_ARN}/{{compiled_graph_prefix}}*", "Precompiled Neuron artifacts under the pinned "
+             "serving.compiled_graph_prefix; read only."),
+            (f"{_DATA_BUCKET_ARN}/{{data_capture_prefix}}*", "Data capture writes request/response samples under "
+             "this environment's capture prefix only (s3:PutObject)."),
+            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/Endpoints/*", "Endpoint log groups are named after the "
+             "CloudFormation-generated endpoint name, which the role cannot reference without a dependency cycle."),
+        )
+    ),
 )
 
 
@@ -82,4 +101,21 @@ def apply_acknowledgments(stacks: dict[str, Stack]) -> None:
         target = _find(stack, entry.path)
         if target is None:
             raise LookupError(f"nag acknowledgment {entry.rule} points at missing {entry.unit}/{entry.path}")
-        Validations.of(target).acknowledge(Acknowledgment(id=entry.rule, reason=entry.reason))
+        rule = rule_id(entry, stack)
+        if rule is not None:
+            Validations.of(target).acknowledge(Acknowledgment(id=rule, reason=entry.reason))
+
+
+def rule_id(entry: Acknowledged, stack: Stack) -> str | None:
+    """`{prefix}` in a finding detail is the environment's `<app>-<env>` (the stack name without its unit).
+
+    Other `{name}` fields come from the stack's `nag_details` (config values such as the pinned model
+    prefix); an entry whose field is None there does not apply to this environment.
+    """
+    rule = entry.rule.replace("{prefix}", stack.stack_name.removesuffix(f"-{entry.unit}"))
+    for name, value in getattr(stack, "nag_details", {}).items():
+        if f"{{{name}}}" in rule:
+            if value is None:
+                return None
+            rule = rule.replace(f"{{{name}}}", value)
+    return rule

@@ -4,5 +4,6 @@ from .app_config import AppConfig
 from .data import DataConfig
 from .errors import ConfigError
 from .loader import load_config
+from .serving import ServingConfig
 
-__all__ = ["AppConfig", "ConfigError", "DataConfig", "load_config"]
+__all__ = ["AppConfig", "ConfigError", "DataConfig", "ServingConfig", "load_config"]

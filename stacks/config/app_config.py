@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .data import DataConfig
 from .schema import setting
+from .serving import ServingConfig
 
 ACCOUNT_PATTERN = r"\d{12}"
 REGION_PATTERN = r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d"
@@ -22,12 +23,18 @@ class AppConfig:
     termination_protection: bool = setting(False)
     tags: dict[str, str] = setting({})
     data: DataConfig = setting(DataConfig())
+    serving: ServingConfig | None = setting(None, hint="null: no Serving stack in this environment")
     env_name: str = field(default="", init=False)
     source: str = field(default="", init=False)
 
     def stack_id(self, unit: str) -> str:
         """Stack ids follow `<app>-<env>-<Unit>` so every environment can live in one account."""
         return f"{self.app_name}-{self.env_name}-{unit}"
+
+    def warnings(self) -> list[str]:
+        """Legal but risky settings as `<file>: <field>: <problem>` lines; app.py prints them, synth goes on."""
+        found = self.serving.warnings("serving") if self.serving is not None else []
+        return [f"{self.source}: {line}" for line in found]
 
     @property
     def all_tags(self) -> Mapping[str, str]:

@@ -26,7 +26,9 @@ def test_all_three_packs_run():
 def test_acknowledgments_are_narrow_and_explained():
     seen = set()
     for entry in nag.ACKNOWLEDGED:
-        assert "*" not in entry.rule and "*" not in entry.path, entry
+        # A finding detail may quote a wildcard resource ("AwsSolutions-IAM5[Resource::.../datasets/*]"); the rule
+        # id itself and the construct path may not be patterns.
+        assert "*" not in entry.rule.split("[", 1)[0] and "*" not in entry.path, entry
         assert len(entry.reason) >= 40, f"{entry.rule} on {entry.path}: give a reviewer a real reason"
         key = (entry.unit, entry.path, entry.rule)
         assert key not in seen, f"duplicate acknowledgment {key}"

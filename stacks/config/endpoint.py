@@ -1,0 +1,78 @@
+"""Settings every SageMaker real-time endpoint shares (rollout, scaling, alarms, data capture).
+
+Model-agnostic on purpose: the LMI NeuronX serving section uses them today and the encoder
+endpoints of a later issue reuse them with another container.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import ConfigError
+from .schema import setting
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """How an endpoint update shifts traffic: rolling batches or blue/green, with auto-rollback on alarms."""
+
+    strategy: Literal["rolling", "blue_green"] = setting("rolling")
+    maximum_batch_percent: int = setting(50, ge=5, le=100, hint="rolling: share of capacity replaced per batch")
+    rollback_maximum_batch_percent: int = setting(100, ge=5, le=100)
+    wait_interval_seconds: int = setting(300, ge=0, le=3600, hint="bake time per batch / before traffic shift")
+    maximum_execution_timeout_seconds: int = setting(
+        7200, ge=600, le=28800, hint="whole rolling update; must cover startup plus baking"
+    )
+    traffic: Literal["all_at_once", "canary"] = setting("all_at_once", hint="blue/green traffic shifting")
+    canary_percent: int = setting(10, ge=1, le=50)
+    termination_wait_seconds: int = setting(600, ge=0, le=3600, hint="blue/green: keep the old fleet this long")
+
+
+@dataclass(frozen=True)
+class AutoscalingConfig:
+    """Target tracking on SageMakerVariantInvocationsPerInstance (invocations per instance per minute)."""
+
+    min_capacity: int = setting(1, ge=1, le=100)
+    max_capacity: int = setting(2, ge=1, le=100)
+    target_invocations_per_instance: float = setting(20.0, ge=1, le=100000)
+    scale_in_cooldown_seconds: int = setting(900, ge=0, le=86400)
+    scale_out_cooldown_seconds: int = setting(300, ge=0, le=86400)
+
+    def check(self, source: str, path: str) -> None:
+        if self.max_capacity < self.min_capacity:
+            raise ConfigError(
+                source, f"{path}.max_capacity",
+                f"got {self.max_capacity}; must be >= min_capacity ({self.min_capacity})",
+            )
+
+
+@dataclass(frozen=True)
+class AlarmConfig:
+    """Thresholds of the endpoint alarms; every alarm notifies the stack's SNS topic."""
+
+    email: str | None = setting(None, pattern=r"[^@\s]+@[^@\s]+\.[a-z]{2,}", hint="subscribed to the alarm topic")
+    model_latency_p90_ms: int = setting(20000, ge=10, le=600000, hint="ModelLatency p90, milliseconds")
+    invocation_5xx_errors: int = setting(1, ge=1, le=100000, hint="Invocation5XXErrors sum per period")
+    invocation_4xx_rate_percent: float = setting(10.0, ge=0.1, le=100, hint="4XX errors / invocations")
+    cpu_percent: float = setting(90.0, ge=1, le=100, hint="of all vCPUs of an instance")
+    memory_percent: float = setting(90.0, ge=1, le=100)
+    period_seconds: Literal[60, 300] = setting(60)
+    evaluation_periods: int = setting(5, ge=1, le=60)
+    datapoints_to_alarm: int = setting(3, ge=1, le=60)
+
+    def check(self, source: str, path: str) -> None:
+        if self.datapoints_to_alarm > self.evaluation_periods:
+            raise ConfigError(
+                source, f"{path}.datapoints_to_alarm",
+                f"got {self.datapoints_to_alarm}; must be <= evaluation_periods ({self.evaluation_periods})",
+            )
+
+
+@dataclass(frozen=True)
+class DataCaptureConfig:
+    """Request/response capture into the artifact bucket (KMS-encrypted with the data key)."""
+
+    enabled: bool = setting(False)
+    sampling_percent: int = setting(10, ge=1, le=100)
+    prefix: str = setting("data-capture/", pattern=r"([A-Za-z0-9._-]+/)+", hint="S3 prefix ending in '/'")

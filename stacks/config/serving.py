@@ -1,0 +1,211 @@
+"""The serving section: which merged model an environment serves on ml.inf2, and how.
+
+Promoting a model is one line: `serving.model_prefix`. Every cross-field rule of the LMI NeuronX
+container is checked here, before any CDK code runs, with one-line errors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from . import serving_properties
+from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
+from .errors import ConfigError
+from .schema import setting
+
+S3_PREFIX = r"([A-Za-z0-9!_.*'()=-]+/)+"
+ECR_IMAGE = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+:[\w.-]+"
+IMAGES_JSON = Path(__file__).resolve().parents[1] / "images.json"
+_LMI_TAG = re.compile(r"djl-inference:(\d+)\.(\d+)\.(\d+)-neuronx")
+ROLLING_BATCH_WITH_BATCH_SIZE_FAILS_FROM = (0, 26, 0)
+SEVEN_B_CLASS = 6.0  # billions of parameters from which a runtime Neuron compile needs ~100 GB host RAM
+SMALL_HOST_GB = 16
+
+
+class Inf2Type(NamedTuple):
+    neuron_cores: int
+    host_memory_gb: int
+    vcpus: int
+    usd_per_hour_us_east_1: float
+
+
+INF2_TYPES: dict[str, Inf2Type] = {
+    "ml.inf2.xlarge": Inf2Type(2, 16, 4, 0.76),
+    "ml.inf2.8xlarge": Inf2Type(2, 128, 32, 1.97),
+    "ml.inf2.24xlarge": Inf2Type(12, 384, 96, 6.49),
+    "ml.inf2.48xlarge": Inf2Type(24, 768, 192, 12.98),
+}
+
+
+@cache
+def _image_uris() -> dict[str, tuple[str, ...]]:
+    data = json.loads(IMAGES_JSON.read_text())
+    return {name: tuple(sorted(set(entry["uris"].values()))) for name, entry in data["images"].items()}
+
+
+def lmi_version_of(uri: str) -> tuple[int, int, int] | None:
+    match = _LMI_TAG.search(uri)
+    return tuple(int(g) for g in match.groups()) if match else None
+
+
+def _version_text(version: tuple[int, ...]) -> str:
+    return ".".join(str(v) for v in version)
+
+
+@dataclass(frozen=True)
+class LmiOptions:
+    """`option.*` keys of serving.properties; null leaves the key out (LMI's default applies)."""
+
+    tensor_parallel_degree: int = setting(2, ge=1, le=24, hint="NeuronCores per model copy")
+    n_positions: int = setting(2048, ge=128, le=32768, hint="input + output tokens")
+    rolling_batch: Literal["auto", "tnx", "vllm", "disable"] = setting("auto")
+    max_rolling_batch_size: int | None = setting(4, ge=1, le=256)
+    batch_size: int = setting(1, ge=1, le=256, hint="static batch; must be 1 with rolling batch on LMI >= 0.26")
+    dtype: Literal["fp32", "fp16", "bf16"] = setting("fp16")
+    model_loading_timeout: int = setting(1500, ge=60, le=3600, hint="seconds")
+    neuron_optimize_level: int | None = setting(2, ge=1, le=3)
+    context_length_estimate: list[int] | None = setting(None)
+    load_split_model: bool | None = setting(None)
+    quantize: Literal["static_int8"] | None = setting(None)
+    group_query_attention: Literal["shard-over-heads", "shard-over-batch", "replicated-heads"] | None = setting(None)
+    output_formatter: Literal["json", "jsonlines", "sse"] | None = setting(None)
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """One merged model on one ml.inf2 variant behind the LMI NeuronX container."""
+
+    model_name: str = setting(pattern=r"[a-z0-9][a-z0-9._-]{0,62}", hint="a folder under serving_artifacts/")
+    model_prefix: str = setting(
+        pattern=S3_PREFIX, hint="the merged model's prefix in the artifact bucket, ending in '/'"
+    )
+    model_parameters_billions: float = setting(ge=0.01, le=1000)
+    model_context_length: int = setting(ge=128, le=1048576, hint="max_position_embeddings of the model")
+    compiled_graph_prefix: str | None = setting(
+        None, pattern=S3_PREFIX, hint="precompiled Neuron artifacts in the artifact bucket; skips the runtime compile"
+    )
+    image: Literal["lmi_neuronx", "lmi_neuronx_0_29"] = setting("lmi_neuronx", hint="stacks/images.json")
+    image_uri: str | None = setting(None, pattern=ECR_IMAGE, hint="overrides the region table")
+    lmi_version: str | None = setting(None, pattern=r"\d+\.\d+\.\d+", hint="needed when image_uri's tag hides it")
+    instance_type: str = setting("ml.inf2.xlarge", pattern=r"ml\.[a-z0-9-]+\.[a-z0-9]+")
+    initial_instance_count: int = setting(1, ge=1, le=100)
+    volume_size_gb: int = setting(64, ge=4, le=512)
+    container_startup_health_check_timeout_seconds: int = setting(1800, ge=60, le=3600)
+    model_data_download_timeout_seconds: int = setting(600, ge=60, le=3600)
+    lmi: LmiOptions = setting(LmiOptions())
+    rollout: RolloutConfig = setting(RolloutConfig())
+    autoscaling: AutoscalingConfig = setting(AutoscalingConfig())
+    alarms: AlarmConfig = setting(AlarmConfig())
+    data_capture: DataCaptureConfig = setting(DataCaptureConfig())
+
+    @property
+    def inf2(self) -> Inf2Type:
+        return INF2_TYPES[self.instance_type]
+
+    def resolved_lmi_version(self) -> tuple[int, int, int] | None:
+        if self.lmi_version is not None:
+            return tuple(int(p) for p in self.lmi_version.split("."))
+        if self.image_uri is not None:
+            return lmi_version_of(self.image_uri)
+        versions = {lmi_version_of(uri) for uri in _image_uris().get(self.image, ())}
+        return versions.pop() if len(versions) == 1 else None
+
+    def render_properties(self, source: str = "", path: str = "serving") -> str:
+        return serving_properties.render(self.model_name, self.lmi, source=source, path=path)
+
+    def check(self, source: str, path: str) -> None:
+        lmi = self.lmi
+        if self.instance_type not in INF2_TYPES:
+            raise ConfigError(
+                source, f"{path}.instance_type",
+                f"got {self.instance_type!r}; the LMI NeuronX container needs an Inferentia2 type: "
+                + ", ".join(INF2_TYPES),
+            )
+        cores = self.inf2.neuron_cores
+        if lmi.tensor_parallel_degree > cores:
+            fits = ", ".join(
+                f"{n} ({t.neuron_cores})" for n, t in INF2_TYPES.items() if t.neuron_cores >= lmi.tensor_parallel_degree
+            )
+            raise ConfigError(
+                source, f"{path}.lmi.tensor_parallel_degree",
+                f"got {lmi.tensor_parallel_degree}; {self.instance_type} has {cores} NeuronCores: use <= {cores} "
+                f"or a type with enough cores: {fits}",
+            )
+        self._check_version(source, path)
+        if lmi.n_positions > self.model_context_length:
+            raise ConfigError(
+                source, f"{path}.lmi.n_positions",
+                f"got {lmi.n_positions}; exceeds the model's context ({path}.model_context_length = "
+                f"{self.model_context_length})",
+            )
+        if lmi.rolling_batch == "disable" and lmi.max_rolling_batch_size is not None:
+            raise ConfigError(
+                source, f"{path}.lmi.max_rolling_batch_size",
+                f"got {lmi.max_rolling_batch_size} with rolling_batch 'disable'; "
+                "set it to null or enable rolling batch",
+            )
+        if self.container_startup_health_check_timeout_seconds < lmi.model_loading_timeout:
+            raise ConfigError(
+                source, f"{path}.container_startup_health_check_timeout_seconds",
+                f"got {self.container_startup_health_check_timeout_seconds}; must be >= lmi.model_loading_timeout "
+                f"({lmi.model_loading_timeout}) or SageMaker kills the container while the model still loads",
+            )
+        rollout_needs = self.container_startup_health_check_timeout_seconds + self.rollout.wait_interval_seconds
+        if self.rollout.strategy == "rolling" and self.rollout.maximum_execution_timeout_seconds < rollout_needs:
+            raise ConfigError(
+                source, f"{path}.rollout.maximum_execution_timeout_seconds",
+                f"got {self.rollout.maximum_execution_timeout_seconds}; must be >= startup timeout + wait interval "
+                f"({rollout_needs})",
+            )
+        scaling = self.autoscaling
+        if not scaling.min_capacity <= self.initial_instance_count <= scaling.max_capacity:
+            raise ConfigError(
+                source, f"{path}.initial_instance_count",
+                f"got {self.initial_instance_count}; must be within autoscaling min_capacity..max_capacity "
+                f"({scaling.min_capacity}..{scaling.max_capacity})",
+            )
+        self.render_properties(source, path)
+
+    def _check_version(self, source: str, path: str) -> None:
+        version = self.resolved_lmi_version()
+        if version is None:
+            raise ConfigError(
+                source, f"{path}.lmi_version",
+                "cannot tell the LMI version from image_uri's tag; state it, e.g. lmi_version: 0.30.0",
+            )
+        if self.image_uri is not None and self.lmi_version is not None:
+            tagged = lmi_version_of(self.image_uri)
+            if tagged is not None and tagged != version:
+                raise ConfigError(
+                    source, f"{path}.lmi_version",
+                    f"got {self.lmi_version}; image_uri's tag says {_version_text(tagged)}",
+                )
+        lmi = self.lmi
+        rolling = lmi.rolling_batch != "disable"
+        if lmi.batch_size > 1 and rolling and version >= ROLLING_BATCH_WITH_BATCH_SIZE_FAILS_FROM:
+            raise ConfigError(
+                source, f"{path}.lmi.batch_size",
+                f"got {lmi.batch_size} with rolling_batch {lmi.rolling_batch!r}; LMI {_version_text(version)} "
+                "(>= 0.26) fails with 'Dynamic batching and rolling batch cannot be enabled at the same time': "
+                "use batch_size 1 and max_rolling_batch_size, or rolling_batch: disable",
+            )
+
+    def warnings(self, path: str = "serving") -> list[str]:
+        """Risky but legal settings, as `field: problem` lines."""
+        found = []
+        if (
+            self.model_parameters_billions >= SEVEN_B_CLASS
+            and self.compiled_graph_prefix is None
+            and self.inf2.host_memory_gb <= SMALL_HOST_GB
+        ):
+            found.append(
+                f"{path}.compiled_graph_prefix: null, so the {self.model_parameters_billions:g}B-parameter model is "
+                f"compiled at startup on {self.instance_type} ({self.inf2.host_memory_gb} GB host RAM); a 7B-class "
+                "compile needs ~100 GB and will fail: set compiled_graph_prefix or use ml.inf2.8xlarge or larger"
+            )
+        return found

@@ -1,0 +1,1 @@
+"""Reusable constructs; each takes keyword-only typed props."""

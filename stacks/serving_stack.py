@@ -1,0 +1,167 @@
+"""The serving layer: the pinned merged model on ml.inf2 behind LMI NeuronX, scaled, alarmed, on a dashboard.
+
+Every permission of the endpoint's execution role is written here, scoped to what it reads: the
+pinned model (and compiled graph) prefixes, the model tarball, the data key, the endpoint log
+groups and the one image repository.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Aws, CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from .config import AppConfig, ConfigError
+from .constructs.lmi_neuronx_endpoint import LmiNeuronxEndpoint
+from .images import ContainerImages
+
+LOG_GROUP_PREFIX = "/aws/sagemaker/Endpoints/"
+
+
+class ServingStack(Stack):
+    """`LmiNeuronxEndpoint` plus its execution role and alarm topic; reads the Data stack's bucket and key."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: AppConfig,
+        bucket: s3.IBucket,
+        key: kms.IKey,
+        **kwargs,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        serving = config.serving
+        if serving is None:
+            raise ValueError("ServingStack needs a serving section in the config")
+
+        images = ContainerImages(self, "Images", names=[serving.image])
+        problem = None if serving.image_uri else images.check_region(config.region)
+        if problem:
+            raise ConfigError(config.source, "region", problem)
+
+        role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=f"{config.app_name}-{config.env_name}: LMI NeuronX endpoint execution role",
+        )
+        # A managed (not inline) policy: HIPAA/NIST reject inline policies; the model waits for it.
+        policy = iam.ManagedPolicy(
+            self, "ExecutionPolicy", roles=[role], description="Read the pinned model, pull the image, write logs"
+        )
+
+        topic = sns.Topic(
+            self, "AlarmTopic", display_name=f"{config.app_name}-{config.env_name} serving alarms",
+            master_key=key, enforce_ssl=True,
+        )
+        if serving.alarms.email:
+            topic.add_subscription(subscriptions.EmailSubscription(serving.alarms.email))
+        # CloudWatch publishes alarm notifications to the KMS-encrypted topic with the data key.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowCloudWatchAlarmsToEncryptedTopics",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+            )
+        )
+
+        capture_prefix = f"{serving.data_capture.prefix}{config.env_name}/" if serving.data_capture.enabled else None
+        capture_uri = bucket.s3_url_for_object(capture_prefix) if capture_prefix else None
+        # Values of the `{name}` fields in stacks/nag.py's acknowledgments for this stack.
+        self.nag_details = {
+            "model_prefix": serving.model_prefix,
+            "compiled_graph_prefix": serving.compiled_graph_prefix,
+            "data_capture_prefix": capture_prefix,
+        }
+        self.endpoint = LmiNeuronxEndpoint(
+            self,
+            "Llm",
+            serving=serving,
+            image_uri=images.uri(serving.image, serving.image_uri),
+            model_uri=bucket.s3_url_for_object(serving.model_prefix),
+            compiled_graph_uri=(
+                bucket.s3_url_for_object(serving.compiled_graph_prefix) if serving.compiled_graph_prefix else None
+            ),
+            execution_role=role,
+            role_policies=[policy],
+            kms_key=key,
+            alarm_topic=topic,
+            data_capture_destination=capture_uri,
+        )
+
+        read_prefixes = [p for p in (serving.model_prefix, serving.compiled_graph_prefix) if p]
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="ListPinnedModelPrefixes",
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in read_prefixes]}},
+            ),
+            iam.PolicyStatement(
+                sid="ReadPinnedModel",
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(f"{p}*") for p in read_prefixes],
+            ),
+            iam.PolicyStatement(
+                sid="ReadModelTarball",
+                actions=["s3:GetObject"],
+                resources=[self.endpoint.model_asset.bucket.arn_for_objects(self.endpoint.model_asset.s3_object_key)],
+            ),
+            iam.PolicyStatement(
+                sid="DecryptWithDataKey",
+                actions=["kms:Decrypt", "kms:DescribeKey"]
+                + (["kms:GenerateDataKey", "kms:Encrypt"] if capture_uri else []),
+                resources=[key.key_arn],
+            ),
+            iam.PolicyStatement(
+                sid="PullServingImage",
+                actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                resources=[images.repository_arn(serving.image, serving.image_uri)],
+            ),
+            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+            iam.PolicyStatement(
+                sid="EndpointLogs",
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+                resources=[
+                    self.format_arn(
+                        service="logs", resource="log-group", resource_name=f"{LOG_GROUP_PREFIX}*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="EndpointMetrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+            ),
+        )
+        if capture_uri:
+            policy.add_statements(
+                iam.PolicyStatement(
+                    sid="WriteDataCapture",
+                    actions=["s3:PutObject"],
+                    resources=[bucket.arn_for_objects(f"{capture_prefix}*")],
+                )
+            )
+
+        hosting = self.endpoint.hosting
+        CfnOutput(self, "EndpointName", value=hosting.endpoint_name, description="invoke with tools/invoke.py")
+        CfnOutput(self, "EndpointConfigName", value=hosting.endpoint_config.attr_endpoint_config_name)
+        CfnOutput(self, "ModelName", value=hosting.model.attr_model_name)
+        CfnOutput(self, "ModelPrefix", value=serving.model_prefix, description="pinned in config; OPTION_MODEL_ID")
+        CfnOutput(self, "DashboardName", value=hosting.dashboard.dashboard_name)
+        CfnOutput(
+            self,
+            "DashboardUrl",
+            value=f"https://console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}#dashboards:name="
+            + hosting.dashboard.dashboard_name,
+        )
+        CfnOutput(self, "AlarmTopicArn", value=topic.topic_arn)

@@ -1,0 +1,79 @@
+"""Data + Serving deploy to the moto emulator; promoting another model prefix updates the endpoint in place.
+
+Emulation, not AWS: moto skips alarms and autoscaling and never starts a container, but it runs the
+real templates through CloudFormation (create, update, replacement of named-by-CloudFormation
+resources), so it shows the update path a promotion takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tools.local_aws import LocalAws
+
+DATA, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Serving"
+PROMOTED_PREFIX = "models/promoted-job/merged/"
+
+
+@pytest.fixture(scope="module")
+def promoted_assembly(tmp_path_factory):
+    """The dev app with only serving.model_prefix changed: what a one-line promotion synthesizes."""
+    from stacks.config import load_config
+    from tests.synth import ROOT, synth
+
+    config = load_config("dev", ROOT / "config")
+    promoted = dataclasses.replace(config, serving=dataclasses.replace(config.serving, model_prefix=PROMOTED_PREFIX))
+    for name in ("env_name", "source"):  # init=False fields are not copied by replace()
+        object.__setattr__(promoted, name, getattr(config, name))
+    return synth(promoted, tmp_path_factory.mktemp("cdk-dev-promoted"))
+
+
+def _endpoint(aws, outputs):
+    sagemaker = aws.client("sagemaker")
+    endpoint = sagemaker.describe_endpoint(EndpointName=outputs["EndpointName"])
+    config = sagemaker.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
+    # By the stack output: on updates moto resolves the config's GetAtt ModelName to a name it never
+    # creates (an emulator bug; CloudFormation passes the replacement's name).
+    model = sagemaker.describe_model(ModelName=outputs["ModelName"])
+    return endpoint, config, model
+
+
+def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_assembly):
+    with LocalAws.start() as aws:
+        aws.bootstrap()
+        outputs = aws.deploy(assemblies["dev"].directory, [SERVING])
+        assert aws.status(DATA) == "CREATE_COMPLETE" and aws.status(SERVING) == "CREATE_COMPLETE"
+        serving = outputs[SERVING]
+        bucket = outputs[DATA]["ArtifactBucketName"]
+        endpoint, config, model = _endpoint(aws, serving)
+        assert endpoint["EndpointStatus"] == "InService"
+        assert config["ProductionVariants"][0]["ModelName"] == serving["ModelName"]
+        variant = config["ProductionVariants"][0]
+        assert variant["InstanceType"] == "ml.inf2.xlarge" and variant["VariantName"] == "AllTraffic"
+        assert model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == (
+            f"s3://{bucket}/models/tinyllama-1.1b-chat-v1.0/"
+        )
+        model_tarball = model["PrimaryContainer"]["ModelDataUrl"]
+        s3 = aws.client("s3")
+        s3.put_object(Bucket=bucket, Key=f"{PROMOTED_PREFIX}config.json", Body=b"{}")
+        objects_before = {o["Key"]: o["ETag"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+        data_resources = {k: v["PhysicalResourceId"] for k, v in aws.resources(DATA).items()}
+
+        promoted = aws.deploy(promoted_assembly.directory, [SERVING])[SERVING]
+
+        assert aws.status(SERVING) == "UPDATE_COMPLETE"
+        assert aws.status(DATA) == "CREATE_COMPLETE", "a promotion must not touch the data stack"
+        assert {k: v["PhysicalResourceId"] for k, v in aws.resources(DATA).items()} == data_resources
+        assert {o["Key"]: o["ETag"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]} == objects_before
+        new_endpoint, new_config, new_model = _endpoint(aws, promoted)
+        assert promoted["EndpointName"] == serving["EndpointName"], "same endpoint, updated in place"
+        assert new_endpoint["EndpointArn"] == endpoint["EndpointArn"]
+        assert new_endpoint["EndpointStatus"] == "InService"
+        assert new_config["EndpointConfigName"] != config["EndpointConfigName"], "a new EndpointConfig"
+        assert promoted["EndpointConfigName"] == new_config["EndpointConfigName"]
+        assert new_endpoint["EndpointConfigName"] == new_config["EndpointConfigName"]
+        assert promoted["ModelName"] != serving["ModelName"], "the model is replaced, not edited"
+        assert new_model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == f"s3://{bucket}/{PROMOTED_PREFIX}"
+        assert new_model["PrimaryContainer"]["ModelDataUrl"] == model_tarball, "same serving.properties tarball"
