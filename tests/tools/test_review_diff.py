@@ -194,3 +194,30 @@ def test_long_reviews_fit_a_pr_comment(promotion):
     assert len(short) < len(full)
     assert "Left out to stay under 4,000 characters" in short
     assert "**REPLACED**" in short and "### Cost" in short  # the summary itself is never cut
+
+
+def test_new_endpoint_and_deleted_log_group_are_flagged(assemblies, tmp_path):
+    """Template-level edits of dev: a fixed EndpointName (replaces the endpoint) and a dropped log group."""
+    base_dir = Path(assemblies["dev"].directory)
+    head_dir = tmp_path / "head"
+    shutil.copytree(base_dir, head_dir)
+    serving, training = "llm-inf2-dev-Serving", "llm-inf2-dev-Training"
+    edits = {}
+    for stack in (serving, training):
+        path = head_dir / f"{stack}.template.json"
+        edits[stack] = (path, json.loads(path.read_text()))
+    endpoint = _only(edits[serving][1], "AWS::SageMaker::Endpoint")
+    edits[serving][1]["Resources"][endpoint]["Properties"]["EndpointName"] = "llm-inf2-dev"
+    log_groups = sorted(lid for lid, res in edits[training][1]["Resources"].items()
+                        if res["Type"] == "AWS::Logs::LogGroup")
+    assert log_groups
+    dropped = log_groups[0]
+    policy = edits[training][1]["Resources"].pop(dropped).get("DeletionPolicy")
+    for path, template in edits.values():
+        path.write_text(json.dumps(template))
+
+    result = review_diff.review(review_diff.read_assembly(base_dir), review_diff.read_assembly(head_dir), "edits")
+    fate = "ORPHANED" if policy == "Retain" else "DELETED"
+    assert result.flagged == [(serving, endpoint, "NEW ENDPOINT"), (training, dropped, fate)]
+    markdown = review_diff.render(result)
+    assert "clients see a new endpoint" in markdown and "(EndpointName)" in markdown
