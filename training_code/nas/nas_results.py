@@ -44,17 +44,35 @@ def _row_from_record(record: dict, index: int) -> dict:
     return row
 
 
-def _row_from_csv(record: dict, index: int, metric_names: tuple) -> dict:
-    status = record.pop("status", None) or record.pop("TrainingJobStatus", None) or "completed"
-    trial_id = record.pop("trial_id", None) or record.pop("TrainingJobName", None) or index
-    metrics = {k: float(record.pop(k)) for k in metric_names if record.get(k) not in (None, "")}
-    for key in [k for k in record if k in metric_names]:
-        record.pop(key)
-    record.pop("heads", None), record.pop("units", None), record.pop("error", None)
+# CSV columns that describe a trial but are not hyperparameters (ours and a tuning-job analytics export).
+_BOOKKEEPING_COLUMNS = {
+    "status",
+    "TrainingJobStatus",
+    "trial_id",
+    "TrainingJobName",
+    "heads",
+    "units",
+    "error",
+    "FinalObjectiveValue",
+    "TrainingStartTime",
+    "TrainingEndTime",
+    "TrainingElapsedTimeSeconds",
+}
+
+
+def _row_from_csv(record: dict, index: int) -> dict:
+    status = record.get("status") or record.get("TrainingJobStatus") or "completed"
+    trial_id = record.get("trial_id") or record.get("TrainingJobName") or index
+    metrics = {k: float(record[k]) for k in METRICS if record.get(k) not in (None, "")}
+    hyperparameters = {
+        k: _clean(v)
+        for k, v in record.items()
+        if k not in _BOOKKEEPING_COLUMNS and k not in METRICS and v not in (None, "")
+    }
     return {
         "trial_id": trial_id,
         "status": "completed" if status in _COMPLETED else "failed",
-        "hyperparameters": {k: _clean(v) for k, v in record.items() if v not in (None, "")},
+        "hyperparameters": hyperparameters,
         **metrics,
     }
 
@@ -63,7 +81,7 @@ def _records_from_file(path: Path) -> list[dict]:
     text = path.read_text()
     if path.suffix == ".csv":
         reader = csv.DictReader(text.splitlines())
-        return [_row_from_csv(dict(r), i, METRICS) for i, r in enumerate(reader)]
+        return [_row_from_csv(dict(r), i) for i, r in enumerate(reader)]
     if path.suffix == ".jsonl":
         data = [json.loads(line) for line in text.splitlines() if line.strip()]
     else:

@@ -82,9 +82,6 @@ class ParamSpec:
     def minimum(self) -> int:
         return min(self.choices) if self.choices else self.low
 
-    def maximum(self) -> int:
-        return max(self.choices) if self.choices else self.high
-
 
 def head_divisors(num_heads: int) -> tuple[int, ...]:
     return tuple(d for d in range(1, num_heads + 1) if num_heads % d == 0)

@@ -42,7 +42,7 @@ def metric_lines(text: str) -> list[dict]:
 
 
 def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir, tmp_path, capsys):
-    data = ["--data-dir", str(sample_data_dir), "--max-rows", "32"]
+    data = ["--data-dir", str(sample_data_dir), "--max-rows", "16"]
     supernet, checkpoints = tmp_path / "supernet", tmp_path / "checkpoints"
     train = [
         *data,

@@ -85,3 +85,21 @@ def test_sagemaker_job_descriptions_keep_config_and_metrics_together(tmp_path):
     assert rows[0]["subnet"] == {"heads": [6, 6], "units": [100, 100]}
     assert rows[0]["num_parameters"] == 1000 and rows[0]["validation_error"] == 0.3
     assert rows[2]["subnet"] == {"heads": [3], "units": [7]}  # its own config, not a neighbour's
+
+
+def test_tuning_job_csv_export_is_read_row_by_row(tmp_path):
+    path = tmp_path / "analytics.csv"
+    path.write_text(
+        "TrainingJobName,TrainingJobStatus,FinalObjectiveValue,num_layers,num_heads,num_units,"
+        "validation_error,num_parameters\n"
+        "j-1,Completed,0.2,3,4,10,0.2,500\n"
+        "j-2,Stopped,,6,12,1536,,\n"
+    )
+    rows = complete_rows(
+        read_trials(path), "uniform", ModelDims(6, 12, 1536), ("validation_error", "num_parameters")
+    )
+    assert rows[0]["hyperparameters"] == {"num_layers": "3", "num_heads": "4", "num_units": "10"}
+    assert (
+        rows[0]["subnet"] == {"heads": [4, 4, 4], "units": [10, 10, 10]} and rows[0]["num_parameters"] == 500
+    )
+    assert rows[1]["status"] == "failed" and "validation_error" not in rows[1]
