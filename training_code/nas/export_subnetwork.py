@@ -1,7 +1,8 @@
 """Exports one sub-network of the Pareto set as a physically smaller Hugging Face model.
 
-Pick it by --index in the size-sorted front (0 = smallest, -1 = largest), or as the smallest one with
-validation error at most --max-error (absolute) or --max-error-increase above the unpruned model's.
+Pick it by --index in the size-sorted front (0 = smallest, -1 = largest), or as the smallest one (fewest
+parameters, or lowest latency with --minimise latency_ms) with validation error at most --max-error
+(absolute) or --max-error-increase above the unpruned model's.
 The output folder loads with ``AutoModelForSequenceClassification.from_pretrained(dir,
 trust_remote_code=True)`` (the flag only matters when layers differ from a plain BERT layout) and holds
 the tokenizer, saved with the training max length, and ``nas_export.json``, read by the inference handler.
@@ -45,6 +46,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="smallest sub-network with at most the unpruned error plus this",
     )
     parser.add_argument(
+        "--minimise",
+        choices=("num_parameters", "latency_ms"),
+        default="num_parameters",
+        help="what the error-budget pick minimises (latency_ms: search with it as an objective)",
+    )
+    parser.add_argument(
         "--inference-code-dir",
         default=None,
         help="copied to <output-dir>/code (serving_artifacts/encoder_classifier/code)",
@@ -64,7 +71,7 @@ def choose(summary: dict, args) -> dict:
     max_error = args.max_error
     if max_error is None:
         max_error = float(summary["unpruned"]["validation_error"]) + args.max_error_increase
-    return select_from_front(front, max_error=max_error)
+    return select_from_front(front, max_error=max_error, minimise=args.minimise)
 
 
 def main(argv=None) -> int:

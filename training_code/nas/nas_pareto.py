@@ -65,8 +65,14 @@ def front_hypervolume(front: list[dict], objectives: Sequence[str], unpruned: di
     return hypervolume(points, [REFERENCE_POINT] * len(objectives))
 
 
-def select_from_front(front: list[dict], index: int | None = None, max_error: float | None = None) -> dict:
-    """By position in the size-sorted front, or the smallest one with ``validation_error <= max_error``."""
+def select_from_front(
+    front: list[dict],
+    index: int | None = None,
+    max_error: float | None = None,
+    minimise: str = "num_parameters",
+) -> dict:
+    """By position in the size-sorted front, or the one with the least ``minimise`` (parameters or
+    latency) among those with ``validation_error <= max_error``."""
     if (index is None) == (max_error is None):
         raise ValueError("give exactly one of index and max_error")
     if index is not None:
@@ -77,4 +83,6 @@ def select_from_front(front: list[dict], index: int | None = None, max_error: fl
     if not within:
         best = min(float(r["validation_error"]) for r in front)
         raise ValueError(f"no sub-network within error {max_error}; the best on the front has {best}")
-    return min(within, key=lambda r: (float(r["num_parameters"]), float(r["validation_error"])))
+    if any(minimise not in r for r in within):
+        raise ValueError(f"{minimise} was not measured for every sub-network on the front")
+    return min(within, key=lambda r: (float(r[minimise]), float(r["validation_error"])))

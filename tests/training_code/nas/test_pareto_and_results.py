@@ -103,3 +103,11 @@ def test_tuning_job_csv_export_is_read_row_by_row(tmp_path):
         rows[0]["subnet"] == {"heads": [4, 4, 4], "units": [10, 10, 10]} and rows[0]["num_parameters"] == 500
     )
     assert rows[1]["status"] == "failed" and "validation_error" not in rows[1]
+
+
+def test_error_budget_pick_can_minimise_latency():
+    front = rows_from([(0.10, 100), (0.11, 200), (0.30, 50)])
+    for row, latency in zip(front, (9.0, 4.0, 1.0), strict=True):
+        row["latency_ms"] = latency
+    assert select_from_front(front, max_error=0.12)["num_parameters"] == 100
+    assert select_from_front(front, max_error=0.12, minimise="latency_ms")["num_parameters"] == 200
