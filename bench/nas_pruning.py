@@ -176,7 +176,8 @@ def main(argv=None) -> int:
     ).split()
     export = (
         f"--model-dir {work / 'supernet'} --pareto-file {work / 'search' / 'pareto.json'} "
-        f"--max-error-increase {args.max_error_increase} --minimise {args.minimise} --output-dir {work / 'pruned'}"
+        f"--max-error-increase {args.max_error_increase} --minimise {args.minimise} "
+        f"--output-dir {work / 'pruned'}"
     ).split()
     seconds = {}
     if args.base == "standard":
