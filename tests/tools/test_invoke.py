@@ -1,0 +1,130 @@
+"""tools/invoke.py speaks LMI's request/response contract to a URL, to SageMaker, and finds the endpoint."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tools import invoke
+
+
+class _Lmi(BaseHTTPRequestHandler):
+    """A stand-in LMI server: echoes the request's shape, refuses prompts containing 'bad' with a 424."""
+
+    requests: list = []
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Lmi.requests.append((self.path, body))
+        if "bad" in body["inputs"]:
+            status, answer = 424, {"error": "Input too long for n_positions 2048", "code": 424}
+        else:
+            status, answer = 200, {"generated_text": f"{len(body['parameters'])} parameters"}
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def url():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Lmi)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_sample_request_goes_to_invocations_and_prints_text_and_latency(url, capsys):
+    assert invoke.main(["--url", url]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "3 parameters"
+    assert err.startswith("latency: ") and " ms (" in err
+    path, body = _Lmi.requests[-1]
+    assert path == "/invocations"
+    assert body == {
+        "inputs": invoke.SAMPLE_PROMPT,
+        "parameters": {"max_new_tokens": 300, "do_sample": True, "stop": ["</s>"]},
+    }
+
+
+def test_a_424_is_reported_in_one_clear_line(url, capsys):
+    assert invoke.main(["--url", url, "--prompt", "bad prompt", "--no-do-sample", "--seed", "7"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines() == [
+        "invoke error: the model server rejected the request (LMI code 424): Input too long for n_positions 2048"
+        " (check the prompt length against option.n_positions and the parameters)"
+    ]
+    parameters = _Lmi.requests[-1][1]["parameters"]
+    assert parameters == {"max_new_tokens": 300, "do_sample": False, "seed": 7, "stop": ["</s>"]}
+
+
+def test_unreachable_url_is_one_line(capsys):
+    assert invoke.main(["--url", "http://127.0.0.1:9", "--timeout", "2"]) == 1
+    assert capsys.readouterr().err.startswith("invoke error: cannot reach http://127.0.0.1:9/invocations")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('{"generated_text": "hi"}', ["hi"]),
+        ('[{"generated_text": "a"}, {"generated_text": "b"}]', ["a", "b"]),
+        ('{"generated_text": "x", "details": {"finish_reason": "length"}}', ["x"]),
+    ],
+)
+def test_parse_response_forms(body, expected):
+    assert invoke.parse_response(body) == expected
+
+
+@pytest.mark.parametrize("body", ["not json", '{"text": "x"}', '{"error": "boom", "code": 424}'])
+def test_parse_response_rejects(body):
+    with pytest.raises(invoke.InvokeError):
+        invoke.parse_response(body)
+
+
+class _Runtime:
+    def __init__(self, error=None, body=b'{"generated_text": "from sagemaker"}'):
+        self.error, self.body, self.calls = error, body, []
+
+    def invoke_endpoint(self, **kwargs):
+        self.calls.append(kwargs)
+        if self.error:
+            raise self.error
+        import io
+
+        return {"Body": io.BytesIO(self.body)}
+
+
+def test_sagemaker_runtime_success_and_model_error():
+    runtime = _Runtime()
+    assert invoke.invoke_sagemaker(runtime, "ep", {"inputs": "x", "parameters": {}}) == ["from sagemaker"]
+    assert runtime.calls[0]["EndpointName"] == "ep" and runtime.calls[0]["ContentType"] == "application/json"
+    model_error = ClientError(
+        {
+            "Error": {"Code": "ModelError", "Message": "Received client error (424) from primary"},
+            "OriginalStatusCode": 424,
+            "OriginalMessage": '{"error": "prompt too long", "code": 424}',
+        },
+        "InvokeEndpoint",
+    )
+    with pytest.raises(invoke.InvokeError, match=r"LMI code 424\): prompt too long"):
+        invoke.invoke_sagemaker(_Runtime(error=model_error), "ep", {"inputs": "x"})
+
+
+def test_endpoint_name_comes_from_the_stack_outputs():
+    class _Cfn:
+        def describe_stacks(self, StackName):  # noqa: N803
+            assert StackName == "llm-inf2-dev-Serving"
+            return {"Stacks": [{"Outputs": [{"OutputKey": "EndpointName", "OutputValue": "ep-123"}]}]}
+
+    assert invoke.endpoint_from_stack(_Cfn(), invoke.stack_for_env("dev")) == "ep-123"
