@@ -70,7 +70,8 @@ class MetricLinesCallback(TrainerCallback):
     """Prints each log as a regex-parsable line (see qlora_metrics) and measures this session's throughput.
 
     Tokens are the non-padding input tokens of this session (a resumed run counts only its own steps). The
-    first step carries one-off costs (allocations, kernel selection), so a figure without it is kept too.
+    first step carries one-off costs (allocations, kernel selection), so a second figure runs from the end of
+    the first step to the end of the last one.
     """
 
     def __init__(self) -> None:
@@ -79,14 +80,16 @@ class MetricLinesCallback(TrainerCallback):
         self.tokens = 0
         self.seconds = 0.0
         self.first_step: tuple[float, int] | None = None
+        self.last_step: tuple[float, int] | None = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.started = time.perf_counter()
         self.tokens_at_start = state.num_input_tokens_seen
 
     def on_step_end(self, args, state, control, **kwargs):
+        self.last_step = (time.perf_counter(), state.num_input_tokens_seen)
         if self.first_step is None:
-            self.first_step = (time.perf_counter(), state.num_input_tokens_seen)
+            self.first_step = self.last_step
 
     def _throughput(self, state) -> float | None:
         self.seconds = time.perf_counter() - self.started
@@ -95,9 +98,9 @@ class MetricLinesCallback(TrainerCallback):
 
     def summary(self) -> dict[str, Any]:
         after_first = None
-        if self.first_step is not None:
-            seconds = self.started + self.seconds - self.first_step[0]
-            tokens = self.tokens_at_start + self.tokens - self.first_step[1]
+        if self.first_step is not None and self.last_step is not None:
+            seconds = self.last_step[0] - self.first_step[0]
+            tokens = self.last_step[1] - self.first_step[1]
             after_first = tokens / seconds if seconds > 0 and tokens > 0 else None
         return {
             "train_tokens": self.tokens,

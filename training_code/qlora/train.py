@@ -53,12 +53,14 @@ def _train(args, report, extra_callbacks) -> dict[str, Any]:
             args.quant_type,
             args.gradient_checkpointing,
         )
+        weights_gb = model.get_memory_footprint() / 1024**3  # before LoRA: the base weights as stored
         targets = None
         if args.method != "full":
             targets = resolve_target_modules(model, args.target_modules)
             model = attach_lora(model, targets, args.lora_r, args.lora_alpha, args.lora_dropout)
     report.record_memory("load")
-    report.set(data=data.summary, target_modules=targets, parameters=parameter_counts(model))
+    report.set(data=data.summary, target_modules=targets, parameters=parameter_counts(model),
+               base_weights_gb=round(weights_gb, 4))
 
     metric_lines = MetricLinesCallback()
     trainer = build_trainer(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,8 @@ for folder in (QLORA_DIR, HERE):
         sys.path.insert(0, str(folder))
 
 from qlora_test_helpers import vocab_texts  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is built locally; never wait on a network call
 
 
 @pytest.fixture(scope="session")
