@@ -179,17 +179,23 @@ def test_fifty_concurrent_requests_are_all_answered_in_batches(endpoint):
     assert max(sizes) == MAX_BATCH and len(sizes) < 50
 
 
+def run_invoke(url: str, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "tools/invoke.py", "--url", url, *flags], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
 @pytest.mark.skipif(not (ROOT / "tools" / "invoke.py").is_file(), reason="tools/invoke.py not landed yet")
 def test_invoke_tool_works_unchanged(endpoint):
-    result = subprocess.run(
-        [sys.executable, "tools/invoke.py", "--url", endpoint.url],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    expected = ok(endpoint, {"inputs": PROMPTS[0], "parameters": {"max_new_tokens": 8, "stop": ["</s>"]}})
+    result = run_invoke(endpoint.url, "--prompt", PROMPTS[0], "--max-new-tokens", "8", "--no-do-sample")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip()
+    assert result.stdout == expected["generated_text"] + "\n"
+    assert "latency" in result.stderr
+    sample = run_invoke(endpoint.url, "--max-new-tokens", "16", "--seed", "3", "--details")  # the seed's sample prompt
+    assert sample.returncode == 0, sample.stdout + sample.stderr
+    refused = run_invoke(endpoint.url, "--max-new-tokens", str(N_POSITIONS))
+    assert refused.returncode == 1 and "424" in refused.stderr
 
 
 def test_properties_template_rendered_and_overridden(tmp_path):
