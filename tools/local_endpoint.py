@@ -267,6 +267,7 @@ class Engine:
             dtype = "float32"
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        self.tokenizer_lock = threading.Lock()
         self.model = AutoModelForCausalLM.from_pretrained(
             str(model_dir), dtype=getattr(torch, dtype), local_files_only=True
         ).to(self.device)
@@ -282,13 +283,15 @@ class Engine:
 
     def encode(self, prompt: str) -> list[int]:
         """Token ids with exactly one leading BOS, whether or not the prompt spells out `<s>` itself."""
-        ids = list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        with self.tokenizer_lock:  # request threads and the worker share one Rust tokenizer
+            ids = list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
         if self.bos_id is not None and (not ids or ids[0] != self.bos_id):
             ids.insert(0, self.bos_id)
         return ids
 
-    def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        with self.tokenizer_lock:
+            return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
 
     def _update(self, job: Job, new_ids: list[int]) -> None:
         """Count a row's new token and decide whether the row has finished, and why."""
@@ -297,7 +300,7 @@ class Engine:
             return
         if self.eos_id is not None and new_ids and new_ids[-1] == self.eos_id:
             job.finished_at, job.finish_reason = job.generated, "eos_token"
-        elif job.stop and any(s in self.tokenizer.decode(new_ids) for s in job.stop):
+        elif job.stop and any(s in self.decode(new_ids, skip_special_tokens=False) for s in job.stop):
             job.finished_at, job.finish_reason = job.generated, "stop_sequence"
         elif job.generated >= job.max_new_tokens:
             job.finished_at, job.finish_reason = job.generated, "length"
@@ -389,7 +392,7 @@ class Engine:
                 "generated_tokens": len(new_ids),
                 "inputs": job.prompt,
                 "input_tokens": len(job.input_ids),
-                "tokens": [{"id": i, "text": self.tokenizer.decode([i])} for i in new_ids],
+                "tokens": [{"id": i, "text": self.decode([i], skip_special_tokens=False)} for i in new_ids],
             }
         return result
 
@@ -446,8 +449,12 @@ class Batcher:
                     self.cond.wait(timeout=1.0)
                 if self.stopping:
                     break
-                if len(self.queue) < self.max_batch and self.window_s > 0:
-                    self.cond.wait(timeout=self.window_s)  # let requests sent at the same moment join
+                window_ends = time.monotonic() + self.window_s  # let requests sent at the same moment join
+                while len(self.queue) < self.max_batch and not self.stopping:
+                    left = window_ends - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.cond.wait(timeout=left)
                 batch = self._take()
             self.batches += 1
             self.batch_sizes.append(len(batch))
