@@ -644,12 +644,5 @@ def main(argv: list[str] | None = None) -> None:
         server.server_close()
 
 
-def max_new_tokens_for(prompt_tokens: int, n_positions: int, wanted: int) -> int:
-    """The largest max_new_tokens up to `wanted` that fits n_positions with the prompt."""
-    return max(0, min(wanted, n_positions - prompt_tokens))
-
-
-__all__ = ["Engine", "LocalEndpointServer", "RequestError", "Settings", "load_settings", "parse_properties", "start"]
-
 if __name__ == "__main__":
     main()
