@@ -35,7 +35,8 @@ def endpoint(tiny_model_dir):
 
     from tools.local_endpoint import Settings, start
 
-    torch.set_num_threads(1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the other xdist worker has the other core
     server, thread = start(tiny_model_dir, Settings(max_batch=MAX_BATCH, n_positions=N_POSITIONS))
     try:
         yield server
@@ -43,4 +44,5 @@ def endpoint(tiny_model_dir):
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+        torch.set_num_threads(threads)  # the worker process runs other teams' tests next
 
