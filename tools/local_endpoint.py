@@ -300,7 +300,7 @@ class Engine:
             return
         if self.eos_id is not None and new_ids and new_ids[-1] == self.eos_id:
             job.finished_at, job.finish_reason = job.generated, "eos_token"
-        elif job.stop and any(s in self.decode(new_ids, skip_special_tokens=False) for s in job.stop):
+        elif job.stop and any(s in self.decode(new_ids) for s in job.stop):  # on the text the client gets
             job.finished_at, job.finish_reason = job.generated, "stop_sequence"
         elif job.generated >= job.max_new_tokens:
             job.finished_at, job.finish_reason = job.generated, "length"
