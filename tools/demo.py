@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default=str(ROOT / "build" / "demo"), help="wiped and rebuilt on every run")
     parser.add_argument("--data", default=str(DATA), help="instruction JSONL to fine-tune on")
-    parser.add_argument("--max-steps", type=int, default=30, help="QLoRA optimizer steps")
+    parser.add_argument("--max-steps", type=int, default=20, help="QLoRA optimizer steps")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed of the sample request")
     parser.add_argument(
         "--max-new-tokens", type=int, default=300, help="the sample's max_new_tokens, capped to fit n_positions"
