@@ -1,6 +1,6 @@
 """`make demo`: build a tiny Llama, QLoRA fine-tune and merge it, serve it locally, ask the seed's sample prompt.
 
-    python tools/demo.py [--workdir build/demo] [--max-steps 30]
+    python tools/demo.py [--workdir build/demo] [--max-steps 20]
 
 Everything is local and offline: the tiny model and tokenizer come from training_code/qlora/qlora_tiny.py,
 training and merging from training_code/qlora/train.py on data/instructions.jsonl, serving from
