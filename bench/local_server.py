@@ -21,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "instructions.jsonl"
 
@@ -48,6 +50,11 @@ class Server:
                 raise SystemExit(f"server with max batch {max_batch} did not start; see {self.log.name}")
             time.sleep(0.2)
         self.port = int(self.port_file.read_text())
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server process so far (load on the machine barely changes it)."""
+        times = psutil.Process(self.process.pid).cpu_times()
+        return times.user + times.system
 
     def close(self) -> None:
         self.process.terminate()
@@ -112,7 +119,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--requests-per-client", type=int, default=6, help="per client per cell, split over rounds")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per server and client count")
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads per server (0: torch's default)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per server (0: torch's default)")
     parser.add_argument("--output", help="also write the markdown table here")
     args = parser.parse_args(argv)
     clients_list = [int(c) for c in args.clients.split(",")]
@@ -131,8 +138,12 @@ def main(argv: list[str] | None = None) -> str:
             for clients in clients_list:
                 for _ in range(args.rounds):
                     for batch, server in servers.items():
+                        cpu = server.cpu_seconds()
                         wall, latencies, tokens = run_cell(server.port, clients, per_round, body)
-                        cell = results.setdefault((batch, clients), {"wall": 0.0, "latencies": [], "tokens": 0})
+                        cell = results.setdefault(
+                            (batch, clients), {"wall": 0.0, "cpu": 0.0, "latencies": [], "tokens": 0}
+                        )
+                        cell["cpu"] += server.cpu_seconds() - cpu
                         cell["wall"] += wall
                         cell["latencies"] += latencies
                         cell["tokens"] += tokens
@@ -142,23 +153,31 @@ def main(argv: list[str] | None = None) -> str:
                 server.close()
 
     rows = [
-        "| clients | max batch | requests | req/s | tokens/s | p50 latency (s) | p95 latency (s) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| clients | max batch | requests | req/s | tokens/s | p50 latency (s) | p95 latency (s) | CPU ms/request |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    ratios = ["| clients | throughput batched / unbatched | p50 batched / unbatched | p95 batched / unbatched |",
-              "| ---: | ---: | ---: | ---: |"]  # fmt: skip
+    ratios = ["| clients | throughput batched / unbatched | p50 batched / unbatched | p95 batched / unbatched "
+              "| CPU per request batched / unbatched |",
+              "| ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for clients in clients_list:
         figures = {}
         for batch in servers:
             cell = results[(batch, clients)]
             n = len(cell["latencies"])
-            figures[batch] = (n / cell["wall"], percentile(cell["latencies"], 0.5), percentile(cell["latencies"], 0.95))
+            figures[batch] = (
+                n / cell["wall"],
+                percentile(cell["latencies"], 0.5),
+                percentile(cell["latencies"], 0.95),
+                cell["cpu"] / n,
+            )
             rows.append(
                 f"| {clients} | {batch} | {n} | {figures[batch][0]:.2f} | {cell['tokens'] / cell['wall']:.1f} "
-                f"| {figures[batch][1]:.3f} | {figures[batch][2]:.3f} |"
+                f"| {figures[batch][1]:.3f} | {figures[batch][2]:.3f} | {figures[batch][3] * 1000:.0f} |"
             )
-        (t1, p50_1, p95_1), (tb, p50_b, p95_b) = figures[1], figures[args.max_batch]
-        ratios.append(f"| {clients} | {tb / t1:.2f}x | {p50_b / p50_1:.2f}x | {p95_b / p95_1:.2f}x |")
+        (t1, p50_1, p95_1, c1), (tb, p50_b, p95_b, cb) = figures[1], figures[args.max_batch]
+        ratios.append(
+            f"| {clients} | {tb / t1:.2f}x | {p50_b / p50_1:.2f}x | {p95_b / p95_1:.2f}x | {cb / c1:.2f}x |"
+        )
     table = "\n".join(rows) + "\n\n" + "\n".join(ratios) + "\n"
     print(table)
     if args.output:
