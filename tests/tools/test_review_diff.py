@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -230,3 +231,28 @@ def test_new_endpoint_and_deleted_log_group_are_flagged(assemblies, tmp_path):
     assert result.flagged == [(serving, endpoint, "NEW ENDPOINT"), (training, dropped, fate)]
     markdown = review_diff.render(result)
     assert "clients see a new endpoint" in markdown and "(EndpointName)" in markdown
+
+
+def test_engine_agrees_with_cdk_diff_template(rename):
+    """The pinned engine marks resources exactly as the pinned CLI's `cdk diff --template` does (one CLI call)."""
+    base, head, result = rename
+    data = "llm-inf2-dev-Data"
+    proc = subprocess.run(
+        ["npx", "--no-install", "cdk", "diff", "--app", str(head[data].template_path.parent),
+         "--template", str(base[data].template_path), data],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+        env={**os.environ, "FORCE_COLOR": "0", "NO_COLOR": "1", "CDK_DISABLE_CLI_TELEMETRY": "true"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+    def marks(text: str) -> list[str]:
+        return sorted(line.strip() for line in text.splitlines() if line.startswith(("[+]", "[-]", "[~]")))
+
+    ours = next(s.text for s in result.stacks if s.name == data)
+    cli = marks(proc.stdout + proc.stderr)
+    assert cli and cli == marks(ours)
+    assert any(line.startswith("[-] AWS::S3::Bucket") and line.endswith("orphan") for line in cli)
+
+
+def test_an_environment_missing_on_one_side_is_skipped(tmp_path):
+    assert review_diff.synth_tree(ROOT, tmp_path, ["zzz"]) == {"zzz": "no config file"}
