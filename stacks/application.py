@@ -8,6 +8,7 @@ from .config import AppConfig
 from .data_stack import DataStack
 from .nag import add_rule_packs, apply_acknowledgments
 from .serving_stack import ServingStack
+from .training_stack import TrainingStack
 
 
 def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Stack]:
@@ -26,6 +27,17 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         **common,
     )
     stacks: dict[str, Stack] = {"Data": data}
+    stacks["Training"] = TrainingStack(
+        app,
+        config.stack_id("Training"),
+        config=config,
+        bucket=data.bucket,
+        key=data.key,
+        termination_protection=config.termination_protection,
+        description=f"{config.app_name} {config.env_name}: QLoRA training on SageMaker, started by Step Functions "
+        "on dataset uploads or on demand",
+        **common,
+    )
     if config.serving is not None:
         stacks["Serving"] = ServingStack(
             app,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from .config import AppConfig
+
+_LOG_GROUPS_OF_THIS_ACCOUNT = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"
 
 
 class DataStack(Stack):
@@ -23,6 +26,17 @@ class DataStack(Stack):
             description=f"{config.app_name}-{config.env_name}: artifacts, logs, topics and SageMaker volumes",
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
+        )
+        # CloudWatch Logs encrypts the other stacks' log groups with this key; only log groups of this
+        # account and region (the encryption context names the log group).
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchLogsOfThisAccount",
+                principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
+                actions=["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+                resources=["*"],
+                conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": _LOG_GROUPS_OF_THIS_ACCOUNT}},
+            )
         )
 
         # S3 server access logs cannot be delivered to a KMS-encrypted bucket, hence SSE-S3 here.

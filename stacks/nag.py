@@ -74,6 +74,39 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
              "CloudFormation-generated endpoint name, which the role cannot reference without a dependency cycle."),
         )
     ),
+    *(
+        Acknowledged("Training", "TrainingRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
+        for resource, reason in (
+            ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+             "/aws/sagemaker/TrainingJobs namespace; EC2 network-interface calls when a VPC is configured)"),
+            (f"{_DATA_BUCKET_ARN}/datasets/*", "The training job reads the dataset it is given, any object under "
+             "datasets/ (the channel is chosen per execution); nothing else in the bucket."),
+            (f"{_DATA_BUCKET_ARN}/base-models/*", "Network-isolated jobs read the base model from a `model` "
+             "channel under base-models/; read only."),
+            (f"{_DATA_BUCKET_ARN}/checkpoints/*", "Checkpoints are written and read back on resume under "
+             "checkpoints/<run>/; the run name is generated per execution."),
+            (f"{_DATA_BUCKET_ARN}/models/*", "The merged model is written under models/<job-name>/; job names "
+             "are generated per execution, so the prefix is the narrowest fixed scope."),
+            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*", "SageMaker creates and describes the "
+             "account-wide /aws/sagemaker/TrainingJobs log group; writes are limited to own streams."),
+            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{prefix}}-*", "Log streams are "
+             "named after the generated job names, which all start with this environment's prefix."),
+        )
+    ),
+    Acknowledged(
+        "Training",
+        "Workflow/Policy/Resource",
+        "AwsSolutions-IAM5[Resource::*]",
+        _AWS_REQUIRES_STAR + " (CloudWatch Logs vended-log delivery and X-Ray tracing of the state machine).",
+    ),
+    Acknowledged(
+        "Training",
+        "Workflow/Policy/Resource",
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:"
+        "training-job/{prefix}-*]",
+        "Training job names are generated per execution; the state machine may create, describe, stop and "
+        "tag only jobs whose names start with this environment's prefix.",
+    ),
 )
 
 

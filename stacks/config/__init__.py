@@ -5,5 +5,6 @@ from .data import DataConfig
 from .errors import ConfigError
 from .loader import load_config
 from .serving import ServingConfig
+from .training import TrainingConfig
 
-__all__ = ["AppConfig", "ConfigError", "DataConfig", "ServingConfig", "load_config"]
+__all__ = ["AppConfig", "ConfigError", "DataConfig", "ServingConfig", "TrainingConfig", "load_config"]

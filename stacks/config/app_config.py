@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .data import DataConfig
 from .schema import setting
 from .serving import ServingConfig
+from .training import TrainingConfig
 
 ACCOUNT_PATTERN = r"\d{12}"
 REGION_PATTERN = r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d"
@@ -23,6 +24,7 @@ class AppConfig:
     termination_protection: bool = setting(False)
     tags: dict[str, str] = setting({})
     data: DataConfig = setting(DataConfig())
+    training: TrainingConfig = setting(TrainingConfig())
     serving: ServingConfig | None = setting(None, hint="null: no Serving stack in this environment")
     env_name: str = field(default="", init=False)
     source: str = field(default="", init=False)

@@ -4,12 +4,14 @@
    other type still goes through moto's own list.
 2. moto's CloudFormation handler for AWS::KMS::Key passes CloudFormation's `Key`/`Value` tags to the
    KMS API model, which expects `TagKey`/`TagValue`, and crashes: the tags are translated.
+3. Likewise AWS::SSM::Parameter: CloudFormation's Tags map is turned into the list moto expects.
 """
 
 from __future__ import annotations
 
 from moto.kms import models as kms_models
 from moto.sagemaker import models as sagemaker_models
+from moto.ssm import models as ssm_models
 
 _FLAG = "_llm_inf2_patched"
 
@@ -47,6 +49,26 @@ def translate_kms_key_tags() -> None:
     cls.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
 
 
+def translate_ssm_parameter_tags() -> None:
+    """AWS::SSM::Parameter takes Tags as a {key: value} map; moto's handler expects a Key/Value list and crashes."""
+    cls = ssm_models.Parameter
+    original = cls.create_from_cloudformation_json.__func__
+    if getattr(original, _FLAG, False):
+        return
+
+    def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name, **kw):
+        properties = dict(cloudformation_json.get("Properties", {}))
+        tags = properties.get("Tags")
+        if isinstance(tags, dict):
+            properties["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
+        patched = {**cloudformation_json, "Properties": properties}
+        return original(klass, resource_name, patched, account_id, region_name, **kw)
+
+    setattr(create_from_cloudformation_json, _FLAG, True)
+    cls.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
+
+
 def apply_all() -> None:
     allow_inf2_instance_types()
     translate_kms_key_tags()
+    translate_ssm_parameter_tags()

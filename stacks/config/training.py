@@ -1,0 +1,89 @@
+"""Settings of the QLoRA training stack: the SageMaker job shape and the hyperparameters it starts with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ConfigError
+from .schema import setting
+
+ECR_IMAGE_PATTERN = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})"
+# CloudWatch Logs accepts only these retention periods.
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+                      3288, 3653)
+# Job names are `<prefix>-<32 hex>-<attempt>-<retry>` and SageMaker allows 63 characters.
+MAX_JOB_NAME_PREFIX = 63 - (1 + 32 + 4)
+PREFIX_LIMIT = f"at most {MAX_JOB_NAME_PREFIX} characters so job names fit SageMaker's 63"
+SEED_HYPERPARAMETERS = {
+    "model_id": "NousResearch/Llama-2-7b-chat-hf",
+    "epochs": "1",
+    "learning_rate": "0.0002",
+    "per_device_batch_size": "4",
+    "gradient_accumulation_steps": "1",
+    "max_seq_length": "512",
+    "lora_r": "64",
+    "lora_alpha": "16",
+    "lora_dropout": "0.1",
+    "compute_dtype": "bfloat16",
+    "merge": "true",
+}
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """One training job shape per environment; executions may override hyperparameters, nothing else."""
+
+    instance_type: str = setting("ml.g5.2xlarge", pattern=r"ml\.[a-z0-9]+\.[a-z0-9]+", hint="e.g. ml.g5.2xlarge")
+    instance_count: int = setting(1, ge=1, le=8)
+    volume_size_gb: int = setting(100, ge=5, le=16384)
+    max_runtime_hours: int = setting(24, ge=1, le=672)
+    spot: bool = setting(False)
+    max_wait_hours: int | None = setting(None, ge=1, le=672, hint="managed spot only; >= max_runtime_hours")
+    network_isolation: bool = setting(False)
+    base_model_key: str | None = setting(
+        None, pattern=r"base-models/[A-Za-z0-9._/-]+/", hint="a folder in the artifact bucket, e.g. base-models/llama/"
+    )
+    subnet_ids: list[str] = setting([], pattern=r"subnet-[0-9a-f]{8,17}")
+    security_group_ids: list[str] = setting([], pattern=r"sg-[0-9a-f]{8,17}")
+    image_uri: str | None = setting(None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table")
+    job_name_prefix: str | None = setting(
+        None, pattern=r"[a-z][a-z0-9]*(-[a-z0-9]+)*", hint="lower-case; null: <app_name>-<env>"
+    )
+    capacity_retries: int = setting(2, ge=0, le=5, hint="new jobs after an InsufficientCapacity failure")
+    capacity_backoff_seconds: int = setting(600, ge=60, le=7200, hint="first wait; doubles per retry")
+    log_retention_days: int = setting(30)
+    hyperparameters: dict[str, str] = setting(dict(SEED_HYPERPARAMETERS))
+
+    def check(self, source: str, path: str) -> None:
+        def fail(name: str, problem: str) -> None:
+            raise ConfigError(source, f"{path}.{name}" if path else name, problem)
+
+        if self.log_retention_days not in LOG_RETENTION_DAYS:
+            allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
+            fail("log_retention_days", f"got {self.log_retention_days}; allowed: {allowed}")
+        if self.max_wait_hours is not None and not self.spot:
+            fail("max_wait_hours", f"got {self.max_wait_hours}; only managed spot (spot: true) waits, set it to null")
+        if self.spot and self.max_wait_hours is not None and self.max_wait_hours < self.max_runtime_hours:
+            fail("max_wait_hours", f"got {self.max_wait_hours}; must be >= max_runtime_hours {self.max_runtime_hours}")
+        if self.job_name_prefix is not None and len(self.job_name_prefix) > MAX_JOB_NAME_PREFIX:
+            fail("job_name_prefix", f"got {self.job_name_prefix!r}; {PREFIX_LIMIT}")
+        if bool(self.subnet_ids) != bool(self.security_group_ids):
+            missing = "security_group_ids" if self.subnet_ids else "subnet_ids"
+            fail(missing, "empty; a VPC config needs both subnet_ids and security_group_ids")
+        if self.network_isolation and self.base_model_key is None:
+            fail("base_model_key", "missing; network_isolation: true needs the base model as an S3 `model` channel")
+        if not self.network_isolation and self.base_model_key is None and "model_id" not in self.hyperparameters:
+            fail("hyperparameters.model_id", "missing; set a Hugging Face model id or base_model_key")
+
+        from ..training_contract import hyperparameter_problem
+
+        for name, value in self.hyperparameters.items():
+            problem = hyperparameter_problem(name, value)
+            if problem:
+                fail(f"hyperparameters.{name}", problem)
+
+    @property
+    def max_wait_seconds(self) -> int | None:
+        if not self.spot:
+            return None
+        return 3600 * (self.max_wait_hours or min(2 * self.max_runtime_hours, 672))

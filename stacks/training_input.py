@@ -1,0 +1,77 @@
+"""The execution input of the training state machine, validated in one place (standard library only).
+
+tools/start_training.py validates with it before any execution starts; the EventBridge rule builds the
+same shape; the state machine re-checks the shape it can (bucket, prefix, keys) with a Choice state.
+
+    {"train_data": "s3://<artifact bucket>/datasets/<key or folder>", "hyperparameters": {"<name>": "<value>"}}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .training_contract import hyperparameter_problem
+
+DATASETS_PREFIX = "datasets/"
+KEYS = ("train_data", "hyperparameters")
+_S3_URI = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(.+)")
+
+
+class InputError(ValueError):
+    """A malformed execution input; str() is one line naming the field and the fix."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def split_s3_uri(value: Any) -> tuple[str, str]:
+    """(bucket, key) of an s3:// URI whose key lies under datasets/."""
+    if not isinstance(value, str):
+        raise InputError("train_data", f"got {_short(value)}; expected an s3://<bucket>/{DATASETS_PREFIX}... string")
+    match = _S3_URI.fullmatch(value)
+    if not match:
+        raise InputError("train_data", f"got {_short(value)}; expected s3://<bucket>/{DATASETS_PREFIX}<key>")
+    bucket, key = match.groups()
+    if not key.startswith(DATASETS_PREFIX) or key == DATASETS_PREFIX:
+        raise InputError("train_data", f"got {_short(value)}; the key must be under {DATASETS_PREFIX} (not the prefix)")
+    if any(part in ("", ".", "..") for part in key.rstrip("/").split("/")) or re.search(r"\s", key):
+        raise InputError("train_data", f"got {_short(value)}; no empty, '.' or '..' segments and no whitespace")
+    return bucket, key
+
+
+def _value(name: str, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InputError(f"hyperparameters.{name}", f"got {_short(value)}; expected a string or a number")
+    text = value if isinstance(value, str) else repr(value)
+    problem = hyperparameter_problem(name, text)
+    if problem:
+        raise InputError(f"hyperparameters.{name}", problem)
+    return text
+
+
+def validate_execution_input(data: Any, *, bucket: str | None) -> dict[str, Any]:
+    """The normalized input (hyperparameter values as strings); `bucket` None skips the bucket check."""
+    if not isinstance(data, Mapping):
+        raise InputError("<input>", f"got {_short(data)}; expected an object with {', '.join(KEYS)}")
+    unknown = sorted(str(k) for k in data if k not in KEYS)
+    if unknown:
+        raise InputError(unknown[0], f"unknown key; allowed: {', '.join(KEYS)}")
+    if "train_data" not in data:
+        raise InputError("train_data", f"missing; expected s3://<bucket>/{DATASETS_PREFIX}<key>")
+    data_bucket, _ = split_s3_uri(data["train_data"])
+    if bucket is not None and data_bucket != bucket:
+        raise InputError("train_data", f"bucket {data_bucket!r} is not the artifact bucket {bucket!r}")
+    overrides = data.get("hyperparameters", {})
+    if not isinstance(overrides, Mapping):
+        raise InputError("hyperparameters", f"got {_short(overrides)}; expected an object of name: value")
+    normalized = {str(name): _value(str(name), value) for name, value in sorted(overrides.items())}
+    return {"train_data": data["train_data"], "hyperparameters": normalized}

@@ -1,0 +1,124 @@
+"""Typed builder for the Parameters of Step Functions' `sagemaker:createTrainingJob.sync` integration.
+
+CDK's SageMakerCreateTrainingJob task cannot set OutputDataConfig.CompressionType, and LMI needs the
+merged model as plain files (`option.model_id` points at an S3 prefix), so the state is raw ASL built
+here from typed fields. Values that are only known at run time are `Ref`s (JSONPath or intrinsic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+CREATE_TRAINING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createTrainingJob.sync"
+
+
+class Ref(str):
+    """A JSONPath (`$.a.b`, `$$.Execution.Id`) or intrinsic (`States.Format(...)`) resolved per execution."""
+
+    __slots__ = ()
+
+    def __new__(cls, expression: str) -> Ref:
+        if not expression.startswith(("$", "States.")):
+            raise ValueError(f"not a JSONPath or intrinsic function: {expression!r}")
+        return super().__new__(cls, expression)
+
+
+def _put(target: dict[str, Any], key: str, value: Any) -> None:
+    """ASL marks run-time values by a `.$` suffix on the key."""
+    if isinstance(value, Ref):
+        target[f"{key}.$"] = str(value)
+    else:
+        target[key] = value
+
+
+@dataclass(frozen=True)
+class S3Channel:
+    """An input channel; the container sees it as /opt/ml/input/data/<name> (SM_CHANNEL_<NAME>)."""
+
+    name: str
+    s3_uri: str | Ref
+
+    def to_asl(self) -> dict[str, Any]:
+        source: dict[str, Any] = {"S3DataType": "S3Prefix", "S3DataDistributionType": "FullyReplicated"}
+        _put(source, "S3Uri", self.s3_uri)
+        return {"ChannelName": self.name, "DataSource": {"S3DataSource": source}, "InputMode": "File"}
+
+
+@dataclass(frozen=True)
+class TrainingJobRequest:
+    """Everything CreateTrainingJob needs for one QLoRA run; `to_asl()` gives the state's Parameters."""
+
+    job_name: Ref
+    role_arn: str
+    image_uri: str
+    instance_type: str
+    instance_count: int
+    volume_size_gb: int
+    kms_key_arn: str
+    output_s3_uri: str
+    hyperparameters: Ref
+    channels: Sequence[S3Channel]
+    max_runtime_seconds: int
+    metric_definitions: Sequence[Mapping[str, str]]
+    max_wait_seconds: int | None = None  # set: managed spot training
+    checkpoint_s3_uri: str | Ref | None = None
+    network_isolation: bool = False
+    subnet_ids: Sequence[str] = ()
+    security_group_ids: Sequence[str] = ()
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_wait_seconds is not None and self.max_wait_seconds < self.max_runtime_seconds:
+            raise ValueError("max_wait_seconds must be >= max_runtime_seconds")
+        if self.max_wait_seconds is not None and self.checkpoint_s3_uri is None:
+            raise ValueError("managed spot training needs a checkpoint location to resume after an interruption")
+        if bool(self.subnet_ids) != bool(self.security_group_ids):
+            raise ValueError("a VPC config needs subnets and security groups")
+        names = [c.name for c in self.channels]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate channel names {names}")
+
+    @property
+    def spot(self) -> bool:
+        return self.max_wait_seconds is not None
+
+    def to_asl(self) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        _put(params, "TrainingJobName", self.job_name)
+        params["RoleArn"] = self.role_arn
+        params["AlgorithmSpecification"] = {
+            "TrainingImage": self.image_uri,
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [dict(d) for d in self.metric_definitions],
+        }
+        _put(params, "HyperParameters", self.hyperparameters)
+        params["InputDataConfig"] = [c.to_asl() for c in self.channels]
+        params["OutputDataConfig"] = {
+            "S3OutputPath": self.output_s3_uri,
+            "KmsKeyId": self.kms_key_arn,
+            "CompressionType": "NONE",
+        }
+        params["ResourceConfig"] = {
+            "InstanceType": self.instance_type,
+            "InstanceCount": self.instance_count,
+            "VolumeSizeInGB": self.volume_size_gb,
+            "VolumeKmsKeyId": self.kms_key_arn,
+        }
+        stopping: dict[str, Any] = {"MaxRuntimeInSeconds": self.max_runtime_seconds}
+        if self.spot:
+            stopping["MaxWaitTimeInSeconds"] = self.max_wait_seconds
+            params["EnableManagedSpotTraining"] = True
+        params["StoppingCondition"] = stopping
+        if self.checkpoint_s3_uri is not None:
+            checkpoint: dict[str, Any] = {"LocalPath": "/opt/ml/checkpoints"}
+            _put(checkpoint, "S3Uri", self.checkpoint_s3_uri)
+            params["CheckpointConfig"] = checkpoint
+        params["EnableNetworkIsolation"] = self.network_isolation
+        params["EnableInterContainerTrafficEncryption"] = True
+        if self.subnet_ids:
+            params["VpcConfig"] = {"Subnets": list(self.subnet_ids), "SecurityGroupIds": list(self.security_group_ids)}
+        if self.tags:
+            params["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(self.tags.items())]
+        return params

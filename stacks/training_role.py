@@ -1,0 +1,144 @@
+"""The SageMaker execution role of the training job, scoped to the prefixes and resources one run touches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import ArnFormat, Aws, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+
+
+class TrainingRole(Construct):
+    """Reads code, datasets and base models; writes models and checkpoints; its own log streams only."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket: s3.IBucket,
+        key: kms.IKey,
+        code: s3_assets.Asset,
+        job_name_prefix: str,
+        read_prefixes: Sequence[str],
+        write_prefixes: Sequence[str],
+        image_repository_arn: str,
+        vpc: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal(
+                "sagemaker.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+            ),
+            description="SageMaker execution role of the QLoRA training jobs",
+        )
+        statements = [
+            iam.PolicyStatement(
+                sid="ReadTrainingCode",
+                actions=["s3:GetObject"],
+                resources=[code.bucket.arn_for_objects(code.s3_object_key)],
+            ),
+            iam.PolicyStatement(
+                sid="ReadInputs",
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(f"{p}*") for p in read_prefixes],
+            ),
+            iam.PolicyStatement(
+                sid="ListInputs",
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in read_prefixes]}},
+            ),
+            iam.PolicyStatement(
+                sid="WriteOutputs",
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[bucket.arn_for_objects(f"{p}*") for p in write_prefixes],
+            ),
+            iam.PolicyStatement(
+                sid="UseDataKey",
+                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+                resources=[key.key_arn],
+            ),
+            iam.PolicyStatement(
+                sid="GrantVolumeKey",
+                actions=["kms:CreateGrant"],
+                resources=[key.key_arn],
+                conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            ),
+            iam.PolicyStatement(
+                sid="PullTrainingImage",
+                actions=["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
+                resources=[image_repository_arn],
+            ),
+            iam.PolicyStatement(
+                sid="EcrToken",  # GetAuthorizationToken has no resource-level permissions
+                actions=["ecr:GetAuthorizationToken"],
+                resources=["*"],
+            ),
+            iam.PolicyStatement(
+                sid="TrainingLogGroup",
+                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
+                resources=[
+                    stack.format_arn(
+                        service="logs", resource="log-group", resource_name=name,
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                    for name in (TRAINING_LOG_GROUP, f"{TRAINING_LOG_GROUP}:*")
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="OwnLogStreams",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[stack.format_arn(
+                    service="logs", resource="log-group",
+                    resource_name=f"{TRAINING_LOG_GROUP}:log-stream:{job_name_prefix}-*",
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )],
+            ),
+            iam.PolicyStatement(
+                sid="TrainingMetrics",  # PutMetricData has no resource-level permissions; the namespace is pinned
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": TRAINING_LOG_GROUP}},
+            ),
+        ]
+        if vpc:
+            statements += _vpc_statements(stack)
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
+            statements=statements,
+            roles=[self.role],
+        )
+
+
+def _vpc_statements(stack: Stack) -> list[iam.PolicyStatement]:
+    """ENI management SageMaker performs in the role's name when the job runs in the configured subnets."""
+    return [
+        iam.PolicyStatement(
+            sid="VpcNetworkInterfaces",  # the EC2 Describe* calls and ENI creation have no resource scoping
+            actions=[
+                "ec2:CreateNetworkInterface",
+                "ec2:CreateNetworkInterfacePermission",
+                "ec2:DeleteNetworkInterface",
+                "ec2:DeleteNetworkInterfacePermission",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeVpcs",
+                "ec2:DescribeDhcpOptions",
+                "ec2:DescribeSubnets",
+                "ec2:DescribeSecurityGroups",
+            ],
+            resources=["*"],
+            conditions={"StringEquals": {"aws:RequestedRegion": stack.region}},
+        )
+    ]

@@ -1,0 +1,285 @@
+"""The training state machine: validate input, run the SageMaker job (.sync), record the model, or notify.
+
+    ValidateInput -> Defaults -> Prepare -> Train -> RecordModel -> Done
+                 \\-> InvalidInput -> Notify -> Failed
+    Train --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> Train
+    Train / RecordModel --any other error--> Notify -> Failed
+
+Job names are `<prefix>-<md5(execution id)>-<capacity attempt>-<API retry>`: unique per try (SageMaker
+never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Checkpoints go to
+`checkpoints/<prefix>-<md5>/`, shared by the tries of one execution so a retry resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import Aws, Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_ssm as ssm
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from .training_input import DATASETS_PREFIX
+from .training_job import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
+
+# Raised by the CreateTrainingJob/DescribeTrainingJob calls themselves: worth retrying with backoff.
+API_RETRY_ERRORS = (
+    "SageMaker.AmazonSageMakerException",
+    "SageMaker.ThrottlingException",
+    "SageMaker.ResourceLimitExceededException",
+    "ThrottlingException",
+)
+# A .sync job that fails reports States.TaskFailed; its Cause (the DescribeTrainingJob JSON) tells capacity apart.
+CAPACITY_CAUSE_PATTERNS = ("*CapacityError*", "*InsufficientCapacity*")
+MAX_JOB_NAME = 63
+
+
+def run_name_expression(prefix: str) -> str:
+    return f"States.Format('{prefix}-{{}}', States.Hash($$.Execution.Id, 'MD5'))"
+
+
+def job_name_expression() -> Ref:
+    return Ref("States.Format('{}-{}-{}', $.run.name, $.run.attempt, $$.State.RetryCount)")
+
+
+def max_job_name_length(prefix: str) -> int:
+    """Prefix, '-', 32 hex digits, then '-<attempt>-<retry>' with single digits (both are capped at 5)."""
+    return len(prefix) + 1 + 32 + 4
+
+
+class TrainingWorkflow(Construct):
+    """The state machine and its log group; `request` is built by the caller with Refs into `$.run`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        request: TrainingJobRequest,
+        job_name_prefix: str,
+        bucket_name: str,
+        default_hyperparameters: Mapping[str, str],
+        fixed_hyperparameters: Mapping[str, str],
+        topic: sns.ITopic,
+        model_parameter: ssm.IStringParameter,
+        capacity_retries: int,
+        capacity_backoff_seconds: int,
+        log_retention_days: int,
+        key: kms.IKey,
+        role_statements: Sequence[iam.PolicyStatement],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        partition = Stack.of(self).partition
+
+        invalid = sfn.Pass(
+            self,
+            "InvalidInput",
+            parameters={
+                "Error": "InvalidInput",
+                "Cause": f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}...\", "
+                "\"hyperparameters\": {...}}; see README, Training",
+            },
+            result_path="$.error",
+        )
+        notify = tasks.SnsPublish(
+            self,
+            "Notify",
+            topic=topic,
+            subject="Training failed",
+            message=sfn.TaskInput.from_object({
+                "execution": sfn.JsonPath.execution_id,
+                "error": sfn.JsonPath.object_at("$.error"),
+                "input": sfn.JsonPath.object_at("$$.Execution.Input"),
+            }),
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        failed = sfn.Fail(self, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
+        invalid.next(notify)
+        notify.next(failed)
+
+        defaults = sfn.Pass(
+            self,
+            "Defaults",
+            result=sfn.Result.from_object(
+                {"config": dict(default_hyperparameters), "fixed": dict(fixed_hyperparameters)}
+            ),
+            result_path="$.defaults",
+        )
+        prepare = sfn.Pass(
+            self,
+            "Prepare",
+            parameters={
+                "name.$": run_name_expression(job_name_prefix),
+                "attempt": 0,
+                "wait_seconds": capacity_backoff_seconds,
+                # Per-execution overrides win over config; the script-mode keys win over both.
+                "hyperparameters.$": "States.JsonMerge(States.JsonMerge($.defaults.config, $.hyperparameters, false), "
+                "$.defaults.fixed, false)",
+            },
+            result_path="$.run",
+        )
+        train = sfn.CustomState(
+            self,
+            "Train",
+            state_json={
+                "Type": "Task",
+                "Resource": CREATE_TRAINING_JOB_SYNC.format(partition=partition),
+                "Parameters": request.to_asl(),
+                "ResultSelector": {
+                    "job_name.$": "$.TrainingJobName",
+                    "job_arn.$": "$.TrainingJobArn",
+                    "status.$": "$.TrainingJobStatus",
+                    "model_s3_uri.$": f"States.Format('s3://{bucket_name}/models/{{}}/output/model/', "
+                    "$.TrainingJobName)",
+                },
+                "ResultPath": "$.training",
+            },
+        )
+        train.add_retry(
+            errors=list(API_RETRY_ERRORS),
+            interval=Duration.seconds(30),
+            max_attempts=4,
+            backoff_rate=2,
+            max_delay=Duration.minutes(10),
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+
+        next_attempt = sfn.Pass(
+            self,
+            "NextAttempt",
+            parameters={
+                "name.$": "$.run.name",
+                "attempt.$": "States.MathAdd($.run.attempt, 1)",
+                "wait_seconds.$": "States.MathAdd($.run.wait_seconds, $.run.wait_seconds)",
+                "hyperparameters.$": "$.run.hyperparameters",
+            },
+            result_path="$.run",
+        )
+        wait = sfn.Wait(self, "WaitForCapacity", time=sfn.WaitTime.seconds_path("$.run.wait_seconds"))
+        wait.next(next_attempt).next(train)
+        capacity = (
+            sfn.Choice(self, "CapacityRetry")
+            .when(
+                sfn.Condition.and_(
+                    sfn.Condition.is_present("$.error.Cause"),
+                    sfn.Condition.or_(
+                        *(sfn.Condition.string_matches("$.error.Cause", p) for p in CAPACITY_CAUSE_PATTERNS)
+                    ),
+                    sfn.Condition.number_less_than("$.run.attempt", capacity_retries),
+                ),
+                wait,
+            )
+            .otherwise(notify)
+        )
+        train.add_catch(capacity, errors=["States.TaskFailed"], result_path="$.error")
+        train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+
+        record = tasks.CallAwsService(
+            self,
+            "RecordModel",
+            service="ssm",
+            action="putParameter",
+            parameters={
+                "Name": model_parameter.parameter_name,
+                "Value": sfn.JsonPath.string_at("$.training.model_s3_uri"),
+                "Type": "String",
+                "Overwrite": True,
+            },
+            iam_resources=[model_parameter.parameter_arn],  # listed again in the managed policy below
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        record.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+        done = sfn.Pass(
+            self,
+            "Done",
+            parameters={
+                "job_name.$": "$.training.job_name",
+                "model_s3_uri.$": "$.training.model_s3_uri",
+                "train_data.$": "$.train_data",
+                "hyperparameters.$": "$.run.hyperparameters",
+                "model_parameter": model_parameter.parameter_name,
+            },
+        )
+
+        valid = sfn.Condition.and_(
+            sfn.Condition.is_present("$.train_data"),
+            sfn.Condition.is_string("$.train_data"),
+            sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
+            sfn.Condition.is_present("$.hyperparameters"),
+        )
+        start = (
+            sfn.Choice(self, "ValidateInput")
+            .when(valid, defaults.next(prepare).next(train).next(record).next(done))
+            .otherwise(invalid)
+        )
+
+        self.log_group = logs.LogGroup(self, "Logs")
+        cfn_log_group = self.log_group.node.default_child
+        cfn_log_group.retention_in_days = log_retention_days  # validated against the allowed values in config
+        # The data key's policy (DataStack) lets CloudWatch Logs use it for this account's log groups.
+        cfn_log_group.kms_key_id = key.key_arn
+
+        # A customer-managed policy instead of CDK's inline default policy: every permission is listed here.
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal(
+                "states.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+            ),
+            description="Step Functions role of the QLoRA training state machine",
+        )
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            description="QLoRA training state machine: its SageMaker jobs, the failure topic, the model parameter",
+            roles=[self.role],
+            statements=[
+                *role_statements,
+                iam.PolicyStatement(sid="NotifyFailure", actions=["sns:Publish"], resources=[topic.topic_arn]),
+                iam.PolicyStatement(
+                    sid="EncryptNotification",  # the topic is encrypted with the data key
+                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                    resources=[key.key_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="RecordModel", actions=["ssm:PutParameter"], resources=[model_parameter.parameter_arn]
+                ),
+                iam.PolicyStatement(
+                    sid="LogDeliveryAndTracing",  # vended-log delivery and X-Ray have no resource-level scoping
+                    actions=[
+                        "logs:CreateLogDelivery",
+                        "logs:DeleteLogDelivery",
+                        "logs:DescribeLogGroups",
+                        "logs:DescribeResourcePolicies",
+                        "logs:GetLogDelivery",
+                        "logs:ListLogDeliveries",
+                        "logs:PutResourcePolicy",
+                        "logs:UpdateLogDelivery",
+                        "xray:GetSamplingRules",
+                        "xray:GetSamplingTargets",
+                        "xray:PutTelemetryRecords",
+                        "xray:PutTraceSegments",
+                    ],
+                    resources=["*"],
+                ),
+            ],
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            definition_body=sfn.DefinitionBody.from_chainable(start),
+            role=self.role.without_policy_updates(),
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            tracing_enabled=True,
+            comment="QLoRA training: SageMaker createTrainingJob.sync, model prefix to SSM, failures to SNS",
+        )
+        # Step Functions checks log delivery permissions on create: the policy must be attached first. Written
+        # as an override because CDK would also list the role, which RoleArn already implies (cfn-lint W3005).
+        self.state_machine.node.default_child.add_override(
+            "DependsOn", [Stack.of(self).get_logical_id(self.policy.node.default_child)]
+        )

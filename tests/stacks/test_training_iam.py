@@ -1,0 +1,142 @@
+"""Least privilege in the Training stack: every IAM statement is checked, not sampled."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stacks import nag
+
+ENVS = ("dev", "prod")
+# Actions AWS offers no resource-level permission for; the only ones allowed with Resource "*".
+STAR_ACTIONS = {
+    "ecr:GetAuthorizationToken",
+    "cloudwatch:PutMetricData",
+    "logs:CreateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:DescribeLogGroups",
+    "logs:DescribeResourcePolicies",
+    "logs:GetLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:UpdateLogDelivery",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    "xray:PutTelemetryRecords",
+    "xray:PutTraceSegments",
+}
+BUCKET_ARN = "ExportsOutputFnGetAttArtifactBucket7410C9EFArnA3946625"
+KEY_ARN = "ExportsOutputFnGetAttArtifactKey8D84C5F0Arn9D58E80E"
+
+
+def _list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def _text(value) -> str:
+    """A resource as one comparable string; tokens keep their logical ids or export names."""
+    return json.dumps(value, sort_keys=True)
+
+
+def policies(template: dict) -> dict[str, list[dict]]:
+    """Managed policy logical id -> statements."""
+    return {
+        logical_id: resource["Properties"]["PolicyDocument"]["Statement"]
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::IAM::ManagedPolicy"
+    }
+
+
+def statement(template: dict, policy_prefix: str, sid: str) -> dict:
+    (found,) = [
+        s for lid, statements in policies(template).items() if lid.startswith(policy_prefix)
+        for s in statements if s.get("Sid") == sid
+    ]
+    return found
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_resource_star_only_where_aws_requires_it(templates, env):
+    for policy_id, statements in policies(templates[env]["Training"]).items():
+        for s in statements:
+            if "*" in _list(s["Resource"]):
+                extra = set(_list(s["Action"])) - STAR_ACTIONS
+                assert not extra, f"{policy_id}: {sorted(extra)} with Resource '*'"
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_no_aws_managed_or_inline_policies(templates, env):
+    resources = templates[env]["Training"]["Resources"]
+    assert not [k for k, v in resources.items() if v["Type"] == "AWS::IAM::Policy"]
+    for logical_id, resource in resources.items():
+        if resource["Type"] == "AWS::IAM::Role":
+            props = resource["Properties"]
+            assert "ManagedPolicyArns" not in props and "Policies" not in props, logical_id
+            assert "RoleName" not in props, "role names are generated"
+
+
+def test_training_role_reads_and_writes_only_its_prefixes(templates):
+    template = templates["dev"]["Training"]
+    reads = statement(template, "TrainingRolePolicy", "ReadInputs")
+    assert reads["Action"] == "s3:GetObject"
+    read_text = _text(reads["Resource"])
+    for prefix in ("datasets/*", "base-models/*", "checkpoints/*"):
+        assert f'"/{prefix}"' in read_text and BUCKET_ARN in read_text
+    assert len(reads["Resource"]) == 3
+    writes = statement(template, "TrainingRolePolicy", "WriteOutputs")
+    assert sorted(_list(writes["Action"])) == ["s3:AbortMultipartUpload", "s3:PutObject"]
+    assert sorted(r["Fn::Join"][1][1] for r in writes["Resource"]) == ["/checkpoints/*", "/models/*"]
+    listing = statement(template, "TrainingRolePolicy", "ListInputs")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*", "base-models/*", "checkpoints/*"]}}
+    code = statement(template, "TrainingRolePolicy", "ReadTrainingCode")
+    assert code["Action"] == "s3:GetObject" and code["Resource"]["Fn::Join"][1][-1].endswith(".gz")
+    key = statement(template, "TrainingRolePolicy", "UseDataKey")
+    assert KEY_ARN in _text(key["Resource"])
+    pull = statement(template, "TrainingRolePolicy", "PullTrainingImage")
+    assert "HfPytorchTrainingGpuRepository" in _text(pull["Resource"])
+    streams = statement(template, "TrainingRolePolicy", "OwnLogStreams")
+    assert streams["Resource"]["Fn::Join"][1][-1] == ":log-group:/aws/sagemaker/TrainingJobs:log-stream:llm-inf2-dev-*"
+    metrics = statement(template, "TrainingRolePolicy", "TrainingMetrics")
+    assert metrics["Condition"] == {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"}}
+
+
+def test_training_role_trusts_sagemaker_of_this_account(templates):
+    resources = templates["dev"]["Training"]["Resources"]
+    (role,) = [v for k, v in resources.items() if k.startswith("TrainingRole") and v["Type"] == "AWS::IAM::Role"]
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+
+
+@pytest.mark.parametrize(("env", "prefix"), [("dev", "llm-inf2-dev"), ("prod", "llm-inf2-prod")])
+def test_state_machine_passes_only_the_training_role_and_owns_only_its_jobs(templates, env, prefix):
+    template = templates[env]["Training"]
+    passing = statement(template, "WorkflowPolicy", "PassTrainingRole")
+    assert passing["Action"] == "iam:PassRole"
+    assert passing["Resource"] == {"Fn::GetAtt": ["TrainingRoleA2F7D4DF", "Arn"]}
+    assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    jobs = statement(template, "WorkflowPolicy", "OwnTrainingJobs")
+    assert sorted(jobs["Action"]) == [
+        "sagemaker:AddTags",
+        "sagemaker:CreateTrainingJob",
+        "sagemaker:DescribeTrainingJob",
+        "sagemaker:StopTrainingJob",
+    ]
+    assert jobs["Resource"]["Fn::Join"][1][-1] == f":training-job/{prefix}-*"
+
+
+def test_rule_role_may_only_start_this_state_machine(templates):
+    template = templates["dev"]["Training"]
+    (statements,) = [v for k, v in policies(template).items() if k.startswith("RulePolicy")]
+    assert statements == [{"Action": "states:StartExecution", "Effect": "Allow",
+                           "Resource": {"Ref": statements[0]["Resource"]["Ref"]}}]
+    assert statements[0]["Resource"]["Ref"].startswith("WorkflowStateMachine")
+
+
+def test_every_star_acknowledgment_is_explained():
+    training = [e for e in nag.ACKNOWLEDGED if e.unit == "Training"]
+    assert {e.path for e in training} == {"TrainingRole/Policy/Resource", "Workflow/Policy/Resource"}
+    assert all(e.rule.startswith("AwsSolutions-IAM5[Resource::") for e in training)
+    star = [e for e in training if e.rule == "AwsSolutions-IAM5[Resource::*]"]
+    assert len(star) == 2 and all("no resource-level permissions" in e.reason for e in star)

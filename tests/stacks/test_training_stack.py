@@ -1,0 +1,272 @@
+"""The Training stack's state machine, trigger, IAM and outputs, on the session's synthesized templates."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from stacks.config import load_config
+from stacks.training_contract import metric_definitions
+from tests.synth import ROOT
+
+ENVS = ("dev", "prod")
+CONFIGS = {env: load_config(env, ROOT / "config") for env in ENVS}
+PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
+
+
+def _render(piece) -> str:
+    """Tokens in the definition become readable placeholders: <import:...>, <ref:...>, <map:...>."""
+    if isinstance(piece, str):
+        return piece
+    if "Ref" in piece:
+        return PSEUDO.get(piece["Ref"], f"<ref:{piece['Ref']}>")
+    if "Fn::ImportValue" in piece:
+        return f"<import:{piece['Fn::ImportValue'].split(':', 1)[1]}>"
+    if "Fn::Sub" in piece:
+        text = piece["Fn::Sub"]
+        for name, value in PSEUDO.items():
+            text = text.replace(f"${{{name}}}", value)
+        return text
+    if "Fn::GetAtt" in piece:
+        return f"<getatt:{'.'.join(piece['Fn::GetAtt'])}>"
+    if "Fn::FindInMap" in piece:
+        return f"<map:{piece['Fn::FindInMap'][2]}>"
+    raise AssertionError(f"unexpected token {piece}")
+
+
+def resources_of(template: dict, resource_type: str) -> dict[str, dict]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == resource_type}
+
+
+def definition(template: dict) -> dict:
+    (machine,) = resources_of(template, "AWS::StepFunctions::StateMachine").values()
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    return json.loads("".join(_render(p) for p in parts))
+
+
+@pytest.fixture(scope="module")
+def definitions(templates):
+    return {env: definition(templates[env]["Training"]) for env in ENVS}
+
+
+def _asl_safe(value):
+    """asl-validator checks ARNs: give the placeholders a valid shape."""
+    if isinstance(value, dict):
+        return {k: _asl_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_asl_safe(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"<[a-z]+:[^>]*>", "x", value)
+    return value
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_definition_passes_asl_validator(definitions, tmp_path, env):
+    path = tmp_path / f"{env}.asl.json"
+    path.write_text(json.dumps(_asl_safe(definitions[env])))
+    result = subprocess.run(
+        ["npx", "--no-install", "asl-validator", "--json-path", str(path)],
+        cwd=ROOT, capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_train_state_is_the_raw_sync_integration(definitions, env):
+    train = definitions[env]["States"]["Train"]
+    assert train["Resource"] == "arn:aws:states:::sagemaker:createTrainingJob.sync"
+    params = train["Parameters"]
+    assert params["OutputDataConfig"] == {
+        "S3OutputPath": "s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/models/",
+        "KmsKeyId": "<import:ExportsOutputFnGetAttArtifactKey8D84C5F0Arn9D58E80E>",
+        "CompressionType": "NONE",
+    }
+    assert params["ResourceConfig"]["VolumeKmsKeyId"] == params["OutputDataConfig"]["KmsKeyId"]
+    assert params["RoleArn"] == "<getatt:TrainingRoleA2F7D4DF.Arn>"
+    assert params["AlgorithmSpecification"]["TrainingImage"] == "<map:HfPytorchTrainingGpuUri>"
+    assert params["AlgorithmSpecification"]["MetricDefinitions"] == list(metric_definitions())
+    assert params["HyperParameters.$"] == "$.run.hyperparameters"
+    assert params["InputDataConfig"][0]["ChannelName"] == "training"
+    assert params["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri.$"] == "$.train_data"
+    assert params["TrainingJobName.$"] == "States.Format('{}-{}-{}', $.run.name, $.run.attempt, $$.State.RetryCount)"
+    assert train["ResultSelector"]["model_s3_uri.$"].startswith("States.Format('s3://<import:")
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_job_shape_comes_from_config(definitions, env):
+    training = CONFIGS[env].training
+    params = definitions[env]["States"]["Train"]["Parameters"]
+    assert params["ResourceConfig"]["InstanceType"] == training.instance_type == "ml.g5.2xlarge"
+    assert params["ResourceConfig"]["InstanceCount"] == training.instance_count == 1
+    assert params["ResourceConfig"]["VolumeSizeInGB"] == training.volume_size_gb
+    assert params["StoppingCondition"]["MaxRuntimeInSeconds"] == training.max_runtime_hours * 3600
+    assert params["EnableNetworkIsolation"] is training.network_isolation
+    assert "VpcConfig" not in params
+
+
+def test_spot_in_dev_on_demand_in_prod(definitions):
+    dev = definitions["dev"]["States"]["Train"]["Parameters"]
+    assert dev["EnableManagedSpotTraining"] is True
+    assert dev["StoppingCondition"]["MaxWaitTimeInSeconds"] == 24 * 3600
+    assert dev["CheckpointConfig"]["S3Uri.$"] == (
+        "States.Format('s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/checkpoints/{}/', $.run.name)"
+    )
+    prod = definitions["prod"]["States"]["Train"]["Parameters"]
+    assert "EnableManagedSpotTraining" not in prod and "MaxWaitTimeInSeconds" not in prod["StoppingCondition"]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_hyperparameters_merge_config_overrides_and_script_mode(definitions, env):
+    states = definitions[env]["States"]
+    defaults = states["Defaults"]["Result"]
+    assert defaults["config"] == dict(CONFIGS[env].training.hyperparameters)
+    fixed = defaults["fixed"]
+    assert fixed["sagemaker_program"] == "train.py"
+    assets = r"s3://cdk-hnb659fds-assets-123456789012-us-east-1/[0-9a-f]{64}\.gz"
+    assert re.fullmatch(assets, fixed["sagemaker_submit_directory"])
+    assert fixed["sagemaker_region"] == "us-east-1"
+    merge = states["Prepare"]["Parameters"]["hyperparameters.$"]
+    # overrides win over config, script-mode keys win over both
+    assert merge == (
+        "States.JsonMerge(States.JsonMerge($.defaults.config, $.hyperparameters, false), $.defaults.fixed, false)"
+    )
+
+
+def test_config_hyperparameters_are_flags_of_train_py():
+    """train.py's own parser (what `train.py --help` prints) is the source of truth for the names."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("qlora_args_help", ROOT / "training_code/qlora/qlora_args.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    flags = set(re.findall(r"--([a-z_]+)", module.build_parser({}).format_help()))
+    for env in ENVS:
+        assert set(CONFIGS[env].training.hyperparameters) <= flags
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_retry_with_backoff_on_throttling_and_capacity(definitions, env):
+    states = definitions[env]["States"]
+    (retry,) = states["Train"]["Retry"]
+    expected = {"SageMaker.AmazonSageMakerException", "ThrottlingException", "SageMaker.ResourceLimitExceededException"}
+    assert expected <= set(retry["ErrorEquals"])
+    assert retry["BackoffRate"] == 2 and retry["MaxAttempts"] >= 2 and retry["JitterStrategy"] == "FULL"
+    capacity = states["CapacityRetry"]
+    (choice,) = capacity["Choices"]
+    patterns = {c["StringMatches"] for c in choice["And"][1]["Or"]}
+    assert "*CapacityError*" in patterns
+    assert choice["And"][2] == {"Variable": "$.run.attempt", "NumericLessThan": CONFIGS[env].training.capacity_retries}
+    assert choice["Next"] == "WaitForCapacity" and capacity["Default"] == "Notify"
+    assert states["WaitForCapacity"] == {"Type": "Wait", "SecondsPath": "$.run.wait_seconds", "Next": "NextAttempt"}
+    next_attempt = states["NextAttempt"]
+    assert next_attempt["Next"] == "Train"
+    assert next_attempt["Parameters"]["wait_seconds.$"] == "States.MathAdd($.run.wait_seconds, $.run.wait_seconds)"
+
+
+def test_every_failure_notifies_then_fails(definitions):
+    states = definitions["dev"]["States"]
+    catches = {tuple(c["ErrorEquals"]): c["Next"] for c in states["Train"]["Catch"]}
+    assert catches == {("States.TaskFailed",): "CapacityRetry", ("States.ALL",): "Notify"}
+    catch_all = {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Notify"}
+    assert states["RecordModel"]["Catch"] == [catch_all]
+    assert states["ValidateInput"]["Default"] == "InvalidInput" and states["InvalidInput"]["Next"] == "Notify"
+    notify = states["Notify"]
+    assert notify["Resource"] == "arn:aws:states:::sns:publish"
+    assert notify["Parameters"]["TopicArn"].startswith("<ref:FailureTopic")
+    assert states[notify["Next"]] == {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"}
+
+
+def test_success_records_the_model_prefix(definitions, templates):
+    states = definitions["dev"]["States"]
+    record = states["RecordModel"]
+    assert record["Resource"] == "arn:aws:states:::aws-sdk:ssm:putParameter"
+    assert record["Parameters"]["Name"].startswith("<ref:ModelParameter")
+    (parameter,) = resources_of(templates["dev"]["Training"], "AWS::SSM::Parameter").values()
+    assert parameter["Properties"]["Name"] == "/llm-inf2/dev/training/model-s3-uri"
+    assert record["Parameters"]["Value.$"] == "$.training.model_s3_uri" and record["Parameters"]["Overwrite"] is True
+    assert states["Done"]["End"] is True
+    assert states["Done"]["Parameters"]["model_s3_uri.$"] == "$.training.model_s3_uri"
+
+
+def test_input_is_checked_by_the_machine_too(definitions):
+    (choice,) = definitions["dev"]["States"]["ValidateInput"]["Choices"]
+    matches = [c["StringMatches"] for c in choice["And"] if "StringMatches" in c]
+    assert matches == ["s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_logging_all_with_retention_kms_and_xray(templates, env):
+    template = templates[env]["Training"]
+    (machine,) = resources_of(template, "AWS::StepFunctions::StateMachine").values()
+    props = machine["Properties"]
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert props["LoggingConfiguration"]["IncludeExecutionData"] is True
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    assert "StateMachineName" not in props
+    (log_group,) = resources_of(template, "AWS::Logs::LogGroup").values()
+    assert log_group["Properties"]["RetentionInDays"] == CONFIGS[env].training.log_retention_days
+    assert "ArtifactKey" in log_group["Properties"]["KmsKeyId"]["Fn::ImportValue"]
+    assert "LogGroupName" not in log_group["Properties"]
+    assert any("WorkflowPolicy" in d for d in machine["DependsOn"]), "log delivery permissions must exist first"
+
+
+def test_dataset_uploads_start_an_execution(templates):
+    template = templates["dev"]["Training"]
+    (rule,) = resources_of(template, "AWS::Events::Rule").values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.s3"] and pattern["detail-type"] == ["Object Created"]
+    assert pattern["detail"]["object"] == {"key": [{"prefix": "datasets/"}]}
+    assert "ArtifactBucket" in pattern["detail"]["bucket"]["name"][0]["Fn::ImportValue"]
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"]["Ref"].startswith("WorkflowStateMachine")
+    transformer = target["InputTransformer"]
+    assert transformer["InputPathsMap"] == {
+        "detail-bucket-name": "$.detail.bucket.name", "detail-object-key": "$.detail.object.key"
+    }
+    rendered = transformer["InputTemplate"].replace("<detail-bucket-name>", "b").replace("<detail-object-key>", "d/k")
+    assert json.loads(rendered) == {"train_data": "s3://b/d/k", "hyperparameters": {}}
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_topic_is_kms_encrypted_and_outputs_exist(templates, env):
+    template = templates[env]["Training"]
+    (topic,) = resources_of(template, "AWS::SNS::Topic").values()
+    assert "ArtifactKey" in topic["Properties"]["KmsMasterKeyId"]["Fn::ImportValue"]
+    assert {"StateMachineArn", "FailureTopicArn", "ModelParameterName"} <= set(template["Outputs"])
+
+
+def test_image_mapping_has_us_east_1(templates):
+    mappings = templates["dev"]["Training"]["Mappings"]
+    (mapping,) = mappings.values()
+    assert mapping["us-east-1"]["HfPytorchTrainingGpuUri"].startswith(
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
+    )
+
+
+def test_training_code_asset_is_the_deterministic_tarball(assemblies):
+    directory = Path(assemblies["dev"].directory)
+    manifest = json.loads((directory / "llm-inf2-dev-Training.assets.json").read_text())
+    sources = [a["source"] for a in manifest["files"].values() if a["source"]["path"].endswith(".tar.gz")]
+    assert len(sources) == 1 and sources[0]["packaging"] == "file"  # uploaded as built, not re-zipped
+    import tarfile
+
+    with tarfile.open(directory / sources[0]["path"]) as tar:
+        names = tar.getnames()
+    assert "train.py" in names and "requirements.txt" in names and "qlora_metrics.py" in names
+
+
+def test_a_derived_prefix_too_long_for_job_names_is_a_config_error():
+    from stacks.config import ConfigError
+    from stacks.training_stack import job_name_prefix
+    from stacks.training_workflow import MAX_JOB_NAME, max_job_name_length
+
+    config = CONFIGS["dev"]
+    assert max_job_name_length(job_name_prefix(config)) <= MAX_JOB_NAME
+    long_name = load_config("dev", ROOT / "config")
+    object.__setattr__(long_name, "app_name", "a-rather-long-app-name-x")
+    with pytest.raises(ConfigError, match="training.job_name_prefix: got 'a-rather-long-app-name-x-dev'"):
+        job_name_prefix(long_name)

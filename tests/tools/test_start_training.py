@@ -1,0 +1,125 @@
+"""The manual-start input: one validator for the tool, one line per rejection, nothing started on a bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from stacks.training_contract import RESERVED, hyperparameter_names, hyperparameter_problem
+from stacks.training_input import InputError, validate_execution_input
+from tests.synth import ROOT
+
+BUCKET = "llm-inf2-dev-data-artifactbucket-abc123"
+DATA = f"s3://{BUCKET}/datasets/guanaco/train.jsonl"
+
+# (case id, input, bucket to check against, expected fragment of the one-line error)
+REJECTED = [
+    ("not-an-object", ["a"], BUCKET, "<input>: got ['a']; expected an object"),
+    ("unknown-key", {"train_data": DATA, "hyperparams": {}}, BUCKET, "hyperparams: unknown key"),
+    ("missing-data", {"hyperparameters": {}}, BUCKET, "train_data: missing"),
+    ("data-not-string", {"train_data": 5}, BUCKET, "train_data: got 5; expected an s3://"),
+    ("not-s3", {"train_data": "https://x/datasets/a"}, BUCKET, "expected s3://<bucket>/datasets/<key>"),
+    ("wrong-bucket", {"train_data": "s3://other-bucket/datasets/a.jsonl"}, BUCKET, "bucket 'other-bucket' is not"),
+    ("outside-datasets", {"train_data": f"s3://{BUCKET}/models/a.jsonl"}, BUCKET, "must be under datasets/"),
+    ("bare-prefix", {"train_data": f"s3://{BUCKET}/datasets/"}, BUCKET, "must be under datasets/ (not the prefix)"),
+    ("dot-dot", {"train_data": f"s3://{BUCKET}/datasets/../models/x"}, BUCKET, "no empty, '.' or '..' segments"),
+    ("whitespace", {"train_data": f"s3://{BUCKET}/datasets/a b.jsonl"}, BUCKET, "no whitespace"),
+    ("hps-not-object", {"train_data": DATA, "hyperparameters": "lora_r=8"}, BUCKET, "hyperparameters: got 'lora_r=8'"),
+    ("unknown-hp", {"train_data": DATA, "hyperparameters": {"lora_rank": 8}}, BUCKET,
+     "hyperparameters.lora_rank: unknown hyperparameter; train.py accepts:"),
+    ("reserved-hp", {"train_data": DATA, "hyperparameters": {"output_dir": "/tmp"}}, BUCKET,
+     "hyperparameters.output_dir: is set by SageMaker"),
+    ("hp-bad-int", {"train_data": DATA, "hyperparameters": {"lora_r": "eight"}}, BUCKET,
+     "hyperparameters.lora_r: got 'eight'; train.py expects an integer"),
+    ("hp-bad-choice", {"train_data": DATA, "hyperparameters": {"compute_dtype": "int8"}}, BUCKET,
+     "hyperparameters.compute_dtype: got 'int8'; allowed: bfloat16, float16, float32"),
+    ("hp-bad-bool", {"train_data": DATA, "hyperparameters": {"merge": "maybe"}}, BUCKET,
+     "hyperparameters.merge: got 'maybe'; train.py expects a boolean"),
+    ("hp-json-bool", {"train_data": DATA, "hyperparameters": {"merge": True}}, BUCKET,
+     "hyperparameters.merge: got True; expected a string or a number"),
+    ("hp-list", {"train_data": DATA, "hyperparameters": {"target_modules": ["q_proj"]}}, BUCKET,
+     "expected a string or a number"),
+]
+
+
+@pytest.mark.parametrize(("case", "data", "bucket", "expected"), REJECTED, ids=[c[0] for c in REJECTED])
+def test_rejected_with_one_line(case, data, bucket, expected):
+    with pytest.raises(InputError) as err:
+        validate_execution_input(data, bucket=bucket)
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_valid_input_is_normalized_to_strings():
+    checked = validate_execution_input(
+        {"train_data": DATA, "hyperparameters": {"lora_r": 16, "learning_rate": 1e-4, "merge": "false"}}, bucket=BUCKET
+    )
+    assert checked == {
+        "train_data": DATA, "hyperparameters": {"learning_rate": "0.0001", "lora_r": "16", "merge": "false"}
+    }
+    assert validate_execution_input({"train_data": DATA}, bucket=None)["hyperparameters"] == {}
+
+
+def test_folder_of_files_is_accepted():
+    assert validate_execution_input({"train_data": f"s3://{BUCKET}/datasets/guanaco/"}, bucket=BUCKET)
+
+
+def test_names_come_from_the_training_code():
+    names = set(hyperparameter_names())
+    brief = {
+        "model_id", "eval_fraction", "max_steps", "epochs", "learning_rate", "per_device_batch_size",
+        "gradient_accumulation_steps", "max_seq_length", "lora_r", "lora_alpha", "lora_dropout", "target_modules",
+        "compute_dtype", "packing", "seed", "merge",
+    }
+    assert brief <= names
+    assert not names & RESERVED
+    assert hyperparameter_problem("epochs", "1.5") is None
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    # Any AWS call would go to a closed port and fail differently: these must fail before one is made.
+    env.update(AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x",
+               AWS_DEFAULT_REGION="us-east-1")
+    return subprocess.run(
+        [sys.executable, "tools/start_training.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+        check=False, timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--data", "s3://b-1/models/x"], "train_data: got 's3://b-1/models/x'; the key must be under datasets/"),
+        (["--data", DATA, "--set", "lora_rank=8"], "hyperparameters.lora_rank: unknown hyperparameter"),
+        (["--data", DATA, "--set", "lora_r"], "--set 'lora_r': expected NAME=VALUE"),
+        (["--input", '{"train_data": 1'], "--input: not JSON"),
+        (["--input", json.dumps({"train_data": DATA, "x": 1})], "x: unknown key"),
+        ([], "--data s3://<artifact bucket>/datasets/... is required"),
+        (["--env", "staging", "--data", DATA], "staging.yaml: env: no such file"),
+    ],
+    ids=["outside-datasets", "unknown-hp", "bad-set", "bad-json", "unknown-key", "no-data", "unknown-env"],
+)
+def test_cli_rejects_before_any_aws_call(args, expected):
+    result = _run(*args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("start_training: error: "), result.stderr
+    assert expected in lines[0]
+
+
+def test_cli_dry_run_prints_the_normalized_input():
+    result = _run("--data", DATA, "--set", "lora_r=16", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"train_data": DATA, "hyperparameters": {"lora_r": "16"}}
+
+
+def test_aws_failure_is_one_line():
+    result = _run("--data", DATA)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("start_training: aws error: ")
