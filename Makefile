@@ -15,7 +15,7 @@ VENV_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps synth deploy test lint clean review cost actionlint demo invoke
+.PHONY: help deps synth deploy test lint clean review cost actionlint demo invoke train
 TARGET ?= local
 
 help:
@@ -27,6 +27,8 @@ help:
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff only"
 	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [PROMPT=...]  send the sample LMI request, print text + latency"
+	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
+	@echo "                             validate the input, then start one run of the Training state machine"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
 	@echo "make cost [ENV=dev]          endpoint cost at min/max scale and one training run, from tools/prices.json"
 	@echo "make actionlint              lint .github/workflows (pinned WebAssembly build of actionlint)"
@@ -59,6 +61,9 @@ invoke: deps
 
 demo: deps
 	$(PY) tools/demo.py $(DEMO_ARGS)
+
+train: $(VENV_STAMP)
+	$(PY) tools/start_training.py --env $(ENV) --data "$(DATA)" $(foreach hp,$(HP),--set $(hp)) $(if $(NAME),--name $(NAME))
 
 lint: deps
 	$(VENV)/bin/ruff check .

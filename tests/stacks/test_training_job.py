@@ -1,0 +1,99 @@
+"""The typed CreateTrainingJob builder on its own (no synth): run-time values, spot, VPC, invariants."""
+
+from __future__ import annotations
+
+import pytest
+
+from stacks.training_job import Ref, S3Channel, TrainingJobRequest
+from stacks.training_workflow import MAX_JOB_NAME, max_job_name_length
+
+
+def _request(**overrides) -> TrainingJobRequest:
+    fields = {
+        "job_name": Ref("$.run.job_name"),
+        "role_arn": "arn:aws:iam::123456789012:role/training",
+        "image_uri": "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:x",
+        "instance_type": "ml.g5.2xlarge",
+        "instance_count": 1,
+        "volume_size_gb": 100,
+        "kms_key_arn": "arn:aws:kms:us-east-1:123456789012:key/k",
+        "output_s3_uri": "s3://bucket/models/",
+        "hyperparameters": Ref("$.run.hyperparameters"),
+        "channels": [S3Channel("training", Ref("$.train_data"))],
+        "max_runtime_seconds": 3600,
+        "metric_definitions": [{"Name": "train_loss", "Regex": "train_loss=([0-9.]+)"}],
+    }
+    return TrainingJobRequest(**{**fields, **overrides})
+
+
+def test_run_time_values_get_the_dollar_suffix():
+    asl = _request().to_asl()
+    assert asl["TrainingJobName.$"] == "$.run.job_name" and "TrainingJobName" not in asl
+    assert asl["HyperParameters.$"] == "$.run.hyperparameters"
+    assert asl["InputDataConfig"] == [{
+        "ChannelName": "training",
+        "DataSource": {"S3DataSource": {
+            "S3DataType": "S3Prefix", "S3DataDistributionType": "FullyReplicated", "S3Uri.$": "$.train_data",
+        }},
+        "InputMode": "File",
+    }]
+
+
+def test_on_demand_job_has_kms_everywhere_and_no_spot():
+    asl = _request().to_asl()
+    assert asl["OutputDataConfig"] == {
+        "S3OutputPath": "s3://bucket/models/", "KmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k",
+        "CompressionType": "NONE",
+    }
+    assert asl["ResourceConfig"]["VolumeKmsKeyId"] == "arn:aws:kms:us-east-1:123456789012:key/k"
+    assert asl["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600}
+    assert "EnableManagedSpotTraining" not in asl and "CheckpointConfig" not in asl and "VpcConfig" not in asl
+    assert asl["EnableInterContainerTrafficEncryption"] is True
+
+
+def test_spot_job_waits_and_checkpoints():
+    asl = _request(
+        max_wait_seconds=7200, checkpoint_s3_uri=Ref("States.Format('s3://b/checkpoints/{}/', $.run.name)")
+    ).to_asl()
+    assert asl["EnableManagedSpotTraining"] is True
+    assert asl["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200}
+    assert asl["CheckpointConfig"] == {
+        "LocalPath": "/opt/ml/checkpoints", "S3Uri.$": "States.Format('s3://b/checkpoints/{}/', $.run.name)"
+    }
+
+
+def test_isolated_job_in_a_vpc_with_a_model_channel():
+    asl = _request(
+        network_isolation=True,
+        channels=[S3Channel("training", Ref("$.train_data")), S3Channel("model", "s3://b/base-models/llama/")],
+        subnet_ids=["subnet-0123456789abcdef0"],
+        security_group_ids=["sg-0123456789abcdef0"],
+        tags={"env": "dev"},
+    ).to_asl()
+    assert asl["EnableNetworkIsolation"] is True
+    assert asl["InputDataConfig"][1]["DataSource"]["S3DataSource"]["S3Uri"] == "s3://b/base-models/llama/"
+    assert asl["VpcConfig"] == {"Subnets": ["subnet-0123456789abcdef0"], "SecurityGroupIds": ["sg-0123456789abcdef0"]}
+    assert asl["Tags"] == [{"Key": "env", "Value": "dev"}]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"max_wait_seconds": 60}, "max_wait_seconds must be >= max_runtime_seconds"),
+        ({"max_wait_seconds": 7200}, "needs a checkpoint location"),
+        ({"subnet_ids": ["subnet-1"]}, "needs subnets and security groups"),
+        ({"channels": [S3Channel("training", "s3://a/"), S3Channel("training", "s3://b/")]}, "duplicate channel"),
+    ],
+)
+def test_invalid_requests_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _request(**overrides)
+
+
+def test_refs_must_be_paths_or_intrinsics():
+    with pytest.raises(ValueError, match="not a JSONPath"):
+        Ref("train_data")
+
+
+def test_job_names_fit_sagemaker_for_the_longest_allowed_prefix():
+    assert max_job_name_length("a" * 26) == MAX_JOB_NAME
