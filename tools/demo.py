@@ -186,6 +186,9 @@ def main(argv: list[str] | None = None) -> dict:
     timings: dict[str, float] = {}
     total = time.perf_counter()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # One intra-op thread per process: this model's matmuls are too small to share, and on a busy machine a
+    # second OpenMP thread spin-waits for a core (measured: 8 QLoRA steps 8 s with one thread, 75 s with two).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
     base, trained = work / "base", work / "train"
     _run("tiny model", [sys.executable, str(QLORA / "qlora_tiny.py"), "--out", str(base), "--data", args.data],
@@ -201,8 +204,11 @@ def main(argv: list[str] | None = None) -> dict:
     model_dir = trained / "model"
 
     model_name, values = lmi_values()
+    template = ROOT / "serving_artifacts" / model_name / "serving.properties"
+    if not template.is_file():
+        template = ROOT / "serving_artifacts" / DEFAULT_MODEL_NAME / "serving.properties"
     properties = work / "serving.properties"
-    properties.write_text(render_properties(ROOT / "serving_artifacts" / model_name / "serving.properties", values))
+    properties.write_text(render_properties(template, values))
     answer = serve_and_ask(model_dir, properties, work, timings, args)
     timings["total"] = time.perf_counter() - total
 
@@ -215,6 +221,9 @@ def main(argv: list[str] | None = None) -> dict:
     print("\n== timings")
     for step, seconds in timings.items():
         print(f"{step:<28}{seconds:8.1f} s")
+        if step.startswith("qlora"):
+            for phase, phase_seconds in (report.get("durations_seconds") or {}).items():
+                print(f"  {phase:<26}{phase_seconds:8.1f} s")
     tokens = details.get("generated_tokens") or 0
     if tokens and timings.get("invoke"):
         print(f"{'generation speed':<28}{tokens / timings['invoke']:8.1f} tokens/s")
