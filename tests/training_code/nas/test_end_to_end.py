@@ -42,31 +42,17 @@ def metric_lines(text: str) -> list[dict]:
 
 
 def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir, tmp_path, capsys):
-    data = ["--data-dir", str(sample_data_dir), "--max-rows", "16"]
-    supernet, checkpoints = tmp_path / "supernet", tmp_path / "checkpoints"
-    train = [
-        *data,
-        "--model-name-or-path",
-        str(minilm_path),
-        "--output-dir",
-        str(supernet),
-        "--checkpoint-dir",
-        str(checkpoints),
-        "--strategy",
-        "kd",
-        "--search-space",
-        "per_layer",
-        "--batch-size",
-        "8",
-        "--max-length",
-        "64",
-        "--max-steps",
-        "2",
-        "--learning-rate",
-        "1e-4",
-    ]
-    assert train_supernetwork.main([*train, "--epochs", "1"]) == 0
-    assert train_supernetwork.main([*train, "--epochs", "2"]) == 0  # resumes after epoch 1
+    data = f"--data-dir {sample_data_dir} --max-rows 16".split()
+    supernet, search, selected, export = (
+        tmp_path / name for name in ("supernet", "search", "selected", "export")
+    )
+    train = (
+        f"--model-name-or-path {minilm_path} --output-dir {supernet} --checkpoint-dir {tmp_path / 'ckpt'} "
+        "--strategy kd --search-space per_layer --batch-size 4 --max-length 64 --max-steps 1 "
+        "--learning-rate 1e-4"
+    ).split()
+    assert train_supernetwork.main([*data, *train, "--epochs", "1"]) == 0
+    assert train_supernetwork.main([*data, *train, "--epochs", "2"]) == 0  # resumes after epoch 1
     logged = capsys.readouterr().out
     assert "at epoch 2" in logged
     epochs = metric_lines(logged)
@@ -74,76 +60,34 @@ def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir,
     assert set(epochs[0]) == {"epoch", "train_loss", "num_parameters", "validation_error"}
     assert epochs[0]["num_parameters"] == 22_713_986
 
-    trial = [
-        *data,
-        "--model-dir",
-        str(supernet),
-        "--latency-repeats",
-        "2",
-        "--output-data-dir",
-        str(tmp_path / "t"),
-    ]
+    trial = f"--model-dir {supernet} --latency-repeats 1 --output-data-dir {tmp_path / 'trial'}".split()
+    layers = {0: (6, 200), 1: (0, 30), **{i: (1, 1) for i in range(2, 6)}}  # layers 2.. are dropped
+    trial += ["--num_layers", "2"]
     trial += [
-        "--num_layers",
-        "2",
-        "--num_heads_0",
-        "6",
-        "--num_units_0",
-        "200",
-        "--num_heads_1",
-        "0",
-        "--num_units_1",
-        "30",
-    ] + [arg for i in range(2, 6) for arg in (f"--num_heads_{i}", "1", f"--num_units_{i}", "1")]
-    assert evaluate_subnetwork.main(trial) == 0
+        a for i, (h, u) in layers.items() for a in (f"--num_heads_{i}", str(h), f"--num_units_{i}", str(u))
+    ]
+    assert evaluate_subnetwork.main([*data, *trial]) == 0
     metrics = metric_lines(capsys.readouterr().out)[-1]
     assert set(metrics) == {"num_parameters", "validation_error", "latency_ms"} and metrics["latency_ms"] > 0
-    assert json.loads((tmp_path / "t" / "evaluation.json").read_text())["subnet"] == {
-        "heads": [6, 0],
-        "units": [200, 30],
-    }
+    evaluation = json.loads((tmp_path / "trial" / "evaluation.json").read_text())
+    assert evaluation["subnet"] == {"heads": [6, 0], "units": [200, 30]}
 
-    search = tmp_path / "search"
-    assert (
-        search_subnetworks.main(
-            [
-                *data,
-                "--model-dir",
-                str(supernet),
-                "--output-dir",
-                str(search),
-                "--num-samples",
-                "10",
-                "--searcher",
-                "morea",
-                "--latency-repeats",
-                "2",
-            ]
-        )
-        == 0
+    searching = (
+        f"--model-dir {supernet} --output-dir {search} --num-samples 10 --searcher morea --latency-repeats 1"
     )
+    assert search_subnetworks.main([*data, *searching.split()]) == 0
     trials = json.loads((search / "trials.json").read_text())
     assert len(trials) == 10 and len((search / "trials.csv").read_text().splitlines()) == 11
     summary = json.loads((search / "pareto.json").read_text())
-    assert 0 < summary["hypervolume"] <= 1 and summary["reference_point"] == {
-        "validation_error": 1.0,
-        "num_parameters": 1.0,
-    }
+    assert 0 < summary["hypervolume"] <= 1
+    assert summary["reference_point"] == {"validation_error": 1.0, "num_parameters": 1.0}
     sizes = [r["num_parameters"] for r in summary["pareto"]]
     assert sizes == sorted(sizes) and all("test_error" in r for r in summary["pareto"])
     assert (search / "pareto_front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    selected = tmp_path / "selected"
     assert (
         select_pareto.main(
-            [
-                "--trials",
-                str(search / "trials.csv"),
-                "--model-dir",
-                str(supernet),
-                "--output-dir",
-                str(selected),
-            ]
+            f"--trials {search / 'trials.csv'} --model-dir {supernet} --output-dir {selected}".split()
         )
         == 0
     )
@@ -151,49 +95,25 @@ def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir,
     assert [r["subnet"] for r in reread["pareto"]] == [r["subnet"] for r in summary["pareto"]]
     assert reread["hypervolume"] == summary["hypervolume"]
 
-    export = tmp_path / "export"
     layered = [i for i, r in enumerate(summary["pareto"]) if r["subnet"]["heads"]]
     index = layered[0] if layered else 0
-    assert (
-        export_subnetwork.main(
-            [
-                "--model-dir",
-                str(supernet),
-                "--pareto-file",
-                str(search / "pareto.json"),
-                "--index",
-                str(index),
-                "--output-dir",
-                str(export),
-                "--inference-code-dir",
-                str(HANDLER_DIR),
-            ]
-        )
-        == 0
+    exporting = (
+        f"--model-dir {supernet} --pareto-file {search / 'pareto.json'} --index {index} "
+        f"--output-dir {export} --inference-code-dir {HANDLER_DIR}"
     )
+    assert export_subnetwork.main(exporting.split()) == 0
     assert (export / "code" / "inference.py").exists()
     chosen = summary["pareto"][index]
 
     # The exported folder alone (no project code on the path) reproduces the masked super-network.
-    loaded = subprocess.run(
-        [sys.executable, "-c", LOAD_ALONE, str(export), json.dumps(PAIRS)],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    command = [sys.executable, "-c", LOAD_ALONE, str(export), json.dumps(PAIRS)]
+    loaded = subprocess.run(command, check=True, capture_output=True, text=True, cwd=tmp_path)
     result = json.loads(loaded.stdout.strip().splitlines()[-1])
     assert result["parameters"] == chosen["num_parameters"]
     model, tokenizer = load_classifier(supernet)
     masks = SubnetworkMasks(model)
-    batch = tokenizer(
-        [p[0] for p in PAIRS],
-        [p[1] for p in PAIRS],
-        truncation=True,
-        padding=True,
-        max_length=64,
-        return_tensors="pt",
-    )
+    first, second = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    batch = tokenizer(first, second, truncation=True, padding=True, max_length=64, return_tensors="pt")
     with torch.no_grad(), masks.use(SubnetConfig.from_dict(chosen["subnet"])):
         masked = model(**batch).logits
     torch.testing.assert_close(torch.tensor(result["logits"]), masked, atol=LOGITS_ATOL, rtol=0)

@@ -23,11 +23,11 @@ def test_distillation_loss_is_zero_for_equal_logits_and_scales_with_temperature(
 def test_one_step_of_each_strategy_moves_the_weights(classifier, sample_data_dir, strategy):
     model = copy.deepcopy(classifier[0]).train()
     tokenizer = classifier[1]
-    settings = TrainSettings(strategy=strategy, batch_size=4, max_length=32, num_random_subnets=1)
+    settings = TrainSettings(strategy=strategy, batch_size=2, max_length=32, num_random_subnets=1)
     masks = SubnetworkMasks(model)
     subnets = subnetworks_for_step(settings, masks, random.Random(0))
     assert len(subnets) == (0 if strategy == "standard" else 2)
-    batch = next(batches(load_splits("jsonl", sample_data_dir)["train"][:4], tokenizer, 4, 32))
+    batch = next(batches(load_splits("jsonl", sample_data_dir)["train"][:2], tokenizer, 2, 32))
     before = model.bert.encoder.layer[0].intermediate.dense.weight.detach().clone()
     loss = training_step(model, masks, batch, settings, random.Random(0))
     torch.optim.SGD(model.parameters(), lr=0.1).step()
