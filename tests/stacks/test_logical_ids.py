@@ -14,6 +14,11 @@ STATEFUL = {
         "ArtifactBucket7410C9EF": "AWS::S3::Bucket",
         "AccessLogBucketDA470295": "AWS::S3::Bucket",
     },
+    # Not data, but clients find the endpoint by its generated name: a renamed logical ID would create
+    # a new endpoint under a new name and delete the one they call.
+    "Serving": {
+        "LlmHostingEndpointA9C42E40": "AWS::SageMaker::Endpoint",
+    },
 }
 
 
