@@ -25,7 +25,9 @@ BERT_BASE = ModelDims(12, 12, 3072)
 MINILM = ModelDims(6, 12, 1536)
 
 
-@pytest.mark.parametrize("module", ["nas_search_space", "nas_metrics", "nas_params", "nas_pareto"])
+@pytest.mark.parametrize(
+    "module", ["nas_search_space", "nas_metrics", "nas_params", "nas_pareto", "nas_results", "select_pareto"]
+)
 def test_module_imports_without_torch_or_numpy(module):
     blocked = ("torch", "transformers", "numpy", "syne_tune")
     blocker = f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
