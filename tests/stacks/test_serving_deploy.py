@@ -11,6 +11,7 @@ import dataclasses
 
 import pytest
 
+from tools.invoke import endpoint_from_stack
 from tools.local_aws import LocalAws
 
 DATA, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Serving"
@@ -77,3 +78,5 @@ def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_
         assert promoted["ModelName"] != serving["ModelName"], "the model is replaced, not edited"
         assert new_model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == f"s3://{bucket}/{PROMOTED_PREFIX}"
         assert new_model["PrimaryContainer"]["ModelDataUrl"] == model_tarball, "same serving.properties tarball"
+        # tools/invoke.py finds the endpoint the same way (stack outputs).
+        assert endpoint_from_stack(aws.client("cloudformation"), SERVING) == serving["EndpointName"]
