@@ -139,7 +139,7 @@ def serve_and_ask(model_dir: Path, properties: Path, work: Path, timings: dict, 
     started = time.perf_counter()
     server = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
-        url = _wait_ready(server, port_file, timeout=180)
+        url = _wait_ready(server, port_file, timeout=600)
         timings["serve (load until /ping)"] = time.perf_counter() - started
         n_positions = int(DEMO_LMI["n_positions"])
         parameters = dict(SAMPLE_PARAMETERS)
