@@ -21,6 +21,7 @@ import argparse
 import json
 import logging
 import re
+import signal
 import sys
 import threading
 import time
@@ -636,6 +637,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.port_file:
         Path(args.port_file).write_text(str(server.server_address[1]), encoding="utf-8")
     sys.stdout.flush()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` closes the socket and the worker cleanly
     try:
         server.serve_forever(poll_interval=0.1)
     except KeyboardInterrupt:
