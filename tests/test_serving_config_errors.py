@@ -247,3 +247,11 @@ def test_null_settings_drop_their_lines_and_lists_render_comma_separated(tmp_pat
     assert "option.context_length_estimate=256,512" in rendered
     assert "neuron_optimize_level" not in rendered
     assert yaml.safe_dump(content)  # the case itself is valid YAML
+
+
+@pytest.mark.parametrize(("image", "version"), [("lmi_neuronx", (0, 30, 0)), ("lmi_neuronx_0_29", (0, 29, 0))])
+def test_lmi_version_comes_from_the_image_table(tmp_path, image, version):
+    from stacks.config import load_config
+
+    write_case(tmp_path, _with("serving.image", image))
+    assert load_config("dev", tmp_path).serving.resolved_lmi_version() == version
