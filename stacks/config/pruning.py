@@ -1,0 +1,135 @@
+"""The pruning section: NAS structural pruning of an encoder (state machine) and its base/pruned endpoints.
+
+Off by default (`enabled: false`); an environment turns it on in its YAML. The tuning job's parameter
+ranges are not configured here: they come from `training_code/nas/nas_search_space.py` for the
+`search_space` and model dimensions below, the same definition the trial script parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .endpoint import AlarmConfig, AutoscalingConfig, RolloutConfig
+from .errors import ConfigError
+from .schema import setting
+from .training import LOG_RETENTION_DAYS
+
+INSTANCE_TYPE = r"ml\.[a-z0-9]+\.[a-z0-9]+"
+MODEL_KEY = r"([A-Za-z0-9!_.*'()=-]+/)+model\.tar\.gz"
+# Tuning job names are `<prefix>-<17-digit start time>-<retry>` and SageMaker allows 32 characters.
+MAX_PRUNING_PREFIX = 32 - (1 + 17 + 2)
+SUPERNET_HYPERPARAMETERS = {
+    "model-name-or-path": "sentence-transformers/all-MiniLM-L6-v2",
+    "strategy": "kd",
+    "epochs": "5",
+    "learning-rate": "0.0001",
+    "batch-size": "16",
+    "max-length": "128",
+}
+
+
+@dataclass(frozen=True)
+class EncoderEndpointConfig:
+    """One encoder classifier (exported model.tar.gz with code/inference.py) behind the HF PyTorch container."""
+
+    model_key: str = setting(
+        pattern=MODEL_KEY, hint="the exported model.tar.gz in the artifact bucket (the state machine's output)"
+    )
+    instance_type: str = setting("ml.c5.xlarge", pattern=INSTANCE_TYPE, hint="CPU (ml.c*, ml.m*) or GPU (ml.g*)")
+    initial_instance_count: int = setting(1, ge=1, le=100)
+    volume_size_gb: int | None = setting(None, ge=1, le=512, hint="only for instance types without local storage")
+    model_server_workers: int | None = setting(None, ge=1, le=64, hint="null: one per vCPU (the container default)")
+    container_startup_health_check_timeout_seconds: int = setting(600, ge=60, le=3600)
+    model_data_download_timeout_seconds: int = setting(600, ge=60, le=3600)
+    rollout: RolloutConfig = setting(RolloutConfig(maximum_execution_timeout_seconds=3600))
+    autoscaling: AutoscalingConfig = setting(AutoscalingConfig(target_invocations_per_instance=600.0))
+    alarms: AlarmConfig = setting(AlarmConfig(model_latency_p90_ms=500))
+
+    @property
+    def gpu(self) -> bool:
+        return self.instance_type.split(".")[1].startswith(("g", "p"))
+
+    @property
+    def image(self) -> str:
+        return "hf_pytorch_inference_gpu" if self.gpu else "hf_pytorch_inference_cpu"
+
+    @property
+    def vcpus(self) -> int:
+        """From the size name (large 2, xlarge 4, Nxlarge 4N): only scales the CPU alarm threshold."""
+        size = self.instance_type.split(".")[2]
+        if size == "large":
+            return 2
+        if size.endswith("xlarge"):
+            return 4 * int(size.removesuffix("xlarge") or 1)
+        return 1
+
+    def check(self, source: str, path: str) -> None:
+        scaling = self.autoscaling
+        if not scaling.min_capacity <= self.initial_instance_count <= scaling.max_capacity:
+            raise ConfigError(
+                source, f"{path}.initial_instance_count",
+                f"got {self.initial_instance_count}; must be within autoscaling min_capacity..max_capacity "
+                f"({scaling.min_capacity}..{scaling.max_capacity})",
+            )
+        needs = self.container_startup_health_check_timeout_seconds + self.rollout.wait_interval_seconds
+        if self.rollout.strategy == "rolling" and self.rollout.maximum_execution_timeout_seconds < needs:
+            raise ConfigError(
+                source, f"{path}.rollout.maximum_execution_timeout_seconds",
+                f"got {self.rollout.maximum_execution_timeout_seconds}; must be >= startup timeout + wait interval "
+                f"({needs})",
+            )
+
+
+@dataclass(frozen=True)
+class PruningConfig:
+    """Super-network job -> tuning job (trials) -> Pareto selection -> export; plus the two endpoints."""
+
+    enabled: bool = setting(False, hint="false: no Pruning stack in this environment")
+    job_name_prefix: str | None = setting(
+        None, pattern=r"[a-z][a-z0-9]*(-[a-z0-9]+)*",
+        hint=f"lower-case, at most {MAX_PRUNING_PREFIX} characters; null: <app_name>-<env>",
+    )
+    search_space: Literal["uniform", "per_layer"] = setting("uniform", hint="training_code/nas/nas_search_space.py")
+    num_layers: int = setting(6, ge=1, le=48, hint="num_hidden_layers of the base model (MiniLM-L6: 6)")
+    num_heads: int = setting(12, ge=1, le=64, hint="num_attention_heads of the base model")
+    intermediate_size: int = setting(1536, ge=1, le=65536, hint="intermediate_size of the base model")
+    supernet_hyperparameters: dict[str, str] = setting(dict(SUPERNET_HYPERPARAMETERS))
+    supernet_instance_type: str = setting("ml.g5.xlarge", pattern=INSTANCE_TYPE)
+    supernet_max_runtime_hours: int = setting(6, ge=1, le=72)
+    trial_instance_type: str = setting(
+        "ml.c5.xlarge", pattern=INSTANCE_TYPE, hint="latency is measured here: use the serving instance family"
+    )
+    trial_max_runtime_minutes: int = setting(60, ge=5, le=1440)
+    max_jobs: int = setting(100, ge=1, le=750, hint="trials of the tuning job")
+    max_parallel_jobs: int = setting(10, ge=1, le=100)
+    objectives: Literal["validation_error,num_parameters", "validation_error,latency_ms"] = setting(
+        "validation_error,num_parameters", hint="the Pareto set's objectives"
+    )
+    max_error_increase: float = setting(0.01, ge=0, le=1, hint="export: budget above the unpruned error")
+    minimise: Literal["num_parameters", "latency_ms"] = setting("num_parameters", hint="export: within the budget")
+    helper_instance_type: str = setting("ml.m5.large", pattern=INSTANCE_TYPE, hint="selection and export jobs")
+    volume_size_gb: int = setting(30, ge=5, le=1024)
+    image_uri: str | None = setting(None, pattern=r"\d{12}\.dkr\.ecr\.[a-z0-9.-]+/[a-z0-9._/-]+[:@][\w.:-]+")
+    log_retention_days: int = setting(30)
+    base_endpoint: EncoderEndpointConfig | None = setting(None, hint="null: no endpoint for the unpruned model")
+    pruned_endpoint: EncoderEndpointConfig | None = setting(None, hint="null: no endpoint for the pruned model")
+
+    def check(self, source: str, path: str) -> None:
+        def fail(name: str, problem: str) -> None:
+            raise ConfigError(source, f"{path}.{name}" if path else name, problem)
+
+        if self.log_retention_days not in LOG_RETENTION_DAYS:
+            allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
+            fail("log_retention_days", f"got {self.log_retention_days}; allowed: {allowed}")
+        if self.max_parallel_jobs > self.max_jobs:
+            fail("max_parallel_jobs", f"got {self.max_parallel_jobs}; must be <= max_jobs ({self.max_jobs})")
+        if self.job_name_prefix is not None and len(self.job_name_prefix) > MAX_PRUNING_PREFIX:
+            fail("job_name_prefix", f"got {self.job_name_prefix!r}; at most {MAX_PRUNING_PREFIX} characters "
+                 "(tuning job names are limited to 32)")
+        reserved = {"output-dir", "checkpoint-dir", "data-dir", "search-space"}
+        clash = sorted(reserved & set(self.supernet_hyperparameters))
+        if clash:
+            fail(f"supernet_hyperparameters.{clash[0]}", "is set by the stack (paths from SageMaker, search_space)")
+        if self.minimise == "latency_ms" and "latency_ms" not in self.objectives:
+            fail("minimise", "latency_ms needs objectives: validation_error,latency_ms")

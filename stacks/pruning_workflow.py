@@ -1,0 +1,333 @@
+"""The pruning state machine: super-network job, tuning job (trials), Pareto selection job, export job.
+
+    ValidateInput -> StartTime -> Prepare -> TrainSupernet -> Tune -> SelectPareto -> Export -> RecordModel -> Done
+                 \\-> InvalidInput -> Notify -> Failed          (every task: API retries, then Catch -> Notify)
+
+No Lambda: the selection step is a SageMaker job running `select_tuning_job.py`, which reads every trial
+through the SageMaker API (by job name) and writes trials.json/.csv, pareto.json and pareto_front.png to
+`pruning/<run>/`; the export job writes the pruned model (and the unpruned one, packaged the same way).
+
+Names: the run is `<prefix>-<execution start time as 17 digits>` (a tuning job name allows 32 characters, too
+few for the training stack's 32-digit hash); jobs are `<run>-<step>-<API retry>`, the tuning job `<run>-<retry>`,
+its trials `<run>-<retry>-NNN-xxxxxxxx` (SageMaker's), so every job stays under the `<prefix>-*` IAM scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_ssm as ssm
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from .training_input import DATASETS_PREFIX
+from .training_job import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
+from .training_workflow import API_RETRY_ERRORS
+
+CREATE_TUNING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createHyperParameterTuningJob.sync"
+PRUNING_PREFIX = "pruning/"
+START_TIME_DIGITS = 17  # yyyyMMddHHmmssSSS
+TRAINING_JOB_STEPS = ("supernet", "select", "export")
+# The tuning job's fields that are not its TrainingJobDefinition (CreateTrainingJob-only keys are dropped).
+_NOT_IN_DEFINITION = ("TrainingJobName", "HyperParameters", "Tags")
+
+
+def run_name_expression(prefix: str) -> str:
+    """`<prefix>-yyyyMMddHHmmssSSS` from the execution's start time, split by StartTime into $.clock.parts."""
+    parts = ", ".join(f"States.ArrayGetItem($.clock.parts, {i})" for i in range(7))
+    return f"States.Format('{prefix}-{{}}{{}}{{}}{{}}{{}}{{}}{{}}', {parts})"
+
+
+def run_uri(bucket_name: str, suffix: str = "") -> str:
+    """An intrinsic for `s3://<bucket>/pruning/<run>/<suffix>`."""
+    return f"States.Format('s3://{bucket_name}/{PRUNING_PREFIX}{{}}/{suffix}', $.run.name)"
+
+
+def job_name(step: str) -> str:
+    return f"States.Format('{{}}-{step}-{{}}', $.run.name, $$.State.RetryCount)"
+
+
+def tuning_job_name() -> str:
+    return "States.Format('{}-{}', $.run.name, $$.State.RetryCount)"
+
+
+def training_parameters(request: TrainingJobRequest, *, output: str, compression: str = "NONE") -> dict[str, Any]:
+    """CreateTrainingJob Parameters with the output under this run's prefix (an intrinsic)."""
+    params = request.to_asl()
+    out = params["OutputDataConfig"]
+    out.pop("S3OutputPath")
+    out["S3OutputPath.$"] = output
+    out["CompressionType"] = compression
+    return params
+
+
+def tuning_parameters(
+    request: TrainingJobRequest,
+    *,
+    output: str,
+    parameter_ranges: Mapping[str, Any],
+    objective_metric: str,
+    max_jobs: int,
+    max_parallel_jobs: int,
+) -> dict[str, Any]:
+    """CreateHyperParameterTuningJob Parameters: Random search; each trial is `request` with tuned flags."""
+    trial = training_parameters(request, output=output)
+    definition = {k: v for k, v in trial.items() if k.removesuffix(".$") not in _NOT_IN_DEFINITION}
+    definition["StaticHyperParameters"] = trial["HyperParameters"]
+    params: dict[str, Any] = {
+        "HyperParameterTuningJobName.$": tuning_job_name(),
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Random",
+            "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": objective_metric},
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": max_jobs, "MaxParallelTrainingJobs": max_parallel_jobs},
+            "ParameterRanges": dict(parameter_ranges),
+            "TrainingJobEarlyStoppingType": "Off",
+        },
+        "TrainingJobDefinition": definition,
+    }
+    if "Tags" in trial:
+        params["Tags"] = trial["Tags"]
+    return params
+
+
+class PruningWorkflow(Construct):
+    """The state machine, its log group and its role (a customer-managed policy listing every permission)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket_name: str,
+        run_prefix: str,
+        supernet: TrainingJobRequest,
+        trial: TrainingJobRequest,
+        select: TrainingJobRequest,
+        export: TrainingJobRequest,
+        parameter_ranges: Mapping[str, Any],
+        objective_metric: str,
+        max_jobs: int,
+        max_parallel_jobs: int,
+        topic: sns.ITopic,
+        model_parameter: ssm.IStringParameter,
+        log_retention_days: int,
+        key: kms.IKey,
+        role_statements: Sequence[iam.PolicyStatement],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        partition = Stack.of(self).partition
+        jobs_uri = run_uri(bucket_name, "jobs/")
+
+        invalid = sfn.Pass(
+            self,
+            "InvalidInput",
+            parameters={
+                "Error": "InvalidInput",
+                "Cause": f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}<folder>/\"}} "
+                "(train.jsonl, test.jsonl); see README, Pruning",
+            },
+            result_path="$.error",
+        )
+        notify = tasks.SnsPublish(
+            self,
+            "Notify",
+            topic=topic,
+            subject="Pruning failed",
+            message=sfn.TaskInput.from_object({
+                "execution": sfn.JsonPath.execution_id,
+                "error": sfn.JsonPath.object_at("$.error"),
+                "input": sfn.JsonPath.object_at("$$.Execution.Input"),
+            }),
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        failed = sfn.Fail(self, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
+        invalid.next(notify)
+        notify.next(failed)
+
+        start_time = sfn.Pass(
+            self,
+            "StartTime",
+            parameters={"parts.$": "States.StringSplit($$.Execution.StartTime, '-:T.Z')"},
+            result_path="$.clock",
+        )
+        prepare = sfn.Pass(
+            self,
+            "Prepare",
+            parameters={"name.$": run_name_expression(run_prefix)},
+            result_path="$.run",
+        )
+
+        def job(name: str, resource: str, parameters: dict, selector: dict, result_path: str) -> sfn.CustomState:
+            state = sfn.CustomState(
+                self,
+                name,
+                state_json={
+                    "Type": "Task",
+                    "Resource": resource.format(partition=partition),
+                    "Parameters": parameters,
+                    "ResultSelector": selector,
+                    "ResultPath": result_path,
+                },
+            )
+            state.add_retry(
+                errors=list(API_RETRY_ERRORS),
+                interval=Duration.seconds(30),
+                max_attempts=4,
+                backoff_rate=2,
+                max_delay=Duration.minutes(10),
+                jitter_strategy=sfn.JitterType.FULL,
+            )
+            state.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+            return state
+
+        model_folder = "States.Format('{}{}/output/model/', $.OutputDataConfig.S3OutputPath, $.TrainingJobName)"
+        train = job(
+            "TrainSupernet",
+            CREATE_TRAINING_JOB_SYNC,
+            training_parameters(supernet, output=jobs_uri),
+            {"job_name.$": "$.TrainingJobName", "model_s3_uri.$": model_folder},
+            "$.supernet",
+        )
+        tune = job(
+            "Tune",
+            CREATE_TUNING_JOB_SYNC,
+            tuning_parameters(
+                trial,
+                output=jobs_uri,
+                parameter_ranges=parameter_ranges,
+                objective_metric=objective_metric,
+                max_jobs=max_jobs,
+                max_parallel_jobs=max_parallel_jobs,
+            ),
+            {
+                "name.$": "$.HyperParameterTuningJobName",
+                "status.$": "$.HyperParameterTuningJobStatus",
+                "trials.$": "$.TrainingJobStatusCounters",
+            },
+            "$.tuning",
+        )
+        select_state = job(
+            "SelectPareto",
+            CREATE_TRAINING_JOB_SYNC,
+            training_parameters(select, output=jobs_uri),
+            {"job_name.$": "$.TrainingJobName"},
+            "$.selection",
+        )
+        export_state = job(
+            "Export",
+            CREATE_TRAINING_JOB_SYNC,
+            training_parameters(export, output=jobs_uri, compression="GZIP"),
+            {"job_name.$": "$.TrainingJobName", "model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts"},
+            "$.export",
+        )
+
+        record = tasks.CallAwsService(
+            self,
+            "RecordModel",
+            service="ssm",
+            action="putParameter",
+            parameters={
+                "Name": model_parameter.parameter_name,
+                "Value": sfn.JsonPath.string_at("$.export.model_s3_uri"),
+                "Type": "String",
+                "Overwrite": True,
+            },
+            iam_resources=[model_parameter.parameter_arn],  # listed again in the managed policy below
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        record.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+        done = sfn.Pass(
+            self,
+            "Done",
+            parameters={
+                "run.$": "$.run.name",
+                "results_s3_uri.$": run_uri(bucket_name),
+                "pareto_s3_uri.$": run_uri(bucket_name, "pareto.json"),
+                "plot_s3_uri.$": run_uri(bucket_name, "pareto_front.png"),
+                "supernet_job.$": "$.supernet.job_name",
+                "supernet_s3_uri.$": "$.supernet.model_s3_uri",
+                "tuning_job.$": "$.tuning.name",
+                "trials.$": "$.tuning.trials",
+                "model_s3_uri.$": "$.export.model_s3_uri",
+                "base_model_s3_uri.$": run_uri(bucket_name, "base/model.tar.gz"),
+                "model_parameter": model_parameter.parameter_name,
+            },
+        )
+
+        valid = sfn.Condition.and_(
+            sfn.Condition.is_present("$.train_data"),
+            sfn.Condition.is_string("$.train_data"),
+            sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
+        )
+        chain = (
+            start_time.next(prepare).next(train).next(tune).next(select_state).next(export_state).next(record)
+            .next(done)
+        )
+        start = sfn.Choice(self, "ValidateInput").when(valid, chain).otherwise(invalid)
+
+        self.log_group = logs.LogGroup(self, "Logs")
+        cfn_log_group = self.log_group.node.default_child
+        cfn_log_group.retention_in_days = log_retention_days
+        cfn_log_group.kms_key_id = key.key_arn  # the Data stack's key policy admits this account's log groups
+
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal(
+                "states.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}}
+            ),
+            description="Step Functions role of the NAS pruning state machine",
+        )
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            description="NAS pruning state machine: its SageMaker jobs, the failure topic, the model parameter",
+            roles=[self.role],
+            statements=[
+                *role_statements,
+                iam.PolicyStatement(sid="NotifyFailure", actions=["sns:Publish"], resources=[topic.topic_arn]),
+                iam.PolicyStatement(
+                    sid="EncryptNotification", actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn]
+                ),
+                iam.PolicyStatement(
+                    sid="RecordModel", actions=["ssm:PutParameter"], resources=[model_parameter.parameter_arn]
+                ),
+                iam.PolicyStatement(
+                    sid="LogDeliveryAndTracing",  # vended-log delivery and X-Ray have no resource-level scoping
+                    actions=[
+                        "logs:CreateLogDelivery",
+                        "logs:DeleteLogDelivery",
+                        "logs:DescribeLogGroups",
+                        "logs:DescribeResourcePolicies",
+                        "logs:GetLogDelivery",
+                        "logs:ListLogDeliveries",
+                        "logs:PutResourcePolicy",
+                        "logs:UpdateLogDelivery",
+                        "xray:GetSamplingRules",
+                        "xray:GetSamplingTargets",
+                        "xray:PutTelemetryRecords",
+                        "xray:PutTraceSegments",
+                    ],
+                    resources=["*"],
+                ),
+            ],
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            definition_body=sfn.DefinitionBody.from_chainable(start),
+            role=self.role.without_policy_updates(),
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            tracing_enabled=True,
+            comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
+        )
+        self.state_machine.node.default_child.add_override(
+            "DependsOn", [Stack.of(self).get_logical_id(self.policy.node.default_child)]
+        )
