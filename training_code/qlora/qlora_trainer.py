@@ -70,8 +70,8 @@ class MetricLinesCallback(TrainerCallback):
     """Prints each log as a regex-parsable line (see qlora_metrics) and measures this session's throughput.
 
     Tokens are the non-padding input tokens of this session (a resumed run counts only its own steps). The
-    first step carries one-off costs (allocations, kernel selection), so a second figure runs from the end of
-    the first step to the end of the last one.
+    first step carries one-off costs (allocations, kernel selection), so further figures run from the end of
+    the first step to the end of the last one, per wall second and per CPU second of this process.
     """
 
     def __init__(self) -> None:
@@ -79,15 +79,15 @@ class MetricLinesCallback(TrainerCallback):
         self.tokens_at_start = 0
         self.tokens = 0
         self.seconds = 0.0
-        self.first_step: tuple[float, int] | None = None
-        self.last_step: tuple[float, int] | None = None
+        self.first_step: tuple[float, int, float] | None = None  # (wall clock, tokens seen, CPU time)
+        self.last_step: tuple[float, int, float] | None = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.started = time.perf_counter()
         self.tokens_at_start = state.num_input_tokens_seen
 
     def on_step_end(self, args, state, control, **kwargs):
-        self.last_step = (time.perf_counter(), state.num_input_tokens_seen)
+        self.last_step = (time.perf_counter(), state.num_input_tokens_seen, time.process_time())
         if self.first_step is None:
             self.first_step = self.last_step
 
@@ -97,16 +97,20 @@ class MetricLinesCallback(TrainerCallback):
         return self.tokens / self.seconds if self.seconds > 0 and self.tokens else None
 
     def summary(self) -> dict[str, Any]:
-        after_first = None
+        after_first = per_cpu_second = None
         if self.first_step is not None and self.last_step is not None:
             seconds = self.last_step[0] - self.first_step[0]
             tokens = self.last_step[1] - self.first_step[1]
+            cpu_seconds = self.last_step[2] - self.first_step[2]
             after_first = tokens / seconds if seconds > 0 and tokens > 0 else None
+            per_cpu_second = tokens / cpu_seconds if cpu_seconds > 0 and tokens > 0 else None
         return {
             "train_tokens": self.tokens,
             "train_seconds": round(self.seconds, 3),
             "tokens_per_second": self.tokens / self.seconds if self.seconds > 0 and self.tokens else None,
             "tokens_per_second_after_first_step": after_first,
+            # CPU time of this process: unlike wall time, barely moved by other jobs on a shared machine.
+            "tokens_per_cpu_second_after_first_step": per_cpu_second,
             "counted": "non-padding input tokens of this session, over the wall time of trainer.train()",
         }
 

@@ -47,6 +47,8 @@ def test_report_records_what_ran(merged_run):
     assert report["loss_curve"]["eval"] and report["eval_metrics"]["eval_loss"] > 0
     assert report["throughput"]["train_tokens"] == 4 * 4 * 64  # 4 steps of 4 packed blocks of 64 tokens
     assert report["throughput"]["tokens_per_second"] > 0
+    assert report["throughput"]["tokens_per_cpu_second_after_first_step"] > 0
+    assert 0 < report["base_weights_gb"] < 0.01
     assert report["peak_memory_gb"]["train"]["rss"] > 0
     assert set(report["durations_seconds"]) >= {"load", "train", "merge"}
 
