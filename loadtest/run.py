@@ -1,0 +1,104 @@
+"""Stepped Locust load test against one or more targets, one after the other, then the comparison plot.
+
+    python loadtest/run.py --target base=http://127.0.0.1:8081 --target pruned=http://127.0.0.1:8082
+    python loadtest/run.py --target pruned=sagemaker:<endpoint name>     # a real endpoint, your AWS credentials
+    make loadtest TARGET="base=http://127.0.0.1:8081 pruned=http://127.0.0.1:8082" [LOADTEST_ARGS=...]
+
+For each target Locust runs headless with loadtest/locustfile.py's StepShape (--step-users, 2x, ... up to
+--max-users, --step-seconds each) and writes <out>/<name>_stats.csv, _stats_history.csv and _failures.csv;
+then loadtest/plot.py draws p50/p95 against users and reports each knee (p95 above --slo-ms, or failures).
+HTTP targets must be loopback; every run is bounded (users, seconds, and a hard timeout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import plot  # noqa: E402
+
+LOCUSTFILE = HERE / "locustfile.py"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+MAX_USERS = 512
+MAX_STEP_SECONDS = 300
+
+
+def parse_target(text: str) -> tuple[str, str]:
+    """NAME=URL or NAME=sagemaker:ENDPOINT; a bare URL is named 'target'."""
+    name, sep, where = text.partition("=")
+    if not sep:
+        name, where = "target", text
+    if where.startswith("sagemaker:") and len(where) > len("sagemaker:"):
+        return name, where
+    if where.startswith("http://") or where.startswith("https://"):
+        if urlparse(where).hostname not in LOOPBACK:  # the same rule as locustfile.check_loopback
+            raise argparse.ArgumentTypeError(f"TARGET {text!r}: local load tests only target loopback (127.0.0.1)")
+        return name, where
+    raise argparse.ArgumentTypeError(
+        f"TARGET {text!r}: expected NAME=http://127.0.0.1:PORT (a local server) or NAME=sagemaker:ENDPOINT_NAME"
+    )
+
+
+def locust_command(name: str, where: str, out: Path) -> tuple[list[str], dict[str, str]]:
+    command = [
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--csv", str(out / name),
+        "--only-summary", "--loglevel", "WARNING", "--exit-code-on-error", "0",
+    ]
+    env = {}
+    if where.startswith("sagemaker:"):
+        env["LOADTEST_ENDPOINT"] = where.removeprefix("sagemaker:")
+        command.append("SageMakerUser")
+    else:
+        command += ["--host", where, "LocalHttpUser"]
+    return command, env
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", type=parse_target, action="append", required=True)
+    parser.add_argument("--out", default="build/loadtest")
+    parser.add_argument("--step-users", type=int, default=2)
+    parser.add_argument("--step-seconds", type=int, default=15, help="> 10: Locust's percentiles cover 10 s")
+    parser.add_argument("--max-users", type=int, default=40)
+    parser.add_argument("--user-rps", type=float, default=1.0, help="requests per second per user (at most)")
+    parser.add_argument("--pairs", type=int, default=1, help="sentence pairs per request")
+    parser.add_argument("--data", default=None, help="jsonl with sentence1/sentence2 (default: NAS sample test set)")
+    parser.add_argument("--slo-ms", type=float, default=200.0)
+    args = parser.parse_args(argv)
+    if not 1 <= args.max_users <= MAX_USERS or not 1 <= args.step_seconds <= MAX_STEP_SECONDS:
+        parser.error(f"--max-users must be 1..{MAX_USERS} and --step-seconds 1..{MAX_STEP_SECONDS}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    steps = -(-args.max_users // args.step_users)
+    shape = {
+        "LOADTEST_STEP_USERS": str(args.step_users),
+        "LOADTEST_STEP_SECONDS": str(args.step_seconds),
+        "LOADTEST_MAX_USERS": str(args.max_users),
+        "LOADTEST_USER_RPS": str(args.user_rps),
+        "LOADTEST_PAIRS": str(args.pairs),
+        **({"LOADTEST_DATA": str(Path(args.data).resolve())} if args.data else {}),
+    }
+    for name, where in args.target:
+        command, extra = locust_command(name, where, out)
+        print(f"[{name}] {where}: {steps} steps of {args.step_seconds} s up to {args.max_users} users", flush=True)
+        subprocess.run(
+            command, env={**os.environ, **shape, **extra}, check=True, timeout=steps * args.step_seconds + 120
+        )
+        for suffix in ("_stats.csv", "_stats_history.csv", "_failures.csv"):
+            if not (out / f"{name}{suffix}").exists():
+                raise SystemExit(f"locust wrote no {name}{suffix}")
+    runs = [f"{name}={out / name}" for name, _ in args.target]
+    return plot.main(
+        [arg for run in runs for arg in ("--run", run)]
+        + ["--slo-ms", str(args.slo_ms), "--output", str(out / "loadtest.png")]
+    )
+
+
+if __name__ == "__main__":
+    main()
