@@ -245,3 +245,10 @@ def test_base_and_pruned_endpoints(template, name):
     assert len(targets) == 1
     alarms = [k for k in of_type(template, "AWS::CloudWatch::Alarm") if k.startswith(name)]
     assert len(alarms) == 5
+
+
+def test_endpoint_logical_ids_are_stable(template):
+    """As in test_logical_ids.py (dev only: prod has no Pruning stack): clients call the endpoints by their
+    generated names, so a renamed logical ID would replace an endpoint and delete the one they call."""
+    endpoints = set(of_type(template, "AWS::SageMaker::Endpoint"))
+    assert endpoints == {"BaseEndpointF36D3D9A", "PrunedEndpoint57DABD87"}
