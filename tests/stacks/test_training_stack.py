@@ -270,3 +270,23 @@ def test_a_derived_prefix_too_long_for_job_names_is_a_config_error():
     object.__setattr__(long_name, "app_name", "a-rather-long-app-name-x")
     with pytest.raises(ConfigError, match="training.job_name_prefix: got 'a-rather-long-app-name-x-dev'"):
         job_name_prefix(long_name)
+
+
+def test_rule_input_passes_the_manual_start_validator(templates):
+    from stacks.training_input import validate_execution_input
+
+    (rule,) = resources_of(templates["dev"]["Training"], "AWS::Events::Rule").values()
+    template = rule["Properties"]["Targets"][0]["InputTransformer"]["InputTemplate"]
+    bucket = "llm-inf2-dev-data-artifactbucket-x1"
+    event_input = json.loads(
+        template.replace("<detail-bucket-name>", bucket).replace("<detail-object-key>", "datasets/a/train.jsonl")
+    )
+    assert validate_execution_input(event_input, bucket=bucket) == event_input
+
+
+def test_data_key_lets_cloudwatch_logs_encrypt_only_log_groups_of_this_account(templates):
+    (key,) = resources_of(templates["dev"]["Data"], "AWS::KMS::Key").values()
+    (logs,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if s.get("Sid") == "CloudWatchLogsOfThisAccount"]
+    assert logs["Principal"]["Service"]["Fn::Join"][1] == ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"]
+    condition = logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]["Fn::Join"][1]
+    assert condition[-1] == ":log-group:*" and {"Ref": "AWS::AccountId"} in condition
