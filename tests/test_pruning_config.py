@@ -1,0 +1,51 @@
+"""The pruning section: off by default, one-line errors for bad values (parsed directly: no app run needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stacks.config import ConfigError, PruningConfig
+from stacks.config.schema import parse
+
+KEY = "pruning/run-1/jobs/run-1-export-0/output/model.tar.gz"
+
+
+def _parse(data: dict) -> PruningConfig:
+    return parse(PruningConfig, data, source="dev.yaml", path="pruning")
+
+
+def test_defaults_are_off_with_the_issue_limits():
+    config = _parse({})
+    assert config.enabled is False
+    assert (config.max_jobs, config.max_parallel_jobs) == (100, 10)
+    assert config.base_endpoint is None and config.pruned_endpoint is None
+
+
+def test_endpoint_image_follows_the_instance_type():
+    config = _parse({"enabled": True, "pruned_endpoint": {"model_key": KEY, "instance_type": "ml.g5.xlarge"},
+                     "base_endpoint": {"model_key": KEY}})
+    assert config.pruned_endpoint.image == "hf_pytorch_inference_gpu"
+    assert config.base_endpoint.image == "hf_pytorch_inference_cpu" and config.base_endpoint.vcpus == 4
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ({"max_jobs": 5, "max_parallel_jobs": 10}, "pruning.max_parallel_jobs: got 10; must be <= max_jobs (5)"),
+        ({"max_jobs": 0}, "pruning.max_jobs: got 0"),
+        ({"search_space": "layerwise"}, "pruning.search_space: got 'layerwise'"),
+        ({"job_name_prefix": "a-much-longer-one"}, "pruning.job_name_prefix: got 'a-much-longer-one'; at most 12"),
+        ({"log_retention_days": 10}, "pruning.log_retention_days: got 10; allowed: 1, 3"),
+        ({"minimise": "latency_ms"}, "pruning.minimise: latency_ms needs objectives: validation_error,latency_ms"),
+        ({"supernet_hyperparameters": {"output-dir": "/tmp"}}, "pruning.supernet_hyperparameters.output-dir: is set"),
+        ({"base_endpoint": {"model_key": "pruning/run-1/model"}}, "pruning.base_endpoint.model_key: got"),
+        ({"pruned_endpoint": {"model_key": KEY, "initial_instance_count": 3}},
+         "pruning.pruned_endpoint.initial_instance_count: got 3; must be within"),
+        ({"enable": True}, "pruning.enable: unknown setting; did you mean 'enabled'?"),
+    ],
+)
+def test_bad_values_fail_with_one_line(data, fragment):
+    with pytest.raises(ConfigError) as raised:
+        _parse(data)
+    message = str(raised.value)
+    assert fragment in message and "\n" not in message
