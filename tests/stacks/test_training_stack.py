@@ -64,15 +64,18 @@ def _asl_safe(value):
     return value
 
 
-@pytest.mark.parametrize("env", ENVS)
-def test_definition_passes_asl_validator(definitions, tmp_path, env):
-    path = tmp_path / f"{env}.asl.json"
-    path.write_text(json.dumps(_asl_safe(definitions[env])))
+def test_definitions_pass_asl_validator(definitions, tmp_path):
+    args = []
+    for env in ENVS:
+        path = tmp_path / f"{env}.asl.json"
+        path.write_text(json.dumps(_asl_safe(definitions[env])))
+        args += ["--json-path", str(path)]
     result = subprocess.run(
-        ["npx", "--no-install", "asl-validator", "--json-path", str(path)],
-        cwd=ROOT, capture_output=True, text=True, check=False, timeout=120,
+        ["npx", "--no-install", "asl-validator", *args], cwd=ROOT, capture_output=True, text=True, check=False,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("is valid") == len(ENVS), result.stdout
 
 
 @pytest.mark.parametrize("env", ENVS)
