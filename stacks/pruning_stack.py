@@ -267,7 +267,6 @@ class PruningStack(Stack):
         CfnOutput(self, "StateMachineArn", value=self.state_machine.state_machine_arn)
         CfnOutput(self, "TopicArn", value=self.topic.topic_arn)
         CfnOutput(self, "ModelParameterName", value=self.model_parameter.parameter_name)
-        CfnOutput(self, "ResultsPrefix", value=f"s3://{bucket.bucket_name}/{PRUNING_PREFIX}")
         for name, endpoint in self.endpoints.items():
             CfnOutput(self, f"{name}EndpointName", value=endpoint.endpoint_name, description="make loadtest")
 
