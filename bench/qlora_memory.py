@@ -104,6 +104,89 @@ def run_mode(name: str, model: Path, data: Path, workdir: Path, steps: int, seq_
     }
 
 
+class InterleavedRunner:
+    """One mode's model, data and optimizer in this process, stepped in turn with the other modes.
+
+    Mirrors what the Trainer does on CPU (same loading code, sampler, bf16 autocast or none, AdamW, clipping),
+    so that the modes' step times share the same moments of machine load and their ratios stay meaningful.
+    """
+
+    def __init__(self, name: str, model: Path, data: Path, seq_len: int) -> None:
+        import torch
+        from qlora_args import parse_args
+        from qlora_data import CausalLMCollator, ExampleDataset, prepare_data
+        from qlora_model import attach_lora, load_base_model, load_tokenizer, resolve_target_modules
+        from transformers.trainer_pt_utils import LengthGroupedSampler
+
+        args = parse_args(["--model_id", str(model), "--train_data", str(data), "--output_dir", "/dev/null",
+                           "--max_seq_length", str(seq_len), *MODES[name]], env={})
+        tokenizer = load_tokenizer(args.model_id)
+        examples = prepare_data(tokenizer, args.train_data, None, 0.0, seq_len, args.packing, args.seed).train
+        dataset = ExampleDataset(examples)
+        generator = torch.Generator().manual_seed(args.seed)
+        sampler = (LengthGroupedSampler(4, dataset=dataset, generator=generator) if args.group_by_length
+                   else torch.utils.data.RandomSampler(dataset, generator=generator))
+        self.batches = iter(torch.utils.data.DataLoader(
+            dataset, batch_size=4, sampler=sampler, collate_fn=CausalLMCollator(tokenizer.pad_token_id)))
+        model_ = load_base_model(args.model_id, args.method, args.compute_dtype, args.double_quant,
+                                 args.quant_type, gradient_checkpointing=True)
+        if args.method != "full":
+            model_ = attach_lora(model_, resolve_target_modules(model_, "auto"), args.lora_r, args.lora_alpha,
+                                 args.lora_dropout)
+        self.model = model_.train()
+        self.trainable = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.trainable, lr=args.learning_rate, weight_decay=args.weight_decay)
+        self.autocast_bf16 = args.compute_dtype == "bfloat16"
+        self.max_grad_norm = args.max_grad_norm
+        self.samples: list[tuple[int, float, float]] = []  # (tokens, wall seconds, CPU seconds) per step
+
+    def step(self) -> None:
+        import torch
+
+        batch = next(self.batches)
+        wall, cpu = time.perf_counter(), time.process_time()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast_bf16):
+            loss = self.model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.trainable, self.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        tokens = int(batch["attention_mask"].sum())
+        self.samples.append((tokens, time.perf_counter() - wall, time.process_time() - cpu))
+
+    def throughput(self) -> dict[str, float]:
+        """Tokens per second over all steps but the first (warm-up)."""
+        measured = self.samples[1:]
+        tokens = sum(sample[0] for sample in measured)
+        return {
+            "tokens_per_second": round(tokens / sum(sample[1] for sample in measured), 2),
+            "tokens_per_cpu_second": round(tokens / sum(sample[2] for sample in measured), 2),
+            "mean_tokens_per_step": round(tokens / len(measured), 1),
+            "steps_measured": len(measured),
+        }
+
+
+def interleaved(model: Path, data: Path, rounds: int, seq_len: int, threads: int) -> dict[str, dict]:
+    """All modes in one process, one step each per round, the order rotating every round."""
+    import torch
+
+    torch.set_num_threads(threads)
+    runners = {name: InterleavedRunner(name, model, data, seq_len) for name in MODES}
+    names = list(runners)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            runners[name].step()
+    return {name: runner.throughput() for name, runner in runners.items()}
+
+
+def interleaved_ratios(figures: dict[str, dict]) -> dict[str, float]:
+    pairs = [("qlora", "full"), ("lora", "full"), ("qlora", "lora"), ("qlora", "seed"), ("qlora", "unpacked"),
+             ("unpacked", "seed")]
+    return {f"tokens/s {a}/{b}": round(figures[a]["tokens_per_second"] / figures[b]["tokens_per_second"], 3)
+            for a, b in pairs}
+
+
 def ratios(results: dict[str, dict]) -> dict[str, float]:
     """Memory ratios, and speed ratios per CPU second (robust to other load) and per wall second."""
 
@@ -144,8 +227,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps per mode (batch 4)")
     parser.add_argument("--seq_len", type=int, default=256)
     parser.add_argument("--workdir", default="/tmp/qlora_bench")
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--modes", default=",".join(MODES), help="modes run as separate processes ('' for none)")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--interleaved_rounds", type=int, default=5,
+                        help="steps per mode of the in-process interleaved speed comparison (0: skip)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads per run; 1 because spinning OpenMP threads crawl on a busy shared CPU")
     args = parser.parse_args()
@@ -153,7 +238,7 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     model, data = build_inputs(workdir)
     results = {}
-    for name in args.modes.split(","):
+    for name in filter(None, args.modes.split(",")):
         results[name] = run_mode(name, model, data, workdir, args.steps, args.seq_len, args.threads)
         print(json.dumps(results[name]), flush=True)
     summary = {
@@ -164,6 +249,11 @@ def main() -> None:
     }
     print(markdown(results))
     print(json.dumps(summary["ratios"], indent=2))
+    if args.interleaved_rounds > 1:
+        figures = interleaved(model, data, args.interleaved_rounds, args.seq_len, args.threads)
+        summary["interleaved"] = {"rounds": args.interleaved_rounds, "figures": figures,
+                                  "ratios": interleaved_ratios(figures)}
+        print(json.dumps(summary["interleaved"], indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
 
