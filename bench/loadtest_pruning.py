@@ -86,6 +86,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-users", type=int, default=48)
     parser.add_argument("--user-rps", type=float, default=1.0)
     parser.add_argument("--slo-ms", type=float, default=500.0)
+    parser.add_argument("--stop-factor", type=float, default=4.0, help="end a run well past its knee")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
             "--target", f"base={servers['base'][1]}", "--target", f"pruned={servers['pruned'][1]}",
             "--out", str(out / "locust"), "--step-users", str(args.step_users),
             "--step-seconds", str(args.step_seconds), "--max-users", str(args.max_users),
-            "--user-rps", str(args.user_rps), "--slo-ms", str(args.slo_ms),
+            "--user-rps", str(args.user_rps), "--slo-ms", str(args.slo_ms), "--stop-factor", str(args.stop_factor),
         ])
     finally:
         for process, _ in servers.values():

@@ -11,6 +11,7 @@ second (default 1; Locust's constant_throughput), so the user count is the offer
 
 ``StepShape`` holds LOADTEST_STEP_USERS, 2x, 3x ... users for LOADTEST_STEP_SECONDS each, up to
 LOADTEST_MAX_USERS, then stops: bounded by construction (at most MAX_USERS_LIMIT users, MAX_RUN_SECONDS).
+With LOADTEST_STOP_P95_MS it also stops after the first step whose current p95 is above that (far past the knee).
 """
 
 from __future__ import annotations
@@ -121,13 +122,24 @@ class StepShape(LoadTestShape):
         self.step_users = max(1, _int("LOADTEST_STEP_USERS", 1))
         self.step_seconds = max(1, _int("LOADTEST_STEP_SECONDS", 10))
         self.max_users = min(_int("LOADTEST_MAX_USERS", 10), MAX_USERS_LIMIT)
+        self.stop_p95_ms = float(os.environ.get("LOADTEST_STOP_P95_MS") or 0)
+        self.step = 0
         steps = -(-self.max_users // self.step_users)
         if steps * self.step_seconds > MAX_RUN_SECONDS:
             raise ValueError(f"{steps} steps of {self.step_seconds} s exceed {MAX_RUN_SECONDS} s")
 
     def tick(self):
         step = int(self.get_run_time() // self.step_seconds) + 1
+        if step != self.step:
+            if self.step and self.stop_p95_ms and self._current_p95() > self.stop_p95_ms:
+                return None
+            self.step = step
         users = step * self.step_users
         if users > self.max_users:
             return None
         return users, users  # spawn the whole step at once
+
+    def _current_p95(self) -> float:
+        if self.runner is None:
+            return 0.0
+        return float(self.runner.stats.total.get_current_response_time_percentile(0.95) or 0)

@@ -70,6 +70,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--pairs", type=int, default=1, help="sentence pairs per request")
     parser.add_argument("--data", default=None, help="jsonl with sentence1/sentence2 (default: NAS sample test set)")
     parser.add_argument("--slo-ms", type=float, default=200.0)
+    parser.add_argument(
+        "--stop-factor", type=float, default=0, help="end a run after a step with p95 above this x SLO (0: off)"
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.max_users <= MAX_USERS or not 1 <= args.step_seconds <= MAX_STEP_SECONDS:
         parser.error(f"--max-users must be 1..{MAX_USERS} and --step-seconds 1..{MAX_STEP_SECONDS}")
@@ -82,6 +85,7 @@ def main(argv=None) -> dict:
         "LOADTEST_MAX_USERS": str(args.max_users),
         "LOADTEST_USER_RPS": str(args.user_rps),
         "LOADTEST_PAIRS": str(args.pairs),
+        "LOADTEST_STOP_P95_MS": str(args.stop_factor * args.slo_ms),
         **({"LOADTEST_DATA": str(Path(args.data).resolve())} if args.data else {}),
     }
     for name, where in args.target:
