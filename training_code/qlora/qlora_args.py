@@ -37,7 +37,7 @@ def add_bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, hel
         const=True,
         default=default,
         type=parse_bool,
-        help=f"{help_text} (default: {default})",
+        help=f"{help_text}; --no-{name} or --{name} false turns it off",
     )
     parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
     parser.add_argument(f"--no_{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
