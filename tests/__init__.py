@@ -1,0 +1,1 @@
+"""Test suite; a regular package so site-packages' stray `tests` packages never shadow it."""
