@@ -25,7 +25,9 @@ from nas_search_space import ModelDims, largest_config
 
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--base-output-dir", default=None, help="default: a temporary folder")
     parser.add_argument("--base-output-s3-uri", default=None, help="s3://bucket/key/model.tar.gz")
     parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None))
@@ -60,8 +62,17 @@ def main(argv=None, *, s3=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="export-base-"))
     base_dir = Path(args.base_output_dir) if args.base_output_dir else work / "base"
     export_subnetwork.main(
-        ["--model-dir", args.model_dir, "--pareto-file", str(base_front(args.model_dir, work)), "--index", "0",
-         "--output-dir", str(base_dir), *code]
+        [
+            "--model-dir",
+            args.model_dir,
+            "--pareto-file",
+            str(base_front(args.model_dir, work)),
+            "--index",
+            "0",
+            "--output-dir",
+            str(base_dir),
+            *code,
+        ]
     )
     archive = pack(base_dir, work / "model.tar.gz")
     if args.base_output_s3_uri:

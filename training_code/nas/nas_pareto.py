@@ -8,6 +8,7 @@ model's size and latency); points beyond it contribute nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 OBJECTIVES = ("validation_error", "num_parameters", "latency_ms")
@@ -49,14 +50,20 @@ def normalise(row: dict, objectives: Sequence[str], unpruned: dict) -> tuple[flo
 
 
 def pareto_front(rows: list[dict], objectives: Sequence[str]) -> list[dict]:
-    """Completed rows on the front, sorted by parameter count (then error), smallest first."""
+    """Completed rows on the front, one per distinct sub-network, sorted by parameters (then error)."""
     done = [
         r
         for r in rows
         if r.get("status", "completed") == "completed" and all(r.get(o) is not None for o in objectives)
     ]
     mask = pareto_mask([[float(r[o]) for o in objectives] for r in done])
-    front = [r for r, keep in zip(done, mask, strict=True) if keep]
+    front, seen = [], set()
+    for row, keep in zip(done, mask, strict=True):
+        # Different hyperparameters can name the same network (e.g. any heads with 0 layers): keep it once.
+        key = json.dumps(row["subnet"], sort_keys=True) if "subnet" in row else None
+        if keep and (key is None or key not in seen):
+            front.append(row)
+            seen.add(key)
     return sorted(front, key=lambda r: (float(r["num_parameters"]), float(r["validation_error"])))
 
 

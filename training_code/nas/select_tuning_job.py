@@ -29,9 +29,13 @@ HYPERPARAMETERS_JSON = "/opt/ml/input/config/hyperparameters.json"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tuning-job-name", required=True)
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
+    parser.add_argument(
+        "--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder"
+    )
     parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/pareto"))
     parser.add_argument("--output-s3-uri", default=None, help="s3://bucket/prefix/ to copy the results to")
     parser.add_argument("--search-space", default=None)
@@ -121,7 +125,14 @@ def main(argv=None, *, sagemaker=None, s3=None) -> int:
         raise SystemExit(f"tuning job {args.tuning_job_name} has no trials")
     trials_file = output_dir / TRIALS_FILE
     trials_file.write_text(json.dumps({"TrainingJobs": records}, indent=2, default=str))
-    selection = ["--trials", str(trials_file), "--output-dir", str(output_dir), "--objectives", args.objectives]
+    selection = [
+        "--trials",
+        str(trials_file),
+        "--output-dir",
+        str(output_dir),
+        "--objectives",
+        args.objectives,
+    ]
     if args.model_dir:
         selection += ["--model-dir", args.model_dir]
     if args.search_space:

@@ -111,3 +111,10 @@ def test_error_budget_pick_can_minimise_latency():
         row["latency_ms"] = latency
     assert select_from_front(front, max_error=0.12)["num_parameters"] == 100
     assert select_from_front(front, max_error=0.12, minimise="latency_ms")["num_parameters"] == 200
+
+
+def test_front_keeps_each_sub_network_once():
+    rows = rows_from([(0.5, 10), (0.5, 10), (0.1, 100)])
+    rows[1]["subnet"] = rows[0]["subnet"]  # e.g. 0 layers reached with different head counts
+    front = pareto_front(rows, ["validation_error", "num_parameters"])
+    assert [r["trial_id"] for r in front] == [0, 2]

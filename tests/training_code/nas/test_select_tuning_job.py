@@ -51,10 +51,14 @@ def selected(recording, minilm_path, tmp_path_factory):
     sagemaker, s3 = FakeSageMaker(recording), FakeS3()
     select_tuning_job.main(
         [
-            "--tuning-job-name", recording["tuning_job_name"],
-            "--model-dir", str(minilm_path),
-            "--output-dir", str(out),
-            "--output-s3-uri", "s3://artifacts/pruning/run-1/",
+            "--tuning-job-name",
+            recording["tuning_job_name"],
+            "--model-dir",
+            str(minilm_path),
+            "--output-dir",
+            str(out),
+            "--output-s3-uri",
+            "s3://artifacts/pruning/run-1/",
         ],
         sagemaker=sagemaker,
         s3=s3,
@@ -120,6 +124,13 @@ def test_pareto_front_uses_completed_trials_only(selected):
 def test_results_are_uploaded_under_the_run_prefix(selected):
     _, _, _, s3 = selected
     keys = set(s3.uploaded)
-    expected = {"trials.json", "trials.csv", "pareto.json", "pareto_front.png", "skipped.json", "tuning_trials.json"}
+    expected = {
+        "trials.json",
+        "trials.csv",
+        "pareto.json",
+        "pareto_front.png",
+        "skipped.json",
+        "tuning_trials.json",
+    }
     assert keys == {f"artifacts/pruning/run-1/{name}" for name in expected}
     assert s3.uploaded["artifacts/pruning/run-1/pareto_front.png"].startswith(b"\x89PNG")
