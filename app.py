@@ -30,9 +30,14 @@ def read_context() -> dict:
 
 
 def main() -> int:
-    context = read_context()
+    return run(read_context())
+
+
+def run(cli_context: dict, **app_props) -> int:
+    """Validate, build and synthesize one environment; `app_props` go to `App` (tests pass context/outdir,
+    because the jsii runtime keeps the environment of the process it started in)."""
     try:
-        config = load_config(context.get("env", DEFAULT_ENV), context.get("config_dir", "config"))
+        config = load_config(cli_context.get("env", DEFAULT_ENV), cli_context.get("config_dir", "config"))
     except ConfigError as err:
         print(f"config error: {err}", file=sys.stderr)
         return 2
@@ -43,7 +48,7 @@ def main() -> int:
 
     from stacks.application import build_app
 
-    app = App()
+    app = App(**app_props)
     try:
         build_app(app, config)  # cross-field checks that need the stacks raise ConfigError too
     except ConfigError as err:

@@ -1,6 +1,11 @@
 """The one error type a bad configuration raises: app.py prints it as a single line."""
 
 
+def one_line(text: str) -> str:
+    """Escape line breaks and other control characters (a YAML key may hold any of them)."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class ConfigError(Exception):
     """A configuration value is invalid; the message names file, field, value and fix."""
 
@@ -8,4 +13,4 @@ class ConfigError(Exception):
         self.source = source
         self.field = field
         self.problem = problem
-        super().__init__(f"{source}: {field}: {problem}")
+        super().__init__(one_line(f"{source}: {field}: {problem}"))
