@@ -40,6 +40,13 @@ $(VENV_STAMP): $(REQUIREMENTS)
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
+# checkov pins its own boto3/packaging, so it gets a venv of its own.
+CHECKOV_STAMP := .venv-checkov/.installed
+$(CHECKOV_STAMP): requirements-checkov.txt
+	test -x .venv-checkov/bin/python || $(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install -q -r requirements-checkov.txt
+	touch $@
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -70,7 +77,7 @@ train: $(VENV_STAMP)
 lint: deps
 	$(VENV)/bin/ruff check .
 
-test: lint
+test: lint $(CHECKOV_STAMP)
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
 BASE ?= origin/main
