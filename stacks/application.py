@@ -7,6 +7,7 @@ from aws_cdk import App, Environment, Stack, Tags
 from .config import AppConfig
 from .data_stack import DataStack
 from .nag import add_rule_packs, apply_acknowledgments
+from .network_stack import NetworkStack, Placement
 from .serving_stack import ServingStack
 from .training_stack import TrainingStack
 
@@ -27,12 +28,14 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         **common,
     )
     stacks: dict[str, Stack] = {"Data": data}
+    placement = _placement(app, config, data, stacks, common)
     stacks["Training"] = TrainingStack(
         app,
         config.stack_id("Training"),
         config=config,
         bucket=data.bucket,
         key=data.key,
+        placement=placement,
         termination_protection=config.termination_protection,
         description=f"{config.app_name} {config.env_name}: QLoRA training on SageMaker, started by Step Functions "
         "on dataset uploads or on demand",
@@ -45,6 +48,7 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
             config=config,
             bucket=data.bucket,
             key=data.key,
+            placement=placement,
             termination_protection=config.termination_protection,
             description=f"{config.app_name} {config.env_name}: {config.serving.model_name} on "
             f"{config.serving.instance_type} (LMI NeuronX), autoscaling, alarms, dashboard",
@@ -56,3 +60,26 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         add_rule_packs(app)
         apply_acknowledgments(stacks)
     return stacks
+
+
+def _placement(
+    app: App, config: AppConfig, data: DataStack, stacks: dict[str, Stack], common: dict
+) -> Placement | None:
+    """Isolated mode's subnets and security groups: from config, or from a Network stack created for them."""
+    network = config.network
+    if not network.isolated:
+        return None
+    if not (network.creates_vpc or network.creates_security_group):
+        return Placement(subnet_ids=network.subnet_ids, security_group_ids=network.security_group_ids)
+    stack = NetworkStack(
+        app,
+        config.stack_id("Network"),
+        config=config,
+        key=data.key,
+        termination_protection=config.termination_protection,
+        description=f"{config.app_name} {config.env_name}: isolated mode: VPC without internet access, VPC "
+        "endpoints, flow logs, SageMaker security group",
+        **common,
+    )
+    stacks["Network"] = stack
+    return stack.placement

@@ -63,7 +63,8 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         Acknowledged("Serving", "ExecutionPolicy", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
         for resource, reason in (
             ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-             "SageMaker endpoint namespaces)"),
+             "SageMaker endpoint namespaces; in isolated mode the EC2 network-interface calls SageMaker makes "
+             "for the model's VPC config, pinned to this region)"),
             (f"{_DATA_BUCKET_ARN}/{{model_prefix}}*", "The LMI container downloads every file of the merged model "
              "under the pinned prefix (serving.model_prefix); read only, nothing else in the bucket."),
             (f"{_DATA_BUCKET_ARN}/{{compiled_graph_prefix}}*", "Precompiled Neuron artifacts under the pinned "
@@ -107,6 +108,23 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         "Training job names are generated per execution; the state machine may create, describe, stop and "
         "tag only jobs whose names start with this environment's prefix.",
     ),
+)
+
+
+_DEFAULT_SG = (
+    "Nothing uses the VPC's default security group: every job, model and endpoint names the job security group. "
+    "Closing it takes CDK's custom-resource Lambda, itself a new network-attached principal; the VPC has no "
+    "internet route either way."
+)
+_SELF_INGRESS = (
+    "The only ingress rule: all traffic from this same security group, for the instances of one multi-instance "
+    "training job (NCCL picks its ports); no CIDR source, so nothing outside the group can connect."
+)
+ACKNOWLEDGED += (
+    *(Acknowledged("Network", "Vpc", f"{pack}-VPCDefaultSecurityGroupClosed", _DEFAULT_SG)
+      for pack in ("HIPAA.Security", "NIST.800.53.R5")),
+    *(Acknowledged("Network", "JobSecurityGroup", f"{pack}-EC2RestrictedCommonPorts", _SELF_INGRESS)
+      for pack in ("HIPAA.Security", "NIST.800.53.R5")),
 )
 
 

@@ -18,6 +18,8 @@ from constructs import Construct
 from .config import AppConfig, ConfigError
 from .constructs.lmi_neuronx_endpoint import LmiNeuronxEndpoint
 from .images import ContainerImages
+from .network_stack import Placement
+from .training_role import vpc_statements
 
 LOG_GROUP_PREFIX = "/aws/sagemaker/Endpoints/"
 
@@ -33,8 +35,10 @@ class ServingStack(Stack):
         config: AppConfig,
         bucket: s3.IBucket,
         key: kms.IKey,
+        placement: Placement | None = None,
         **kwargs,
     ) -> None:
+        """`placement`: isolated mode: the model runs network-isolated in these subnets, weights mounted from S3."""
         super().__init__(scope, construct_id, **kwargs)
         serving = config.serving
         if serving is None:
@@ -94,6 +98,7 @@ class ServingStack(Stack):
             kms_key=key,
             alarm_topic=topic,
             data_capture_destination=capture_uri,
+            isolated_placement=placement,
         )
 
         read_prefixes = [p for p in (serving.model_prefix, serving.compiled_graph_prefix) if p]
@@ -108,11 +113,6 @@ class ServingStack(Stack):
                 sid="ReadPinnedModel",
                 actions=["s3:GetObject"],
                 resources=[bucket.arn_for_objects(f"{p}*") for p in read_prefixes],
-            ),
-            iam.PolicyStatement(
-                sid="ReadModelTarball",
-                actions=["s3:GetObject"],
-                resources=[self.endpoint.model_asset.bucket.arn_for_objects(self.endpoint.model_asset.s3_object_key)],
             ),
             iam.PolicyStatement(
                 sid="DecryptWithDataKey",
@@ -143,6 +143,15 @@ class ServingStack(Stack):
                 conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
             ),
         )
+        asset = self.endpoint.model_asset
+        if asset is not None:
+            policy.add_statements(iam.PolicyStatement(
+                sid="ReadModelTarball",
+                actions=["s3:GetObject"],
+                resources=[asset.bucket.arn_for_objects(asset.s3_object_key)],
+            ))
+        if placement is not None:
+            policy.add_statements(*vpc_statements(self))
         if capture_uri:
             policy.add_statements(
                 iam.PolicyStatement(

@@ -30,6 +30,7 @@ class TrainingRole(Construct):
         write_prefixes: Sequence[str],
         image_repository_arn: str,
         vpc: bool,
+        code_channel: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -111,8 +112,15 @@ class TrainingRole(Construct):
                 conditions={"StringEquals": {"cloudwatch:namespace": TRAINING_LOG_GROUP}},
             ),
         ]
+        if code_channel:  # isolated mode: SageMaker downloads the code as an S3Prefix channel (lists, then gets)
+            statements.append(iam.PolicyStatement(
+                sid="ListTrainingCode",
+                actions=["s3:ListBucket"],
+                resources=[code.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [code.s3_object_key]}},
+            ))
         if vpc:
-            statements += _vpc_statements(stack)
+            statements += vpc_statements(stack)
         self.policy = iam.ManagedPolicy(
             self,
             "Policy",
@@ -122,7 +130,7 @@ class TrainingRole(Construct):
         )
 
 
-def _vpc_statements(stack: Stack) -> list[iam.PolicyStatement]:
+def vpc_statements(stack: Stack) -> list[iam.PolicyStatement]:
     """ENI management SageMaker performs in the role's name when the job runs in the configured subnets."""
     return [
         iam.PolicyStatement(

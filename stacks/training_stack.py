@@ -23,6 +23,7 @@ from .assets import build_content_addressed
 from .config import AppConfig, ConfigError
 from .config.training import PREFIX_LIMIT
 from .images import ContainerImages
+from .network_stack import Placement
 from .training_contract import ENTRY_POINT, TRAINING_CODE, metric_definitions
 from .training_input import DATASETS_PREFIX
 from .training_job import Ref, S3Channel, TrainingJobRequest
@@ -33,6 +34,7 @@ TRAINING_IMAGE = "hf_pytorch_training_gpu"
 MODELS_PREFIX = "models/"
 CHECKPOINTS_PREFIX = "checkpoints/"
 BASE_MODELS_PREFIX = "base-models/"
+CODE_CHANNEL_DIR = "/opt/ml/input/data/code/"  # an isolated container cannot fetch its code itself
 
 
 def job_name_prefix(config: AppConfig) -> str:
@@ -56,10 +58,15 @@ class TrainingStack(Stack):
         config: AppConfig,
         bucket: s3.IBucket,
         key: kms.IKey,
+        placement: Placement | None = None,
         **kwargs,
     ) -> None:
+        """`placement`: isolated mode (network.isolated): the job runs in these subnets, network-isolated."""
         super().__init__(scope, construct_id, **kwargs)
         training = config.training
+        isolated = placement is not None
+        subnet_ids = placement.subnet_ids if placement else training.subnet_ids
+        security_group_ids = placement.security_group_ids if placement else training.security_group_ids
         prefix = job_name_prefix(config)
 
         images = ContainerImages(self, "Images", names=[TRAINING_IMAGE])
@@ -78,7 +85,8 @@ class TrainingStack(Stack):
             read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
             image_repository_arn=images.repository_arn(TRAINING_IMAGE, training.image_uri),
-            vpc=bool(training.subnet_ids),
+            vpc=bool(subnet_ids),
+            code_channel=isolated,
         )
 
         self.topic = sns.Topic(self, "FailureTopic", master_key=key, enforce_ssl=True)
@@ -95,6 +103,10 @@ class TrainingStack(Stack):
         channels = [S3Channel("training", Ref("$.train_data"))]
         if training.base_model_key:
             channels.append(S3Channel("model", f"s3://{bucket.bucket_name}/{training.base_model_key}"))
+        submit_directory = code.s3_object_url
+        if isolated:  # the toolkit extracts a local sourcedir tarball as it would download an S3 one
+            channels.append(S3Channel("code", code.s3_object_url))
+            submit_directory = CODE_CHANNEL_DIR + code.s3_object_key
         request = TrainingJobRequest(
             job_name=job_name_expression(),
             role_arn=role.role.role_arn,
@@ -110,9 +122,9 @@ class TrainingStack(Stack):
             max_wait_seconds=training.max_wait_seconds,
             checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', $.run.name)"),
             metric_definitions=metric_definitions(),
-            network_isolation=training.network_isolation,
-            subnet_ids=training.subnet_ids,
-            security_group_ids=training.security_group_ids,
+            network_isolation=training.network_isolation or isolated,
+            subnet_ids=subnet_ids,
+            security_group_ids=security_group_ids,
             tags=dict(config.all_tags),
         )
         self.request = request
@@ -125,7 +137,7 @@ class TrainingStack(Stack):
             default_hyperparameters=training.hyperparameters,
             fixed_hyperparameters={
                 "sagemaker_program": ENTRY_POINT,
-                "sagemaker_submit_directory": code.s3_object_url,
+                "sagemaker_submit_directory": submit_directory,
                 "sagemaker_region": Aws.REGION,
             },
             topic=self.topic,

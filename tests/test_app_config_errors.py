@@ -37,6 +37,24 @@ def _without(path: str) -> dict:
     return config
 
 
+def _isolated(**changes) -> dict:
+    """dev made isolated step by step: `changes` maps dotted paths (`__` for `.`) to values, None deletes."""
+    config = _with("network.isolated", True)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = config
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return config
+
+
+_READY = {"training__base_model_key": "base-models/llama/", "training__hyperparameters__model_id": None,
+          **({"pruning__enabled": False} if "pruning" in VALID else {})}
+
 # (case id, env name, file content (dict = YAML dump, str = raw text, None = no file), expected fragment)
 CASES = [
     ("unknown-top-level-key", "dev", {**VALID, "termination_protect": True},
@@ -104,6 +122,26 @@ CASES = [
     ("training-bad-subnet", "dev", _with("training.subnet_ids", ["vpc-123"]), "training.subnet_ids[0]: got 'vpc-123'"),
     ("training-prefix-too-long", "dev", _with("training.job_name_prefix", "a" * 27),
      "training.job_name_prefix: got 'aaaaaaaaaaaaaaaaaaaaaaaaaaa'; at most 26 characters"),
+    ("isolated-without-base-model", "dev", _isolated(),
+     "training.base_model_key: missing; network.isolated: true needs the base model as an S3 `model` channel"),
+    ("isolated-hub-model-id", "dev", _isolated(**{**_READY, "training__hyperparameters__model_id": "org/model"}),
+     "training.hyperparameters.model_id: got 'org/model'; a Hugging Face hub id needs the internet"),
+    *([("isolated-with-pruning", "dev", _isolated(**{**_READY, "pruning__enabled": True}),
+        "pruning.enabled: got true; the Pruning stack downloads models from the Hugging Face hub")]
+      if "pruning" in VALID else []),
+    ("isolated-training-vpc", "dev", _isolated(**_READY, training__subnet_ids=["subnet-0123456789abcdef0"],
+                                               training__security_group_ids=["sg-0123456789abcdef0"]),
+     "training.subnet_ids: set the VPC under network:"),
+    ("isolated-graph-outside-model", "dev", _isolated(**_READY, serving__compiled_graph_prefix="models/graph/"),
+     "serving.compiled_graph_prefix: got 'models/graph/'; with network.isolated: true the container cannot reach S3"),
+    ("network-vpc-one-subnet", "dev", _isolated(network__vpc_id="vpc-0123456789abcdef0",
+                                                network__subnet_ids=["subnet-0123456789abcdef0"]),
+     "network.subnet_ids: got 1; an existing VPC needs at least 2 private subnets"),
+    ("network-subnets-without-vpc", "dev", _isolated(network__subnet_ids=["subnet-0123456789abcdef0"] * 2),
+     "network.subnet_ids: needs vpc_id"),
+    ("network-vpc-not-isolated", "dev", _with("network.vpc_id", "vpc-0123456789abcdef0"),
+     "network.vpc_id: only used with isolated: true"),
+    ("network-bad-vpc-id", "dev", _isolated(network__vpc_id="vpc-xyz"), "network.vpc_id: got 'vpc-xyz'; must match"),
 ]
 
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .data import DataConfig
+from .errors import ConfigError
+from .network import NetworkConfig
 from .schema import setting
 from .serving import ServingConfig
 from .training import TrainingConfig
@@ -26,8 +28,15 @@ class AppConfig:
     data: DataConfig = setting(DataConfig())
     training: TrainingConfig = setting(TrainingConfig())
     serving: ServingConfig | None = setting(None, hint="null: no Serving stack in this environment")
+    network: NetworkConfig = setting(NetworkConfig(), hint="isolated: false (default): SageMaker's own network")
     env_name: str = field(default="", init=False)
     source: str = field(default="", init=False)
+
+    def check(self, source: str, path: str) -> None:
+        """Isolated mode: every setting that would need the internet fails here, one line each."""
+        if self.network.isolated:
+            for name, problem in isolation_problems(self):
+                raise ConfigError(source, name, problem)
 
     def stack_id(self, unit: str) -> str:
         """Stack ids follow `<app>-<env>-<Unit>` so every environment can live in one account."""
@@ -41,3 +50,33 @@ class AppConfig:
     @property
     def all_tags(self) -> Mapping[str, str]:
         return {"app": self.app_name, "environment": self.env_name, **self.tags}
+
+
+_ISOLATED = "network.isolated: true"
+
+
+def isolation_problems(config: AppConfig) -> list[tuple[str, str]]:
+    """(field, problem) for each setting that cannot work without internet access."""
+    training, serving = config.training, config.serving
+    problems = []
+    if training.base_model_key is None:
+        problems.append(("training.base_model_key", f"missing; {_ISOLATED} needs the base model as an S3 `model` "
+                         "channel (e.g. base-models/llama-2-7b-chat-hf/) instead of a hub download"))
+    model_id = training.hyperparameters.get("model_id")
+    if model_id is not None and not model_id.startswith("/"):
+        problems.append(("training.hyperparameters.model_id", f"got {model_id!r}; a Hugging Face hub id needs the "
+                         f"internet ({_ISOLATED}): remove it, training.base_model_key supplies the model"))
+    for name in ("subnet_ids", "security_group_ids"):
+        if getattr(training, name):
+            problems.append((f"training.{name}", f"set the VPC under network: ({_ISOLATED} uses it for training "
+                             "and serving)"))
+    graph = serving.compiled_graph_prefix if serving is not None else None
+    if serving is not None and graph is not None and not graph.startswith(serving.model_prefix):
+        problems.append(("serving.compiled_graph_prefix", f"got {graph!r}; with {_ISOLATED} the container cannot "
+                         f"reach S3, so it must lie under serving.model_prefix {serving.model_prefix!r} (mounted at "
+                         "/opt/ml/model)"))
+    pruning = getattr(config, "pruning", None)  # the Pruning section is newer than this rule
+    if pruning is not None and pruning.enabled:
+        problems.append(("pruning.enabled", f"got true; the Pruning stack downloads models from the Hugging Face hub, "
+                         f"which {_ISOLATED} cannot reach"))
+    return problems

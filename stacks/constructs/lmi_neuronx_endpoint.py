@@ -3,6 +3,10 @@
 LMI-only parts: the rendered serving.properties shipped as a deterministic model.tar.gz, the
 weights read from the pinned S3 prefix through OPTION_MODEL_ID (never through serving.properties,
 which would win over the environment), an optional precompiled Neuron graph, inf2 sizing.
+
+Isolated mode (`isolated_placement`): the model runs network-isolated in the VPC and SageMaker mounts the
+pinned prefix at /opt/ml/model (ModelDataSource, uncompressed); ModelDataSource excludes the tarball, so
+serving.properties travels as the equivalent OPTION_<KEY> environment variables.
 """
 
 from __future__ import annotations
@@ -19,8 +23,29 @@ from constructs import Construct, IDependable
 
 from ..assets import build_content_addressed
 from ..config.serving import ServingConfig
-from ..config.serving_properties import PROPERTIES, template_path
+from ..config.serving_properties import PROPERTIES, parse, template_path
+from ..network_stack import Placement
 from .sagemaker_endpoint import SageMakerEndpoint
+
+MODEL_DIR = "/opt/ml/model/"
+
+
+def property_environment(properties: str) -> dict[str, str]:
+    """serving.properties as LMI's environment form: option.tensor_parallel_degree -> OPTION_TENSOR_PARALLEL_DEGREE,
+    engine -> OPTION_ENGINE, option.entryPoint -> OPTION_ENTRYPOINT."""
+    environment = {}
+    for key, value in parse(properties, PROPERTIES).items():
+        name = key.removeprefix("option.")
+        environment["OPTION_" + name.replace(".", "_").upper()] = value
+    return environment
+
+
+def isolated_environment(properties: str, *, model_prefix: str, compiled_graph_prefix: str | None) -> dict[str, str]:
+    """The container environment when the model is mounted at /opt/ml/model (LMI's default model location)."""
+    environment = property_environment(properties)
+    if compiled_graph_prefix is not None:
+        environment["OPTION_COMPILED_GRAPH_PATH"] = MODEL_DIR + compiled_graph_prefix.removeprefix(model_prefix)
+    return environment
 
 
 def model_environment(*, model_uri: str, compiled_graph_uri: str | None) -> dict[str, str]:
@@ -55,19 +80,34 @@ class LmiNeuronxEndpoint(Construct):
         kms_key: kms.IKey,
         alarm_topic: sns.ITopic,
         data_capture_destination: str | None,
+        isolated_placement: Placement | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.serving_properties = serving.render_properties().encode("utf-8")
         tarball = build_content_addressed(
             template_path(serving.model_name).parent, extra_files={PROPERTIES: self.serving_properties}
         )
-        self.model_asset = s3_assets.Asset(self, "ModelTarball", path=str(tarball))
+        isolated = isolated_placement is not None
+        # Isolated: no tarball (ModelDataSource and ModelDataUrl exclude each other); its hash still fingerprints.
+        self.model_asset = None if isolated else s3_assets.Asset(self, "ModelTarball", path=str(tarball))
+        if isolated:
+            environment = isolated_environment(
+                self.serving_properties.decode("utf-8"),
+                model_prefix=serving.model_prefix,
+                compiled_graph_prefix=serving.compiled_graph_prefix,
+            )
+        else:
+            environment = model_environment(model_uri=model_uri, compiled_graph_uri=compiled_graph_uri)
         self.hosting = SageMakerEndpoint(
             self,
             "Hosting",
             image_uri=image_uri,
-            model_data_url=self.model_asset.s3_object_url,
-            environment=model_environment(model_uri=model_uri, compiled_graph_uri=compiled_graph_uri),
+            model_data_url=None if self.model_asset is None else self.model_asset.s3_object_url,
+            model_data_source_uri=model_uri if isolated else None,
+            environment=environment,
+            network_isolation=isolated,
+            vpc_subnet_ids=isolated_placement.subnet_ids if isolated_placement else (),
+            vpc_security_group_ids=isolated_placement.security_group_ids if isolated_placement else (),
             execution_role=execution_role,
             role_policies=role_policies,
             revision=revision(serving, image_uri=image_uri, tarball=tarball.name),

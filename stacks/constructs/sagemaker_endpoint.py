@@ -38,7 +38,7 @@ class SageMakerEndpoint(Construct):
         construct_id: str,
         *,
         image_uri: str,
-        model_data_url: str,
+        model_data_url: str | None,
         environment: Mapping[str, str],
         execution_role: iam.IRole,
         role_policies: Sequence[IDependable],
@@ -56,7 +56,12 @@ class SageMakerEndpoint(Construct):
         alarm_topic: sns.ITopic,
         data_capture: DataCaptureConfig,
         data_capture_destination: str | None,
+        model_data_source_uri: str | None = None,
+        vpc_subnet_ids: Sequence[str] = (),
+        vpc_security_group_ids: Sequence[str] = (),
+        network_isolation: bool = False,
     ) -> None:
+        """`model_data_source_uri`: an uncompressed S3 prefix SageMaker mounts at /opt/ml/model (no tarball)."""
         super().__init__(scope, construct_id)
         self._alarms_config = alarms
         self.model = sagemaker.CfnModel(
@@ -64,8 +69,15 @@ class SageMakerEndpoint(Construct):
             "Model",
             execution_role_arn=execution_role.role_arn,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image_uri, model_data_url=model_data_url, environment=dict(sorted(environment.items()))
+                image=image_uri,
+                model_data_url=model_data_url,
+                model_data_source=self._model_data_source(model_data_source_uri),
+                environment=dict(sorted(environment.items())),
             ),
+            enable_network_isolation=network_isolation or None,
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                subnets=list(vpc_subnet_ids), security_group_ids=list(vpc_security_group_ids)
+            ) if vpc_subnet_ids else None,
         )
         # CreateModel checks the role can pull the image: the role's policy must exist first.
         for policy in role_policies:
@@ -109,6 +121,16 @@ class SageMakerEndpoint(Construct):
         self.scalable_target = self._autoscaling(autoscaling)
         self.alarms = self._create_alarms(alarms, alarm_topic, instance_vcpus)
         self.dashboard = self._dashboard()
+
+    @staticmethod
+    def _model_data_source(uri: str | None) -> sagemaker.CfnModel.ModelDataSourceProperty | None:
+        if uri is None:
+            return None
+        return sagemaker.CfnModel.ModelDataSourceProperty(
+            s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                s3_uri=uri, s3_data_type="S3Prefix", compression_type="None"
+            )
+        )
 
     # -- update safety ------------------------------------------------------------------------------
     def _alarm_name(self, metric: str) -> str:

@@ -40,10 +40,14 @@ def test_model_reads_the_pinned_prefix_through_the_environment(templates, env):
     _, region, column = container["Image"]["Fn::FindInMap"]
     assert region == {"Ref": "AWS::Region"} and column == "LmiNeuronxUri"
     prefix = EXPECTED[env][5]
-    joined = container["Environment"]["OPTION_MODEL_ID"]["Fn::Join"][1]
+    if env == "prod":  # isolated mode mounts the prefix (tests/stacks/test_network_isolation.py)
+        joined = container["ModelDataSource"]["S3DataSource"]["S3Uri"]["Fn::Join"][1]
+        assert "OPTION_MODEL_ID" not in container["Environment"] and "ModelDataUrl" not in container
+    else:
+        joined = container["Environment"]["OPTION_MODEL_ID"]["Fn::Join"][1]
+        assert "cdk-hnb659fds-assets" in container["ModelDataUrl"]["Fn::Sub"]
     assert joined[0] == "s3://" and "ArtifactBucket" in joined[1]["Fn::ImportValue"] and joined[2] == f"/{prefix}"
     assert ("OPTION_COMPILED_GRAPH_PATH" in container["Environment"]) is (env == "prod")
-    assert "cdk-hnb659fds-assets" in container["ModelDataUrl"]["Fn::Sub"]
     policy_id, _ = _one(template, "AWS::IAM::ManagedPolicy")
     assert model["DependsOn"] == [policy_id], "CreateModel checks ECR pull rights: the policy must exist first"
 
@@ -159,6 +163,14 @@ def test_outputs_and_execution_role_scope(templates):
 @pytest.mark.parametrize("env", ENVS)
 def test_tarball_holds_exactly_the_rendered_serving_properties(assemblies, templates, env):
     _, model = _one(templates[env]["Serving"], "AWS::SageMaker::Model")
+    if "ModelDataSource" in model["Properties"]["PrimaryContainer"]:  # isolated: the same settings as OPTION_*
+        from stacks.constructs.lmi_neuronx_endpoint import property_environment
+
+        environment = model["Properties"]["PrimaryContainer"]["Environment"]
+        rendered = property_environment(_config(env).render_properties())
+        assert {k: environment[k] for k in rendered} == rendered
+        assert environment["OPTION_TENSOR_PARALLEL_DEGREE"] == str(EXPECTED[env][4])
+        return
     object_key = model["Properties"]["PrimaryContainer"]["ModelDataUrl"]["Fn::Sub"].rsplit("/", 1)[-1]
     asset_hash = object_key.split(".", 1)[0]
     tarball = Path(assemblies[env].directory) / f"asset.{asset_hash}.tar.gz"

@@ -107,8 +107,9 @@ def test_job_shape_comes_from_config(definitions, env):
     assert params["ResourceConfig"]["InstanceCount"] == training.instance_count == 1
     assert params["ResourceConfig"]["VolumeSizeInGB"] == training.volume_size_gb
     assert params["StoppingCondition"]["MaxRuntimeInSeconds"] == training.max_runtime_hours * 3600
-    assert params["EnableNetworkIsolation"] is training.network_isolation
-    assert "VpcConfig" not in params
+    isolated = CONFIGS[env].network.isolated  # tests/stacks/test_network_isolation.py checks the VPC side
+    assert params["EnableNetworkIsolation"] is (training.network_isolation or isolated)
+    assert ("VpcConfig" in params) is isolated
 
 
 def test_spot_in_dev_on_demand_in_prod(definitions):
@@ -130,6 +131,8 @@ def test_hyperparameters_merge_config_overrides_and_script_mode(definitions, env
     fixed = defaults["fixed"]
     assert fixed["sagemaker_program"] == "train.py"
     assets = r"s3://cdk-hnb659fds-assets-123456789012-us-east-1/[0-9a-f]{64}\.gz"
+    if CONFIGS[env].network.isolated:  # the same asset through the `code` channel (test_network_isolation.py)
+        assets = r"/opt/ml/input/data/code/[0-9a-f]{64}\.gz"
     assert re.fullmatch(assets, fixed["sagemaker_submit_directory"])
     assert fixed["sagemaker_region"] == "us-east-1"
     merge = states["Prepare"]["Parameters"]["hyperparameters.$"]

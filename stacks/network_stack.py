@@ -1,0 +1,121 @@
+"""Isolated mode's network: a VPC without any route to the internet, or a job security group in a given VPC.
+
+Created only when `network.isolated: true` and the config does not name the whole placement. The VPC
+has private isolated subnets (one per AZ), no NAT and no internet gateway; AWS services are reached
+through an S3 gateway endpoint and interface endpoints (SageMaker API/runtime, STS, CloudWatch Logs,
+ECR API/DKR, private DNS). Flow logs go to a KMS-encrypted log group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from .config import AppConfig
+
+HTTPS = ec2.Port.tcp(443)
+INTERFACE_ENDPOINTS = {
+    "SageMakerApi": ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_API,
+    "SageMakerRuntime": ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME,
+    "Sts": ec2.InterfaceVpcEndpointAwsService.STS,
+    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+    "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
+    "EcrDkr": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+}
+FLOW_LOG_RETENTION = logs.RetentionDays.ONE_YEAR
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where SageMaker jobs and models run in isolated mode (tokens when the Network stack creates them)."""
+
+    subnet_ids: Sequence[str]
+    security_group_ids: Sequence[str]
+
+
+class NetworkStack(Stack):
+    """`placement` is what the Training and Serving stacks put in their VpcConfig."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, key: kms.IKey, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        network = config.network
+        if network.vpc_id is None:
+            vpc = self._vpc(key)
+            subnet_ids = [s.subnet_id for s in vpc.isolated_subnets]
+        else:
+            vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=network.vpc_id, availability_zones=[])
+            subnet_ids = list(network.subnet_ids)
+
+        # Jobs and models: no ingress but from each other (multi-instance training), HTTPS out to the endpoints.
+        self.security_group = ec2.SecurityGroup(
+            self, "JobSecurityGroup", vpc=vpc, allow_all_outbound=False,
+            description=f"{config.app_name}-{config.env_name}: SageMaker jobs and models (isolated mode)",
+        )
+        self.security_group.add_ingress_rule(
+            self.security_group, ec2.Port.all_traffic(), "between instances of one training job"
+        )
+        self.security_group.add_egress_rule(
+            self.security_group, ec2.Port.all_traffic(), "between instances of one training job"
+        )
+        if network.vpc_id is None:
+            self.endpoint_security_group.add_ingress_rule(self.security_group, HTTPS, "SageMaker jobs and models")
+            self.security_group.add_egress_rule(self.endpoint_security_group, HTTPS, "interface VPC endpoints")
+        # The S3 gateway endpoint is reached through S3's public prefix list, whose id needs a lookup; the VPC
+        # has no internet route, so HTTPS egress can only reach the endpoints.
+        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), HTTPS, "S3 through the gateway endpoint")
+        security_group_ids = list(network.security_group_ids) or [self.security_group.security_group_id]
+        self.placement = Placement(subnet_ids=subnet_ids, security_group_ids=security_group_ids)
+        CfnOutput(self, "SecurityGroupId", value=self.security_group.security_group_id)
+
+    def _vpc(self, key: kms.IKey) -> ec2.Vpc:
+        vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=3,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=20)
+            ],
+            restrict_default_security_group=False,
+        )
+        self.vpc = vpc
+        log_group = logs.LogGroup(
+            self, "FlowLogs", encryption_key=key, retention=FLOW_LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN
+        )
+        role = iam.Role(
+            self, "FlowLogRole", assumed_by=iam.ServicePrincipal("vpc-flow-logs.amazonaws.com"),
+            description="VPC flow logs: write to the flow-log group",
+        )
+        policy = iam.ManagedPolicy(
+            self, "FlowLogPolicy", roles=[role],
+            statements=[iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[log_group.log_group_arn],
+            )],
+        )
+        flow_log = vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group, role.without_policy_updates()),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+        flow_log.node.add_dependency(policy)
+        private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[private])
+        self.endpoint_security_group = ec2.SecurityGroup(
+            self, "EndpointSecurityGroup", vpc=vpc, allow_all_outbound=False,
+            description="Interface VPC endpoints: HTTPS from the SageMaker job security group only",
+        )
+        for name, service in INTERFACE_ENDPOINTS.items():
+            vpc.add_interface_endpoint(
+                name, service=service, subnets=private, private_dns_enabled=True, open=False,
+                security_groups=[self.endpoint_security_group],
+            )
+        CfnOutput(self, "VpcId", value=vpc.vpc_id)
+        return vpc
