@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.exceptions
 from botocore.config import Config
 
 from .cloud_assembly import CloudAssemblyReader, StackArtifact
@@ -133,14 +134,40 @@ class LocalAws:
         body = stack.template_body()
         current = self._existing(stack.stack_name)
         if current is None:
-            cfn.create_stack(
-                StackName=stack.stack_name, TemplateBody=body, Capabilities=CAPABILITIES,
-                EnableTerminationProtection=stack.termination_protection,
-            )
-        elif _as_dict(cfn.get_template(StackName=stack.stack_name)["TemplateBody"]) != json.loads(body):
-            cfn.update_stack(StackName=stack.stack_name, TemplateBody=body, Capabilities=CAPABILITIES)
+            try:
+                cfn.create_stack(
+                    StackName=stack.stack_name, TemplateBody=body, Capabilities=CAPABILITIES,
+                    EnableTerminationProtection=stack.termination_protection,
+                )
+            except botocore.exceptions.ClientError as err:
+                self._discard_failed_create(stack.stack_name)
+                raise DeployError(f"{stack.stack_name}: create failed and was rolled back: {_message(err)}") from None
+        else:
+            previous = _as_dict(cfn.get_template(StackName=stack.stack_name)["TemplateBody"])
+            if previous != json.loads(body):
+                try:
+                    cfn.update_stack(StackName=stack.stack_name, TemplateBody=body, Capabilities=CAPABILITIES)
+                except botocore.exceptions.ClientError as err:
+                    self._roll_back(stack.stack_name, previous)
+                    raise DeployError(
+                        f"{stack.stack_name}: update failed and was rolled back: {_message(err)}"
+                    ) from None
         self.wait(stack.stack_name)
         return self.outputs(stack.stack_name)
+
+    # moto validates resources synchronously and answers a failed create/update with an error, leaving
+    # the stack half-applied; CloudFormation would roll back. These two do what CloudFormation does.
+    def _roll_back(self, stack_name: str, previous: dict) -> None:
+        """UPDATE_ROLLBACK: re-apply the last template that deployed, removing what the failed update added."""
+        self.client("cloudformation").update_stack(
+            StackName=stack_name, TemplateBody=json.dumps(previous), Capabilities=CAPABILITIES
+        )
+        self.wait(stack_name)
+
+    def _discard_failed_create(self, stack_name: str) -> None:
+        """ROLLBACK of a failed create: the half-created stack is deleted, as `cdk deploy` would need."""
+        if self._existing(stack_name) is not None:
+            self.client("cloudformation").delete_stack(StackName=stack_name)
 
     def _existing(self, stack_name: str) -> dict | None:
         cfn = self.client("cloudformation")
@@ -192,8 +219,17 @@ class LocalAws:
         }
 
     def delete(self, stack_name: str) -> None:
+        """Delete a stack. moto deletes resources in template order, not in reverse dependency order as
+        CloudFormation does, so a role can fail before its attached policies are gone: retry, as each
+        attempt removes what it could."""
         cfn = self.client("cloudformation")
-        cfn.delete_stack(StackName=stack_name)
+        for attempt in range(5):
+            try:
+                cfn.delete_stack(StackName=stack_name)
+                break
+            except botocore.exceptions.ClientError as err:
+                if err.response["Error"].get("Code") != "DeleteConflict" or attempt == 4:
+                    raise DeployError(f"{stack_name}: delete failed: {_message(err)}") from None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             current = self._existing(stack_name)
@@ -203,6 +239,10 @@ class LocalAws:
                 raise DeployError(f"{stack_name}: DELETE_FAILED")
             time.sleep(0.2)
         raise DeployError(f"{stack_name}: not deleted after 60s")
+
+
+def _message(err: botocore.exceptions.ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Message", err))[:300]
 
 
 def _as_dict(body: Any) -> dict:
