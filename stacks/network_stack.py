@@ -45,12 +45,16 @@ class NetworkStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, key: kms.IKey, **kwargs) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        # ec2.Vpc builds its subnets in callbacks, so their creation traces keep the jsii kernel's temporary
+        # path: without this the metadata differs between two synths (tests/test_app_determinism.py).
+        self.node.set_context("aws:cdk:disable-creation-stack-traces", True)
         network = config.network
         if network.vpc_id is None:
             vpc = self._vpc(key)
             subnet_ids = [s.subnet_id for s in vpc.isolated_subnets]
         else:
-            vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=network.vpc_id, availability_zones=[])
+            # Only the id is used (the security group's VpcId); nothing selects subnets through this reference.
+            vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=network.vpc_id, availability_zones=["unused"])
             subnet_ids = list(network.subnet_ids)
 
         # Jobs and models: no ingress but from each other (multi-instance training), HTTPS out to the endpoints.
@@ -67,9 +71,10 @@ class NetworkStack(Stack):
         if network.vpc_id is None:
             self.endpoint_security_group.add_ingress_rule(self.security_group, HTTPS, "SageMaker jobs and models")
             self.security_group.add_egress_rule(self.endpoint_security_group, HTTPS, "interface VPC endpoints")
-        # The S3 gateway endpoint is reached through S3's public prefix list, whose id needs a lookup; the VPC
-        # has no internet route, so HTTPS egress can only reach the endpoints.
-        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), HTTPS, "S3 through the gateway endpoint")
+        # The S3 gateway endpoint is reached at S3's public addresses (its prefix list, whose id needs a lookup
+        # unless configured); the VPC has no internet route, so HTTPS egress can only reach the endpoints.
+        s3 = ec2.Peer.prefix_list(network.s3_prefix_list_id) if network.s3_prefix_list_id else ec2.Peer.any_ipv4()
+        self.security_group.add_egress_rule(s3, HTTPS, "S3 through the gateway endpoint")
         security_group_ids = list(network.security_group_ids) or [self.security_group.security_group_id]
         self.placement = Placement(subnet_ids=subnet_ids, security_group_ids=security_group_ids)
         CfnOutput(self, "SecurityGroupId", value=self.security_group.security_group_id)

@@ -141,6 +141,8 @@ CASES = [
      "network.subnet_ids: needs vpc_id"),
     ("network-vpc-not-isolated", "dev", _with("network.vpc_id", "vpc-0123456789abcdef0"),
      "network.vpc_id: only used with isolated: true"),
+    ("network-prefix-list-not-isolated", "dev", _with("network.s3_prefix_list_id", "pl-63a5400a"),
+     "network.s3_prefix_list_id: only used with isolated: true"),
     ("network-bad-vpc-id", "dev", _isolated(network__vpc_id="vpc-xyz"), "network.vpc_id: got 'vpc-xyz'; must match"),
 ]
 

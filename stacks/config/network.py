@@ -18,13 +18,16 @@ class NetworkConfig:
     security_group_ids: list[str] = setting(
         [], pattern=r"sg-[0-9a-f]{8,17}", hint="empty: the Network stack creates one in the VPC"
     )
+    s3_prefix_list_id: str | None = setting(
+        None, pattern=r"pl-[0-9a-f]{8,17}", hint="S3's prefix list in the region; null: HTTPS to 0.0.0.0/0"
+    )
 
     def check(self, source: str, path: str) -> None:
         def fail(name: str, problem: str) -> None:
             raise ConfigError(source, f"{path}.{name}" if path else name, problem)
 
         if not self.isolated:
-            for name in ("vpc_id", "subnet_ids", "security_group_ids"):
+            for name in ("vpc_id", "subnet_ids", "security_group_ids", "s3_prefix_list_id"):
                 if getattr(self, name):
                     fail(name, "only used with isolated: true; remove it or set isolated: true")
             return

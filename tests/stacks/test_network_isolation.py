@@ -165,3 +165,38 @@ def test_serving_properties_become_option_variables():
         "OPTION_ENTRYPOINT": "djl_python.transformers_neuronx",
         "OPTION_TENSOR_PARALLEL_DEGREE": "2",
     }
+
+
+def test_existing_vpc_gets_only_a_job_security_group():
+    """vpc_id without security groups: the Network stack holds just the job security group (built alone)."""
+    import dataclasses
+
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+    from aws_cdk.assertions import Template
+
+    from stacks.config.network import NetworkConfig
+    from stacks.network_stack import NetworkStack
+
+    subnets = ("subnet-0123456789abcdef0", "subnet-0123456789abcdef1")
+    network = NetworkConfig(isolated=True, vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets,
+                            s3_prefix_list_id="pl-63a5400a")
+    network.check("test.yaml", "network")
+    assert not network.creates_vpc and network.creates_security_group
+    config = dataclasses.replace(load_config("prod", ROOT / "config"), network=network)
+    app = App()
+    key = kms.Key(Stack(app, "Keys"), "Key")
+    stack = NetworkStack(app, "Net", config=config, key=key)
+    assert list(stack.placement.subnet_ids) == list(subnets) and len(stack.placement.security_group_ids) == 1
+    template = Template.from_stack(stack).to_json()
+    types = {r["Type"] for r in template["Resources"].values()}
+    assert "AWS::EC2::VPC" not in types and "AWS::EC2::VPCEndpoint" not in types
+    (group,) = resources_of(template, "AWS::EC2::SecurityGroup").values()
+    assert group["Properties"]["VpcId"] == "vpc-0123456789abcdef0"
+    egress = group["Properties"].get("SecurityGroupEgress", []) + [
+        r["Properties"] for r in resources_of(template, "AWS::EC2::SecurityGroupEgress").values()
+    ]
+    to_s3 = [r for r in egress if "DestinationPrefixListId" in r]
+    assert [(r["DestinationPrefixListId"], r["FromPort"]) for r in to_s3] == [("pl-63a5400a", 443)]
+    assert not [r for r in egress if "CidrIp" in r], "no CIDR egress when S3's prefix list is known"
+    assert "SecurityGroupIngress" not in group["Properties"]
