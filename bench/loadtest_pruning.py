@@ -87,6 +87,7 @@ def main(argv=None) -> int:
     parser.add_argument("--user-rps", type=float, default=1.0)
     parser.add_argument("--slo-ms", type=float, default=500.0)
     parser.add_argument("--stop-factor", type=float, default=4.0, help="end a run well past its knee")
+    parser.add_argument("--pruned-first", action="store_true", help="run the pruned target first (ABBA pairs)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -99,8 +100,9 @@ def main(argv=None) -> int:
     try:
         for name, folder in (("base", base), ("pruned", pruned)):
             servers[name] = start_server(folder, out / f"{name}-server.log")
+        order = ("pruned", "base") if args.pruned_first else ("base", "pruned")
         summary = loadtest.main([
-            "--target", f"base={servers['base'][1]}", "--target", f"pruned={servers['pruned'][1]}",
+            *(arg for name in order for arg in ("--target", f"{name}={servers[name][1]}")),
             "--out", str(out / "locust"), "--step-users", str(args.step_users),
             "--step-seconds", str(args.step_seconds), "--max-users", str(args.max_users),
             "--user-rps", str(args.user_rps), "--slo-ms", str(args.slo_ms), "--stop-factor", str(args.stop_factor),
@@ -117,10 +119,14 @@ def main(argv=None) -> int:
         name: {k: meta.get(k) for k in ("num_parameters", "subnet", "validation_error", "max_length")}
         for name, meta in exported.items()
     }
+    knees = {name: summary["runs"][name]["knee_users"] for name in ("base", "pruned")}
+    if knees["base"]:
+        top = knees["pruned"] or summary["runs"]["pruned"]["max_users"]
+        summary["pruned_over_base"] = ("" if knees["pruned"] else ">= ") + f"{top / knees['base']:.2f}"
     summary["settings"] = vars(args)
     summary["load_average"] = os.getloadavg()
     (out / "report.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps({k: summary[k] for k in ("models", "load_average")}, indent=1))
+    print(json.dumps({k: summary.get(k) for k in ("pruned_over_base", "load_average")}, indent=1))
     return 0
 
 
