@@ -17,7 +17,14 @@ import torch
 import torch.nn.functional as F
 from nas_data import Pair, batches
 from nas_masks import SubnetworkMasks
-from nas_search_space import SubnetConfig, sample_config, smallest_config
+from nas_search_space import (
+    ModelDims,
+    SubnetConfig,
+    config_from_hyperparameters,
+    parameter_specs,
+    sample_hyperparameters,
+    smallest_config,
+)
 
 STRATEGIES = ("standard", "sandwich", "kd")
 
@@ -35,6 +42,7 @@ class TrainSettings:
     seed: int = 42
     max_steps: int | None = None
     warmup_fraction: float = 0.1
+    min_subnet_layers: int = 1
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -48,12 +56,30 @@ def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor
     return F.kl_div(student, teacher, reduction="batchmean") * temperature**2
 
 
+def training_smallest(space: str, dims: ModelDims, min_layers: int) -> SubnetConfig:
+    """The sandwich's lower bound: ``min_layers`` layers of the space's minimum, with at least one head.
+
+    The space's own smallest network (0 layers, or layers without heads) never mixes tokens, so its [CLS]
+    vector is the same for every input and it can only learn a constant: a wasted pass per step.
+    """
+    if min_layers == 0:
+        return smallest_config(space, dims)
+    values = {spec.name: spec.minimum() for spec in parameter_specs(space, dims)}
+    values["num_layers"] = min_layers
+    for name in values:
+        if name.startswith("num_heads"):
+            values[name] = max(1, values[name])
+    return config_from_hyperparameters(space, values, dims)
+
+
 def subnetworks_for_step(settings: TrainSettings, masks: SubnetworkMasks, rng: random.Random) -> list:
     if settings.strategy == "standard":
         return []
-    subnets = [smallest_config(settings.search_space, masks.dims)]
+    subnets = [training_smallest(settings.search_space, masks.dims, settings.min_subnet_layers)]
     for _ in range(settings.num_random_subnets):
-        subnets.append(sample_config(settings.search_space, masks.dims, rng))
+        values = sample_hyperparameters(settings.search_space, masks.dims, rng)
+        values["num_layers"] = max(values["num_layers"], settings.min_subnet_layers)
+        subnets.append(config_from_hyperparameters(settings.search_space, values, masks.dims))
     return subnets
 
 

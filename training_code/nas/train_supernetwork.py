@@ -53,6 +53,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--strategy", choices=STRATEGIES, default="kd")
     parser.add_argument("--search-space", choices=SPACES, default="uniform")
     parser.add_argument("--num-random-subnets", type=int, default=2, help="random sub-networks per step")
+    parser.add_argument(
+        "--min-subnet-layers",
+        type=int,
+        default=1,
+        help="fewest layers of a sub-network trained per step (0: the space's 0-layer smallest network, "
+        "whose [CLS] vector ignores the input)",
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="distillation temperature (kd)")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--learning-rate", type=float, default=2e-5)
@@ -70,6 +77,7 @@ def settings_from_args(args) -> TrainSettings:
         strategy=args.strategy,
         search_space=args.search_space,
         num_random_subnets=args.num_random_subnets,
+        min_subnet_layers=args.min_subnet_layers,
         temperature=args.temperature,
         epochs=args.epochs,
         learning_rate=args.learning_rate,

@@ -41,3 +41,22 @@ def test_one_step_of_each_strategy_moves_the_weights(classifier, sample_data_dir
 def test_unknown_strategy_is_rejected():
     with pytest.raises(ValueError, match="unknown strategy"):
         TrainSettings(strategy="magic")
+
+
+def test_sandwich_lower_bound_mixes_tokens(classifier):
+    from nas_masks import model_dims
+    from nas_training import training_smallest
+
+    dims = model_dims(classifier[0].config)
+    assert training_smallest("uniform", dims, 0).num_layers == 0  # the space's own minimum
+    for space in ("uniform", "per_layer"):
+        smallest = training_smallest(space, dims, 1)
+        assert smallest.num_layers == 1 and smallest.heads[0] >= 1 and smallest.units[0] == 0
+    settings = TrainSettings(
+        strategy="kd", search_space="per_layer", num_random_subnets=20, min_subnet_layers=2
+    )
+    masks = SubnetworkMasks(classifier[0])
+    try:
+        assert all(c.num_layers >= 2 for c in subnetworks_for_step(settings, masks, random.Random(1)))
+    finally:
+        masks.remove()
