@@ -93,6 +93,12 @@ class PruningStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         pruning = config.pruning
+        if config.network.isolated:
+            raise ConfigError(
+                config.source, "pruning.enabled",
+                "the Pruning stack does not support network.isolated yet (its jobs and endpoints would run outside "
+                "the VPC); keep pruning off in isolated environments",
+            )
         prefix = pruning_prefix(config)
         endpoints = {
             name: cfg for name, cfg in (("Base", pruning.base_endpoint), ("Pruned", pruning.pruned_endpoint)) if cfg

@@ -42,6 +42,9 @@ def test_endpoint_image_follows_the_instance_type():
         ({"pruned_endpoint": {"model_key": KEY, "initial_instance_count": 3}},
          "pruning.pruned_endpoint.initial_instance_count: got 3; must be within"),
         ({"enable": True}, "pruning.enable: unknown setting; did you mean 'enabled'?"),
+        ({"search_space": "per_layer", "num_layers": 24}, "pruning.num_layers: got 24; the per_layer space tunes"),
+        ({"supernet_hyperparameters": {"Epochs.$": "3"}}, "pruning.supernet_hyperparameters.Epochs.$: expected"),
+        ({"image_uri": "123456789012.dkr.ecr.x/y:1"}, "pruning.image_uri: got"),
     ],
 )
 def test_bad_values_fail_with_one_line(data, fragment):

@@ -7,16 +7,19 @@ ranges are not configured here: they come from `training_code/nas/nas_search_spa
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from .endpoint import AlarmConfig, AutoscalingConfig, RolloutConfig
 from .errors import ConfigError
 from .schema import setting
-from .training import LOG_RETENTION_DAYS
+from .training import ECR_IMAGE_PATTERN, LOG_RETENTION_DAYS
 
 INSTANCE_TYPE = r"ml\.[a-z0-9]+\.[a-z0-9]+"
 MODEL_KEY = r"([A-Za-z0-9!_.*'()=-]+/)+model\.tar\.gz"
+MAX_TUNED_PARAMETERS = 30  # SageMaker's limit on the ranges of one tuning job
+HYPERPARAMETER_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
 # Tuning job names are `<prefix>-<17-digit start time>-<retry>` and SageMaker allows 32 characters.
 MAX_PRUNING_PREFIX = 32 - (1 + 17 + 2)
 SUPERNET_HYPERPARAMETERS = {
@@ -60,9 +63,8 @@ class EncoderEndpointConfig:
         size = self.instance_type.split(".")[2]
         if size == "large":
             return 2
-        if size.endswith("xlarge"):
-            return 4 * int(size.removesuffix("xlarge") or 1)
-        return 1
+        match = re.fullmatch(r"(\d*)xlarge", size)
+        return 4 * int(match.group(1) or 1) if match else 1
 
     def check(self, source: str, path: str) -> None:
         scaling = self.autoscaling
@@ -110,7 +112,7 @@ class PruningConfig:
     minimise: Literal["num_parameters", "latency_ms"] = setting("num_parameters", hint="export: within the budget")
     helper_instance_type: str = setting("ml.m5.large", pattern=INSTANCE_TYPE, hint="selection and export jobs")
     volume_size_gb: int = setting(30, ge=5, le=1024)
-    image_uri: str | None = setting(None, pattern=r"\d{12}\.dkr\.ecr\.[a-z0-9.-]+/[a-z0-9._/-]+[:@][\w.:-]+")
+    image_uri: str | None = setting(None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table")
     log_retention_days: int = setting(30)
     base_endpoint: EncoderEndpointConfig | None = setting(None, hint="null: no endpoint for the unpruned model")
     pruned_endpoint: EncoderEndpointConfig | None = setting(None, hint="null: no endpoint for the pruned model")
@@ -127,6 +129,13 @@ class PruningConfig:
         if self.job_name_prefix is not None and len(self.job_name_prefix) > MAX_PRUNING_PREFIX:
             fail("job_name_prefix", f"got {self.job_name_prefix!r}; at most {MAX_PRUNING_PREFIX} characters "
                  "(tuning job names are limited to 32)")
+        if self.search_space == "per_layer" and 1 + 2 * self.num_layers > MAX_TUNED_PARAMETERS:
+            fail("num_layers", f"got {self.num_layers}; the per_layer space tunes 1 + 2 x num_layers parameters and "
+                 f"a tuning job allows {MAX_TUNED_PARAMETERS}: use the uniform space or at most 14 layers")
+        for name in self.supernet_hyperparameters:
+            if not HYPERPARAMETER_NAME.fullmatch(name):
+                fail(f"supernet_hyperparameters.{name}", "expected a train_supernetwork.py flag name (lower-case, "
+                     "dashes), e.g. learning-rate")
         reserved = {"output-dir", "checkpoint-dir", "data-dir", "search-space"}
         clash = sorted(reserved & set(self.supernet_hyperparameters))
         if clash:
