@@ -79,6 +79,10 @@ CASES = [
     ("bad-app-name", "dev", _with("app_name", "Bad_Name"), "app_name: got 'Bad_Name'; must match"),
     ("tags-not-mapping", "dev", _with("tags", ["a", "b"]), "tags: got ['a', 'b']; expected a mapping"),
     ("tag-value-not-string", "dev", _with("tags.owner", 42), "tags.owner: got 42; expected a string"),
+    # Found by tests/security/test_config_fuzz.py: CloudFormation rejects these only at deploy time.
+    ("tag-value-empty", "dev", _with("tags.owner", ""), "tags.owner: got ''; must match"),
+    ("tag-value-bad-characters", "dev", _with("tags.owner", "a|b"), "tags.owner: got 'a|b'; must match"),
+    ("tag-key-reserved", "dev", _with("tags", {"aws:owner": "x"}), "tags: key 'aws:owner' must match"),
     ("section-not-mapping", "dev", _with("data", 5), "data: got 5; expected a mapping of settings"),
     ("top-level-list", "dev", "- just\n- a list\n", "<top level>: got ['just', 'a list']; expected a mapping"),
     ("invalid-yaml", "dev", "app_name: [unclosed\n", "dev.yaml: line 2: invalid YAML"),

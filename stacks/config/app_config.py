@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .data import DataConfig
 from .errors import ConfigError
 from .network import NetworkConfig
+from .pruning import PruningConfig
 from .schema import setting
 from .serving import ServingConfig
 from .training import TrainingConfig
@@ -24,10 +25,17 @@ class AppConfig:
     account: str | None = setting(None, pattern=ACCOUNT_PATTERN, hint="12 digits, or null for any account")
     region: str | None = setting(None, pattern=REGION_PATTERN, hint="e.g. us-east-1, or null for any region")
     termination_protection: bool = setting(False)
-    tags: dict[str, str] = setting({})
+    # AWS tag rules (the strictest of the resources we tag): keys 1..128, values 1..256 of this alphabet.
+    tags: dict[str, str] = setting(
+        {},
+        key_pattern=r"(?!aws:)[A-Za-z0-9 _.:/=+\-@]{1,128}",
+        pattern=r"[A-Za-z0-9 _.:/=+\-@]{1,256}",
+        hint="AWS tag characters, not empty",
+    )
     data: DataConfig = setting(DataConfig())
     training: TrainingConfig = setting(TrainingConfig())
     serving: ServingConfig | None = setting(None, hint="null: no Serving stack in this environment")
+    pruning: PruningConfig = setting(PruningConfig(), hint="enabled: false (default): no Pruning stack")
     network: NetworkConfig = setting(NetworkConfig(), hint="isolated: false (default): SageMaker's own network")
     env_name: str = field(default="", init=False)
     source: str = field(default="", init=False)

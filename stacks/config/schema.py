@@ -27,10 +27,13 @@ def setting(
     ge: float | None = None,
     le: float | None = None,
     pattern: str | None = None,
+    key_pattern: str | None = None,
     hint: str = "",
 ) -> Any:
-    """Declare a config field with its allowed range; mutable defaults are copied per instance."""
-    metadata = {"ge": ge, "le": le, "pattern": pattern, "hint": hint}
+    """Declare a config field with its allowed range; mutable defaults are copied per instance.
+
+    `pattern` applies to string values (also the values of a mapping), `key_pattern` to mapping keys."""
+    metadata = {"ge": ge, "le": le, "pattern": pattern, "key_pattern": key_pattern, "hint": hint}
     if isinstance(default, dict | list):
         frozen = default
         return dataclasses.field(default_factory=lambda: type(frozen)(frozen), metadata=metadata)
@@ -104,6 +107,9 @@ def _convert(tp: Any, value: Any, field: dataclasses.Field, source: str, path: s
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ConfigError(source, path, f"key {describe(k)} must be a string")
+            key_pattern = field.metadata.get("key_pattern")
+            if key_pattern and not re.fullmatch(key_pattern, k):
+                raise ConfigError(source, path, f"key {describe(k)} must match {key_pattern}")
             out[k] = _convert(args[1], v, field, source, f"{path}.{k}")
         return types.MappingProxyType(dict(sorted(out.items())))
     return _scalar(tp, value, field, source, path)

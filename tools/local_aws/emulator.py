@@ -6,6 +6,7 @@ import io
 import json
 import socket
 import time
+import urllib.request
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -65,8 +66,11 @@ class LocalAws:
         port = port or free_port()
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         server.start()
+        # moto's backends live in this process, shared by every server it starts: begin from empty.
+        endpoint = f"http://127.0.0.1:{port}"
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30)
         try:
-            yield cls(f"http://127.0.0.1:{port}", region, server)
+            yield cls(endpoint, region, server)
         finally:
             if not keep:
                 server.stop()
