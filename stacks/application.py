@@ -8,6 +8,7 @@ from .config import AppConfig
 from .data_stack import DataStack
 from .nag import add_rule_packs, apply_acknowledgments
 from .network_stack import NetworkStack, Placement
+from .pruning_stack import PruningStack
 from .serving_stack import ServingStack
 from .training_stack import TrainingStack
 
@@ -52,6 +53,18 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
             termination_protection=config.termination_protection,
             description=f"{config.app_name} {config.env_name}: {config.serving.model_name} on "
             f"{config.serving.instance_type} (LMI NeuronX), autoscaling, alarms, dashboard",
+            **common,
+        )
+    if config.pruning.enabled:
+        stacks["Pruning"] = PruningStack(
+            app,
+            config.stack_id("Pruning"),
+            config=config,
+            bucket=data.bucket,
+            key=data.key,
+            termination_protection=config.termination_protection,
+            description=f"{config.app_name} {config.env_name}: NAS pruning (super-network, tuning job, Pareto "
+            "selection, export) and the base/pruned encoder endpoints",
             **common,
         )
     for key, value in config.all_tags.items():

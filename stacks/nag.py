@@ -111,6 +111,48 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
 )
 
 
+_PRUNING_JOB_POLICIES = ("JobRole/Policy/Resource", "SelectRole/Policy/Resource")
+_PRUNING_REASONS = (
+    ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+     "/aws/sagemaker/TrainingJobs namespace)"),
+    (f"{_DATA_BUCKET_ARN}/datasets/*", "The super-network and trial jobs read the dataset given per execution, "
+     "any folder under datasets/; read only."),
+    (f"{_DATA_BUCKET_ARN}/pruning/*", "Each run writes and reads back its jobs' outputs, trials, Pareto front and "
+     "models under pruning/<run>/; the run name is generated per execution."),
+    (f"{_DATA_BUCKET_ARN}/checkpoints/*", "Super-network checkpoints are written and read back on resume under "
+     "checkpoints/<run>/; the run name is generated per execution."),
+    (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*", "SageMaker creates and describes the account-wide "
+     "/aws/sagemaker/TrainingJobs log group; writes are limited to own streams."),
+    (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{job_prefix}}-*", "Log streams are named "
+     "after the generated job names (trials too), which all start with this environment's pruning prefix."),
+)
+_SAGEMAKER_ARN = "arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>"
+ACKNOWLEDGED += (
+    *(
+        Acknowledged("Pruning", path, f"AwsSolutions-IAM5[Resource::{resource}]", reason)
+        for path in _PRUNING_JOB_POLICIES
+        for resource, reason in _PRUNING_REASONS
+        if not (path.startswith("SelectRole") and ("datasets" in resource or "checkpoints" in resource))
+    ),
+    *(
+        Acknowledged("Pruning", path, f"AwsSolutions-IAM5[Resource::{_SAGEMAKER_ARN}:{kind}/{{job_prefix}}-*]",
+                     "Job names are generated per execution (trial names by the tuning job); only jobs whose "
+                     "names start with this environment's pruning prefix.")
+        for path in ("Workflow/Policy/Resource", "SelectApiPolicy/Resource")
+        for kind in ("training-job", "hyper-parameter-tuning-job")
+    ),
+    Acknowledged("Pruning", "Workflow/Policy/Resource", "AwsSolutions-IAM5[Resource::*]",
+                 _AWS_REQUIRES_STAR + " (CloudWatch Logs vended-log delivery and X-Ray tracing of the state machine)."),
+    Acknowledged("Pruning", "EndpointPolicy/Resource", "AwsSolutions-IAM5[Resource::*{endpoints}]",
+                 _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+                 "SageMaker endpoint namespaces)"),
+    Acknowledged("Pruning", "EndpointPolicy/Resource",
+                 f"AwsSolutions-IAM5[Resource::{_LOGS_ARN}:log-group:/aws/sagemaker/Endpoints/*{{endpoints}}]",
+                 "Endpoint log groups are named after the CloudFormation-generated endpoint names, which the role "
+                 "cannot reference without a dependency cycle."),
+)
+
+
 _DEFAULT_SG = (
     "Nothing uses the VPC's default security group: every job, model and endpoint names the job security group. "
     "Closing it takes CDK's custom-resource Lambda, itself a new network-attached principal; the VPC has no "
@@ -149,12 +191,13 @@ def apply_acknowledgments(stacks: dict[str, Stack]) -> None:
         stack = stacks.get(entry.unit)
         if stack is None:
             continue
+        rule = rule_id(entry, stack)
+        if rule is None:  # a `{name}` detail that this environment does not have (e.g. no endpoints)
+            continue
         target = _find(stack, entry.path)
         if target is None:
             raise LookupError(f"nag acknowledgment {entry.rule} points at missing {entry.unit}/{entry.path}")
-        rule = rule_id(entry, stack)
-        if rule is not None:
-            Validations.of(target).acknowledge(Acknowledgment(id=rule, reason=entry.reason))
+        Validations.of(target).acknowledge(Acknowledgment(id=rule, reason=entry.reason))
 
 
 def rule_id(entry: Acknowledged, stack: Stack) -> str | None:

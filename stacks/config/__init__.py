@@ -4,7 +4,8 @@ from .app_config import AppConfig
 from .data import DataConfig
 from .errors import ConfigError
 from .loader import load_config
+from .pruning import PruningConfig
 from .serving import ServingConfig
 from .training import TrainingConfig
 
-__all__ = ["AppConfig", "ConfigError", "DataConfig", "ServingConfig", "TrainingConfig", "load_config"]
+__all__ = ["AppConfig", "ConfigError", "DataConfig", "PruningConfig", "ServingConfig", "TrainingConfig", "load_config"]
