@@ -26,6 +26,7 @@ from constructs import Construct
 
 from .training_input import DATASETS_PREFIX
 from .training_job import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
+from .workflow_shell import logged_state_machine, shell_statements
 
 # Raised by the CreateTrainingJob/DescribeTrainingJob calls themselves: worth retrying with backoff.
 API_RETRY_ERRORS = (
@@ -240,46 +241,10 @@ class TrainingWorkflow(Construct):
             roles=[self.role],
             statements=[
                 *role_statements,
-                iam.PolicyStatement(sid="NotifyFailure", actions=["sns:Publish"], resources=[topic.topic_arn]),
-                iam.PolicyStatement(
-                    sid="EncryptNotification",  # the topic is encrypted with the data key
-                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
-                    resources=[key.key_arn],
-                ),
-                iam.PolicyStatement(
-                    sid="RecordModel", actions=["ssm:PutParameter"], resources=[model_parameter.parameter_arn]
-                ),
-                iam.PolicyStatement(
-                    sid="LogDeliveryAndTracing",  # vended-log delivery and X-Ray have no resource-level scoping
-                    actions=[
-                        "logs:CreateLogDelivery",
-                        "logs:DeleteLogDelivery",
-                        "logs:DescribeLogGroups",
-                        "logs:DescribeResourcePolicies",
-                        "logs:GetLogDelivery",
-                        "logs:ListLogDeliveries",
-                        "logs:PutResourcePolicy",
-                        "logs:UpdateLogDelivery",
-                        "xray:GetSamplingRules",
-                        "xray:GetSamplingTargets",
-                        "xray:PutTelemetryRecords",
-                        "xray:PutTraceSegments",
-                    ],
-                    resources=["*"],
-                ),
+                *shell_statements(topic=topic, key=key, model_parameter=model_parameter),
             ],
         )
-        self.state_machine = sfn.StateMachine(
-            self,
-            "StateMachine",
-            definition_body=sfn.DefinitionBody.from_chainable(start),
-            role=self.role.without_policy_updates(),
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
-            tracing_enabled=True,
+        self.state_machine = logged_state_machine(
+            self, start=start, role=self.role, policy=self.policy, log_group=self.log_group,
             comment="QLoRA training: SageMaker createTrainingJob.sync, model prefix to SSM, failures to SNS",
-        )
-        # Step Functions checks log delivery permissions on create: the policy must be attached first. Written
-        # as an override because CDK would also list the role, which RoleArn already implies (cfn-lint W3005).
-        self.state_machine.node.default_child.add_override(
-            "DependsOn", [Stack.of(self).get_logical_id(self.policy.node.default_child)]
         )

@@ -1,0 +1,75 @@
+"""What every state machine of the platform shares: its notify/record/log/trace permissions and its logged,
+traced StateMachine resource, so the training and pruning workflows cannot drift apart on them."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_ssm as ssm
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+LOG_DELIVERY_AND_TRACING_ACTIONS = [
+    "logs:CreateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:DescribeLogGroups",
+    "logs:DescribeResourcePolicies",
+    "logs:GetLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:UpdateLogDelivery",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    "xray:PutTelemetryRecords",
+    "xray:PutTraceSegments",
+]
+
+
+def shell_statements(
+    *, topic: sns.ITopic, key: kms.IKey, model_parameter: ssm.IStringParameter
+) -> list[iam.PolicyStatement]:
+    """Publish failures to the (KMS-encrypted) topic, record the model in SSM, deliver logs and traces."""
+    return [
+        iam.PolicyStatement(sid="NotifyFailure", actions=["sns:Publish"], resources=[topic.topic_arn]),
+        iam.PolicyStatement(
+            sid="EncryptNotification",  # the topic is encrypted with the data key
+            actions=["kms:GenerateDataKey", "kms:Decrypt"],
+            resources=[key.key_arn],
+        ),
+        iam.PolicyStatement(sid="RecordModel", actions=["ssm:PutParameter"], resources=[model_parameter.parameter_arn]),
+        iam.PolicyStatement(
+            sid="LogDeliveryAndTracing",  # vended-log delivery and X-Ray have no resource-level scoping
+            actions=LOG_DELIVERY_AND_TRACING_ACTIONS,
+            resources=["*"],
+        ),
+    ]
+
+
+def logged_state_machine(
+    scope: Construct,
+    *,
+    start: sfn.IChainable,
+    role: iam.Role,
+    policy: iam.ManagedPolicy | iam.Policy,
+    log_group: logs.ILogGroup,
+    comment: str,
+) -> sfn.StateMachine:
+    """A StateMachine logging ALL (with execution data) to `log_group`, X-Ray on, created after its policy."""
+    state_machine = sfn.StateMachine(
+        scope,
+        "StateMachine",
+        definition_body=sfn.DefinitionBody.from_chainable(start),
+        role=role.without_policy_updates(),
+        logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+        tracing_enabled=True,
+        comment=comment,
+    )
+    # Step Functions checks log delivery permissions on create: the policy must be attached first. Written
+    # as an override because CDK would also list the role, which RoleArn already implies (cfn-lint W3005).
+    state_machine.node.default_child.add_override(
+        "DependsOn", [Stack.of(scope).get_logical_id(policy.node.default_child)]
+    )
+    return state_machine
