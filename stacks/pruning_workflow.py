@@ -30,7 +30,7 @@ from constructs import Construct
 from .training_input import DATASETS_PREFIX
 from .training_job import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
 from .training_workflow import API_RETRY_ERRORS
-from .workflow_shell import logged_state_machine, shell_statements
+from .workflow_shell import logged_state_machine, record_model_task, shell_statements
 
 CREATE_TUNING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createHyperParameterTuningJob.sync"
 PRUNING_PREFIX = "pruning/"
@@ -229,21 +229,9 @@ class PruningWorkflow(Construct):
             "$.export",
         )
 
-        record = tasks.CallAwsService(
-            self,
-            "RecordModel",
-            service="ssm",
-            action="putParameter",
-            parameters={
-                "Name": model_parameter.parameter_name,
-                "Value": sfn.JsonPath.string_at("$.export.model_s3_uri"),
-                "Type": "String",
-                "Overwrite": True,
-            },
-            iam_resources=[model_parameter.parameter_arn],  # listed again in the managed policy below
-            result_path=sfn.JsonPath.DISCARD,
+        record = record_model_task(
+            self, model_parameter=model_parameter, value_path="$.export.model_s3_uri", notify=notify
         )
-        record.add_catch(notify, errors=["States.ALL"], result_path="$.error")
         done = sfn.Pass(
             self,
             "Done",

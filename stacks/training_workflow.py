@@ -26,7 +26,7 @@ from constructs import Construct
 
 from .training_input import DATASETS_PREFIX
 from .training_job import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
-from .workflow_shell import logged_state_machine, shell_statements
+from .workflow_shell import logged_state_machine, record_model_task, shell_statements
 
 # Raised by the CreateTrainingJob/DescribeTrainingJob calls themselves: worth retrying with backoff.
 API_RETRY_ERRORS = (
@@ -180,21 +180,9 @@ class TrainingWorkflow(Construct):
         train.add_catch(capacity, errors=["States.TaskFailed"], result_path="$.error")
         train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
 
-        record = tasks.CallAwsService(
-            self,
-            "RecordModel",
-            service="ssm",
-            action="putParameter",
-            parameters={
-                "Name": model_parameter.parameter_name,
-                "Value": sfn.JsonPath.string_at("$.training.model_s3_uri"),
-                "Type": "String",
-                "Overwrite": True,
-            },
-            iam_resources=[model_parameter.parameter_arn],  # listed again in the managed policy below
-            result_path=sfn.JsonPath.DISCARD,
+        record = record_model_task(
+            self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
         )
-        record.add_catch(notify, errors=["States.ALL"], result_path="$.error")
         done = sfn.Pass(
             self,
             "Done",

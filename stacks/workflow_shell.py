@@ -10,6 +10,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 LOG_DELIVERY_AND_TRACING_ACTIONS = [
@@ -73,3 +74,25 @@ def logged_state_machine(
         "DependsOn", [Stack.of(scope).get_logical_id(policy.node.default_child)]
     )
     return state_machine
+
+
+def record_model_task(
+    scope: Construct, *, model_parameter: ssm.IStringParameter, value_path: str, notify: sfn.IChainable
+) -> tasks.CallAwsService:
+    """`RecordModel`: write the S3 URI at `value_path` to the environment's model parameter; failures notify."""
+    record = tasks.CallAwsService(
+        scope,
+        "RecordModel",
+        service="ssm",
+        action="putParameter",
+        parameters={
+            "Name": model_parameter.parameter_name,
+            "Value": sfn.JsonPath.string_at(value_path),
+            "Type": "String",
+            "Overwrite": True,
+        },
+        iam_resources=[model_parameter.parameter_arn],  # listed again in shell_statements
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    record.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+    return record
