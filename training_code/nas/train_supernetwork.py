@@ -61,7 +61,20 @@ def parse_args(argv=None) -> argparse.Namespace:
         "whose [CLS] vector ignores the input)",
     )
     parser.add_argument("--temperature", type=float, default=1.0, help="distillation temperature (kd)")
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=5, help="all epochs, the teacher epochs included")
+    parser.add_argument(
+        "--teacher-epochs",
+        type=int,
+        default=1,
+        help="sandwich/kd: the first N epochs fine-tune the full network alone (the teacher)",
+    )
+    parser.add_argument(
+        "--rewire",
+        choices=("true", "false"),
+        default="true",
+        help="after the teacher epochs, order each layer's heads and FFN units by importance, so the "
+        "prefixes sub-networks keep are the important ones",
+    )
     parser.add_argument("--learning-rate", type=float, default=2e-5)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-length", type=int, default=128)
@@ -85,6 +98,8 @@ def settings_from_args(args) -> TrainSettings:
         max_length=args.max_length,
         seed=args.seed,
         max_steps=args.max_steps,
+        teacher_epochs=args.teacher_epochs,
+        rewire=args.rewire == "true",
     )
 
 
@@ -115,7 +130,10 @@ def main(argv=None) -> int:
     from nas_export import count_model_parameters
     from nas_masks import model_dims
 
-    settings = settings_from_args(args)
+    try:
+        settings = settings_from_args(args)
+    except ValueError as error:
+        raise SystemExit(f"train_supernetwork.py: {error}") from None
     splits = load_data(args)
     resume_folder, start_epoch, optimizer_state = resume_point(args.checkpoint_dir)
     model, tokenizer = load_classifier(resume_folder or args.model_name_or_path)
@@ -125,6 +143,8 @@ def main(argv=None) -> int:
         "base_model": args.model_name_or_path,
         "search_space": args.search_space,
         "strategy": args.strategy,
+        "teacher_epochs": settings.teacher_epochs,
+        "rewired": settings.rewire and settings.strategy != "standard" and settings.teacher_epochs > 0,
         "max_length": args.max_length,
         "dims": asdict(dims),
         "num_parameters": num_parameters,

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
+import tarfile
 
+import boto3
 import evaluate_subnetwork
+import export_models
 import export_subnetwork
 import search_subnetworks
 import select_pareto
 import torch
 import train_supernetwork
+from moto import mock_aws
 from nas_cli import load_classifier
 from nas_masks import SubnetworkMasks
 from nas_metrics import parse_metrics
@@ -49,14 +54,15 @@ def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir,
     train = (
         f"--model-name-or-path {minilm_path} --output-dir {supernet} --checkpoint-dir {tmp_path / 'ckpt'} "
         "--strategy kd --search-space per_layer --batch-size 4 --max-length 64 --max-steps 1 "
-        "--learning-rate 1e-4"
+        "--learning-rate 1e-4 --teacher-epochs 1"
     ).split()
-    assert train_supernetwork.main([*data, *train, "--epochs", "1"]) == 0
-    assert train_supernetwork.main([*data, *train, "--epochs", "2"]) == 0  # resumes after epoch 1
+    assert train_supernetwork.main([*data, *train, "--epochs", "2"]) == 0  # teacher, rewire, kd
+    assert train_supernetwork.main([*data, *train, "--epochs", "3"]) == 0  # resumes after epoch 2
     logged = capsys.readouterr().out
-    assert "at epoch 2" in logged
+    assert "at epoch 3" in logged
     epochs = metric_lines(logged)
-    assert [m["epoch"] for m in epochs] == [1.0, 2.0]
+    assert [m["epoch"] for m in epochs] == [1.0, 2.0, 3.0]
+    assert json.loads((supernet / "nas_supernet.json").read_text())["rewired"] is True
     assert set(epochs[0]) == {"epoch", "train_loss", "num_parameters", "validation_error"}
     assert epochs[0]["num_parameters"] == 22_713_986
 
@@ -117,3 +123,26 @@ def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir,
     with torch.no_grad(), masks.use(SubnetConfig.from_dict(chosen["subnet"])):
         masked = model(**batch).logits
     torch.testing.assert_close(torch.tensor(result["logits"]), masked, atol=LOGITS_ATOL, rtol=0)
+
+    # The stack's export step: the same pick plus the unpruned network, packed and uploaded for the base endpoint.
+    base_uri = "s3://artifacts/pruning/run-1/base/model.tar.gz"
+    exporting = (
+        f"--model-dir {supernet} --pareto-file {search / 'pareto.json'} --index {index} "
+        f"--output-dir {tmp_path / 'job-model'} --base-output-dir {tmp_path / 'base'} "
+        f"--base-output-s3-uri {base_uri} --inference-code-dir {HANDLER_DIR}"
+    )
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="artifacts")
+        assert export_models.main(exporting.split(), s3=s3) == 0
+        archive = s3.get_object(Bucket="artifacts", Key="pruning/run-1/base/model.tar.gz")["Body"].read()
+    assert json.loads((tmp_path / "job-model" / "config.json").read_text()) == json.loads(
+        (export / "config.json").read_text()
+    )
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        names = set(tar.getnames())
+        base_config = json.load(tar.extractfile("config.json"))
+    assert {"config.json", "model.safetensors", "tokenizer.json", "code/inference.py"} <= names
+    assert not any(name.startswith(("/", "base/")) for name in names)  # files at the archive root
+    assert base_config["architectures"] == ["BertForSequenceClassification"]
+    assert (base_config["num_hidden_layers"], base_config["intermediate_size"]) == (6, 1536)

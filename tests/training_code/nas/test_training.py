@@ -60,3 +60,64 @@ def test_sandwich_lower_bound_mixes_tokens(classifier):
         assert all(c.num_layers >= 2 for c in subnetworks_for_step(settings, masks, random.Random(1)))
     finally:
         masks.remove()
+
+
+def test_teacher_epochs_come_first_and_must_leave_super_network_epochs():
+    from nas_training import training_phases
+
+    teacher, supernet = training_phases(TrainSettings(strategy="kd", epochs=5, teacher_epochs=2))
+    assert (teacher.first, teacher.last, teacher.settings.strategy, teacher.rewire_after) == (1, 2, "standard", True)
+    assert (supernet.first, supernet.last, supernet.settings.strategy, supernet.rewire_after) == (3, 5, "kd", False)
+    assert not training_phases(TrainSettings(strategy="kd", epochs=5, teacher_epochs=1, rewire=False))[0].rewire_after
+    assert len(training_phases(TrainSettings(strategy="sandwich", epochs=2, teacher_epochs=0))) == 1
+    assert len(training_phases(TrainSettings(strategy="standard", epochs=2, teacher_epochs=7))) == 1
+    with pytest.raises(ValueError, match="teacher_epochs 3 must be in 0..epochs-1"):
+        TrainSettings(strategy="kd", epochs=3, teacher_epochs=3)
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_resumed_training_matches_an_uninterrupted_run_across_the_rewiring(classifier, sample_data_dir):
+    """Checkpoints after the teacher epoch (rewired) and inside the kd phase resume bit for bit."""
+    from nas_training import train_supernetwork
+
+    tokenizer = classifier[1]
+    splits = load_splits("jsonl", sample_data_dir)
+    train, validation = splits["train"][:4], splits["validation"][:2]
+    settings = TrainSettings(
+        strategy="kd", epochs=3, teacher_epochs=1, batch_size=2, max_length=32, max_steps=1, learning_rate=1e-3
+    )
+    uninterrupted = copy.deepcopy(classifier[0])
+    history = train_supernetwork(uninterrupted, tokenizer, train, validation, settings)["history"]
+    assert [h["epoch"] for h in history] == [1, 2, 3]
+
+    saved = {}
+
+    def stop_after(epoch_to_stop):
+        def on_epoch_end(epoch, loss, error, optimizer, scheduler):
+            if epoch == epoch_to_stop:
+                saved.update(
+                    weights=copy.deepcopy(model.state_dict()),
+                    state={"optimizer": copy.deepcopy(optimizer.state_dict()), "scheduler": scheduler.state_dict()},
+                )
+                raise _Interrupted
+
+        return on_epoch_end
+
+    model, start, state = copy.deepcopy(classifier[0]), 1, None
+    for stop in (1, 2):
+        with pytest.raises(_Interrupted):
+            train_supernetwork(model, tokenizer, train, validation, settings, stop_after(stop), start, state)
+        model = copy.deepcopy(classifier[0])
+        model.load_state_dict(saved["weights"])
+        start, state = stop + 1, saved["state"]
+    train_supernetwork(model, tokenizer, train, validation, settings, None, start, state)
+    for (name, expected), got in zip(uninterrupted.state_dict().items(), model.state_dict().values(), strict=True):
+        assert torch.equal(expected, got), name
+    # The rewiring really happened: layer 0's query rows are no longer the pre-trained order.
+    assert not torch.equal(
+        model.bert.encoder.layer[0].attention.self.query.weight,
+        classifier[0].bert.encoder.layer[0].attention.self.query.weight,
+    )
