@@ -52,6 +52,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="the unpruned model to compare with: the super-network's full network, or a separate plain "
         "fine-tune (strategy standard; costs another training run)",
     )
+    parser.add_argument("--seed", type=int, default=42, help="super-network training seed")
+    parser.add_argument("--search-seed", type=int, default=0, help="searcher seed")
     parser.add_argument("--num-samples", type=int, default=80)
     parser.add_argument("--search-latency-repeats", type=int, default=5)
     parser.add_argument("--objectives", default="validation_error,num_parameters,latency_ms")
@@ -169,7 +171,7 @@ def main(argv=None) -> int:
     common = (
         f"--model-name-or-path {model} --data-dir {args.data_dir} --epochs {args.epochs} "
         f"--learning-rate {args.learning_rate} --batch-size {args.batch_size} --max-length {args.max_length} "
-        f"--num-threads {args.num_threads}"
+        f"--num-threads {args.num_threads} --seed {args.seed}"
     ).split()
     supernet = (
         f"--strategy {args.strategy} --num-random-subnets {args.num_random_subnets} "
@@ -178,7 +180,7 @@ def main(argv=None) -> int:
     search = (
         f"--model-dir {work / 'supernet'} --data-dir {args.data_dir} --output-dir {work / 'search'} "
         f"--num-samples {args.num_samples} --searcher {args.searcher} --num-threads {args.num_threads} "
-        f"--latency-repeats {args.search_latency_repeats} --objectives {args.objectives}"
+        f"--latency-repeats {args.search_latency_repeats} --objectives {args.objectives} --seed {args.search_seed}"
     ).split()
     export = (
         f"--model-dir {work / 'supernet'} --pareto-file {work / 'search' / 'pareto.json'} "
