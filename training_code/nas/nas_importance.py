@@ -14,44 +14,31 @@ labelled batches of the training split.
 from __future__ import annotations
 
 import torch
-from nas_masks import encoder_layers
+from nas_masks import SubnetworkMasks, encoder_layers
 from torch import nn
 
 
-def _gate_hook(gate: torch.Tensor, repeat: int):
-    def apply_gate(module, args):
-        return (args[0] * gate.repeat_interleave(repeat).to(args[0].dtype),) + tuple(args[1:])
-
-    return apply_gate
-
-
-def importance_scores(model: nn.Module, batches) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """(head scores, unit scores) per layer, from |dLoss/dgate| summed over ``batches`` (with labels)."""
-    config = model.config
-    head_size = config.hidden_size // config.num_attention_heads
-    layers = encoder_layers(model)
-    head_gates = [torch.ones(config.num_attention_heads, requires_grad=True) for _ in layers]
-    unit_gates = [torch.ones(config.intermediate_size, requires_grad=True) for _ in layers]
-    head_scores = [torch.zeros(config.num_attention_heads) for _ in layers]
-    unit_scores = [torch.zeros(config.intermediate_size) for _ in layers]
-    handles = []
-    for layer, head_gate, unit_gate in zip(layers, head_gates, unit_gates, strict=True):
-        handles.append(layer.attention.output.dense.register_forward_pre_hook(_gate_hook(head_gate, head_size)))
-        handles.append(layer.output.dense.register_forward_pre_hook(_gate_hook(unit_gate, 1)))
+def importance_scores(masks: SubnetworkMasks, batches) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """(head scores, unit scores) per layer of ``masks.model``, from |dLoss/dgate| summed over ``batches``
+    (with labels); the gates ride on the masks' hooks, scaled by 1.0, so the outputs are unchanged."""
+    model, dims = masks.model, masks.dims
+    device = model.device
+    head_gates = [torch.ones(dims.num_heads, device=device, requires_grad=True) for _ in range(dims.num_layers)]
+    unit_gates = [torch.ones(dims.intermediate_size, device=device, requires_grad=True) for _ in range(dims.num_layers)]
+    head_scores = [torch.zeros(dims.num_heads, device=device) for _ in range(dims.num_layers)]
+    unit_scores = [torch.zeros(dims.intermediate_size, device=device) for _ in range(dims.num_layers)]
     was_training = model.training
     model.eval()
     try:
         for batch in batches:
-            labels = batch["labels"]
             inputs = {k: v for k, v in batch.items() if k != "labels"}
-            loss = nn.functional.cross_entropy(model(**inputs).logits, labels)
+            with masks.scaled(head_gates, unit_gates):
+                loss = nn.functional.cross_entropy(model(**inputs).logits, batch["labels"])
             gradients = torch.autograd.grad(loss, head_gates + unit_gates)
-            for i in range(len(layers)):
+            for i in range(dims.num_layers):
                 head_scores[i] += gradients[i].abs()
-                unit_scores[i] += gradients[len(layers) + i].abs()
+                unit_scores[i] += gradients[dims.num_layers + i].abs()
     finally:
-        for handle in handles:
-            handle.remove()
         model.train(was_training)
     return head_scores, unit_scores
 
@@ -73,7 +60,7 @@ def rewire(model: nn.Module, head_scores: list[torch.Tensor], unit_scores: list[
     applied = []
     for layer, heads, units in zip(encoder_layers(model), head_scores, unit_scores, strict=True):
         head_order = torch.argsort(heads, descending=True, stable=True)
-        rows = (head_order[:, None] * head_size + torch.arange(head_size)).reshape(-1)
+        rows = (head_order[:, None] * head_size + torch.arange(head_size, device=head_order.device)).reshape(-1)
         attention = layer.attention
         for projection in (attention.self.query, attention.self.key, attention.self.value):
             _permute_rows(projection, rows)

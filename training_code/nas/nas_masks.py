@@ -58,6 +58,23 @@ class SubnetworkMasks:
         mask[: kept * repeat] = 1.0
         return mask
 
+    def _clear(self) -> None:
+        for i in range(self.dims.num_layers):
+            self._head_masks[i] = None
+            self._unit_masks[i] = None
+
+    @contextlib.contextmanager
+    def scaled(self, head_factors: list[torch.Tensor], unit_factors: list[torch.Tensor]):
+        """Within the block, each layer's head contexts and FFN units are multiplied by per-head and per-unit
+        factors (gates that autograd can differentiate: ``nas_importance`` reads their gradients)."""
+        for i in range(self.dims.num_layers):
+            self._head_masks[i] = head_factors[i].repeat_interleave(self.head_size)
+            self._unit_masks[i] = unit_factors[i]
+        try:
+            yield
+        finally:
+            self._clear()
+
     @contextlib.contextmanager
     def use(self, config: SubnetConfig | None):
         """Within the block, forward passes run the sub-network ``config`` (None: the full network)."""
@@ -77,9 +94,7 @@ class SubnetworkMasks:
             yield
         finally:
             encoder.layer = self.all_layers
-            for i in range(self.dims.num_layers):
-                self._head_masks[i] = None
-                self._unit_masks[i] = None
+            self._clear()
 
     def remove(self) -> None:
         for handle in self._handles:

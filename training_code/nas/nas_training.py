@@ -217,10 +217,10 @@ def train_epoch(
     return sum(losses) / len(losses)
 
 
-def rewire_by_importance(model, tokenizer, train: list[Pair], settings: TrainSettings) -> None:
+def rewire_by_importance(masks: SubnetworkMasks, tokenizer, train: list[Pair], settings: TrainSettings) -> None:
     """Reorders heads and units by their importance for the loss on the training split."""
-    scores = importance_scores(model, batches(train, tokenizer, settings.batch_size, settings.max_length))
-    rewire(model, *scores)
+    scores = importance_scores(masks, batches(train, tokenizer, settings.batch_size, settings.max_length))
+    rewire(masks.model, *scores)
 
 
 def train_supernetwork(
@@ -252,7 +252,7 @@ def train_supernetwork(
             for epoch in range(max(start_epoch, phase.first), phase.last + 1):
                 loss = train_epoch(model, masks, tokenizer, train, phase.settings, optimizer, scheduler, epoch)
                 if epoch == phase.last and phase.rewire_after:
-                    rewire_by_importance(model, tokenizer, train, settings)
+                    rewire_by_importance(masks, tokenizer, train, settings)
                 error = error_rate(model, tokenizer, validation, settings.max_length)
                 history.append({"epoch": epoch, "train_loss": loss, "validation_error": error})
                 if on_epoch_end is not None:

@@ -30,7 +30,7 @@ from nas_cli import (
 )
 from nas_metrics import format_metrics
 from nas_search_space import SPACES
-from nas_training import STRATEGIES, TrainSettings, train_supernetwork
+from nas_training import STRATEGIES, TrainSettings, train_supernetwork, training_phases
 
 TRAINER_STATE = "trainer_state.pt"
 
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
         "search_space": args.search_space,
         "strategy": args.strategy,
         "teacher_epochs": settings.teacher_epochs,
-        "rewired": settings.rewire and settings.strategy != "standard" and settings.teacher_epochs > 0,
+        "rewired": any(phase.rewire_after for phase in training_phases(settings)),
         "max_length": args.max_length,
         "dims": asdict(dims),
         "num_parameters": num_parameters,

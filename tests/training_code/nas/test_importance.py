@@ -15,20 +15,28 @@ def _batches(tokenizer, sample_data_dir, rows=8):
     return list(batches(load_splits("jsonl", sample_data_dir)["train"][:rows], tokenizer, 4, 32))
 
 
+def _scores(model, data):
+    masks = SubnetworkMasks(model)
+    try:
+        return importance_scores(masks, data)
+    finally:
+        masks.remove()
+
+
 def test_rewiring_keeps_the_full_network_and_sorts_scores(classifier, sample_data_dir):
     model, tokenizer = copy.deepcopy(classifier[0]), classifier[1]
     data = _batches(tokenizer, sample_data_dir)
     inputs = {k: v for k, v in data[0].items() if k != "labels"}
     with torch.no_grad():
         before = model(**inputs).logits
-    heads, units = importance_scores(model, data)
+    heads, units = _scores(model, data)
     assert all(float(h.sum()) > 0 for h in heads) and all(float(u.sum()) > 0 for u in units)
     orders = rewire(model, heads, units)
     with torch.no_grad():
         torch.testing.assert_close(model(**inputs).logits, before, atol=1e-5, rtol=0)
     assert sorted(orders[0]["heads"]) == list(range(model.config.num_attention_heads))
     assert orders[0]["heads"] != list(range(model.config.num_attention_heads))  # something moved
-    heads_after, units_after = importance_scores(model, data)
+    heads_after, units_after = _scores(model, data)
     for i, (h, u) in enumerate(zip(heads_after, units_after, strict=True)):
         torch.testing.assert_close(h, heads[i][orders[i]["heads"]], rtol=1e-3, atol=1e-6)
         assert torch.all(h[:-1] >= h[1:] - 1e-6 * h.max())  # descending: prefixes keep the best
@@ -40,7 +48,7 @@ def test_rewired_prefix_keeps_the_most_important_head(classifier, sample_data_di
     model, tokenizer = copy.deepcopy(classifier[0]), classifier[1]
     data = _batches(tokenizer, sample_data_dir)
     inputs = {k: v for k, v in data[0].items() if k != "labels"}
-    heads, units = importance_scores(model, data)
+    heads, units = _scores(model, data)
     top_head = int(torch.argmax(heads[0]))
     layers = model.config.num_hidden_layers
     original = copy.deepcopy(model)
