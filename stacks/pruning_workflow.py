@@ -17,20 +17,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from .training_input import DATASETS_PREFIX
 from .training_job import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
-from .training_workflow import API_RETRY_ERRORS
-from .workflow_shell import logged_state_machine, record_model_task, shell_statements
+from .workflow_shell import (
+    failure_path,
+    logged_state_machine,
+    record_model_task,
+    retry_api_errors,
+    shell_statements,
+)
 
 CREATE_TUNING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createHyperParameterTuningJob.sync"
 PRUNING_PREFIX = "pruning/"
@@ -136,21 +140,8 @@ class PruningWorkflow(Construct):
             },
             result_path="$.error",
         )
-        notify = tasks.SnsPublish(
-            self,
-            "Notify",
-            topic=topic,
-            subject="Pruning failed",
-            message=sfn.TaskInput.from_object({
-                "execution": sfn.JsonPath.execution_id,
-                "error": sfn.JsonPath.object_at("$.error"),
-                "input": sfn.JsonPath.object_at("$$.Execution.Input"),
-            }),
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        failed = sfn.Fail(self, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
+        notify = failure_path(self, topic=topic, subject="Pruning failed")
         invalid.next(notify)
-        notify.next(failed)
 
         start_time = sfn.Pass(
             self,
@@ -177,14 +168,7 @@ class PruningWorkflow(Construct):
                     "ResultPath": result_path,
                 },
             )
-            state.add_retry(
-                errors=list(API_RETRY_ERRORS),
-                interval=Duration.seconds(30),
-                max_attempts=4,
-                backoff_rate=2,
-                max_delay=Duration.minutes(10),
-                jitter_strategy=sfn.JitterType.FULL,
-            )
+            retry_api_errors(state)
             state.add_catch(notify, errors=["States.ALL"], result_path="$.error")
             return state
 

@@ -14,27 +14,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from .training_input import DATASETS_PREFIX
 from .training_job import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
-from .workflow_shell import logged_state_machine, record_model_task, shell_statements
-
-# Raised by the CreateTrainingJob/DescribeTrainingJob calls themselves: worth retrying with backoff.
-API_RETRY_ERRORS = (
-    "SageMaker.AmazonSageMakerException",
-    "SageMaker.ThrottlingException",
-    "SageMaker.ResourceLimitExceededException",
-    "ThrottlingException",
+from .workflow_shell import (
+    failure_path,
+    logged_state_machine,
+    record_model_task,
+    retry_api_errors,
+    shell_statements,
 )
+
 # A .sync job that fails reports States.TaskFailed; its Cause (the DescribeTrainingJob JSON) tells capacity apart.
 CAPACITY_CAUSE_PATTERNS = ("*CapacityError*", "*InsufficientCapacity*")
 MAX_JOB_NAME = 63
@@ -87,21 +85,8 @@ class TrainingWorkflow(Construct):
             },
             result_path="$.error",
         )
-        notify = tasks.SnsPublish(
-            self,
-            "Notify",
-            topic=topic,
-            subject="Training failed",
-            message=sfn.TaskInput.from_object({
-                "execution": sfn.JsonPath.execution_id,
-                "error": sfn.JsonPath.object_at("$.error"),
-                "input": sfn.JsonPath.object_at("$$.Execution.Input"),
-            }),
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        failed = sfn.Fail(self, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
+        notify = failure_path(self, topic=topic, subject="Training failed")
         invalid.next(notify)
-        notify.next(failed)
 
         defaults = sfn.Pass(
             self,
@@ -141,14 +126,7 @@ class TrainingWorkflow(Construct):
                 "ResultPath": "$.training",
             },
         )
-        train.add_retry(
-            errors=list(API_RETRY_ERRORS),
-            interval=Duration.seconds(30),
-            max_attempts=4,
-            backoff_rate=2,
-            max_delay=Duration.minutes(10),
-            jitter_strategy=sfn.JitterType.FULL,
-        )
+        retry_api_errors(train)
 
         next_attempt = sfn.Pass(
             self,

@@ -1,9 +1,10 @@
-"""What every state machine of the platform shares: its notify/record/log/trace permissions and its logged,
-traced StateMachine resource, so the training and pruning workflows cannot drift apart on them."""
+"""What every state machine of the platform shares: its notify/record/log/trace permissions, its failure path
+(Notify -> Failed), the retry of SageMaker API errors and its logged, traced StateMachine resource, so the
+training and pruning workflows cannot drift apart on them."""
 
 from __future__ import annotations
 
-from aws_cdk import Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -13,6 +14,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+# Raised by the CreateTrainingJob/DescribeTrainingJob calls themselves: worth retrying with backoff.
+API_RETRY_ERRORS = (
+    "SageMaker.AmazonSageMakerException",
+    "SageMaker.ThrottlingException",
+    "SageMaker.ResourceLimitExceededException",
+    "ThrottlingException",
+)
 LOG_DELIVERY_AND_TRACING_ACTIONS = [
     "logs:CreateLogDelivery",
     "logs:DeleteLogDelivery",
@@ -96,3 +104,33 @@ def record_model_task(
     )
     record.add_catch(notify, errors=["States.ALL"], result_path="$.error")
     return record
+
+
+def failure_path(scope: Construct, *, topic: sns.ITopic, subject: str) -> tasks.SnsPublish:
+    """`Notify` (execution id, error and input to the topic) -> `Failed` (the error's Error/Cause)."""
+    notify = tasks.SnsPublish(
+        scope,
+        "Notify",
+        topic=topic,
+        subject=subject,
+        message=sfn.TaskInput.from_object({
+            "execution": sfn.JsonPath.execution_id,
+            "error": sfn.JsonPath.object_at("$.error"),
+            "input": sfn.JsonPath.object_at("$$.Execution.Input"),
+        }),
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    notify.next(sfn.Fail(scope, "Failed", error_path="$.error.Error", cause_path="$.error.Cause"))
+    return notify
+
+
+def retry_api_errors(state: sfn.CustomState) -> None:
+    """Throttling and transient SageMaker API errors: 4 retries, 30 s doubling (at most 10 min), full jitter."""
+    state.add_retry(
+        errors=list(API_RETRY_ERRORS),
+        interval=Duration.seconds(30),
+        max_attempts=4,
+        backoff_rate=2,
+        max_delay=Duration.minutes(10),
+        jitter_strategy=sfn.JitterType.FULL,
+    )
