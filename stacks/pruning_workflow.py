@@ -20,7 +20,6 @@ from typing import Any
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
@@ -33,7 +32,6 @@ from .workflow_shell import (
     logged_state_machine,
     record_model_task,
     retry_api_errors,
-    shell_statements,
 )
 
 CREATE_TUNING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createHyperParameterTuningJob.sync"
@@ -245,30 +243,14 @@ class PruningWorkflow(Construct):
         )
         start = sfn.Choice(self, "ValidateInput").when(valid, chain).otherwise(invalid)
 
-        self.log_group = logs.LogGroup(self, "Logs")
-        cfn_log_group = self.log_group.node.default_child
-        cfn_log_group.retention_in_days = log_retention_days
-        cfn_log_group.kms_key_id = key.key_arn  # the Data stack's key policy admits this account's log groups
-
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal(
-                "states.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}}
-            ),
-            description="Step Functions role of the NAS pruning state machine",
-        )
-        self.policy = iam.ManagedPolicy(
-            self,
-            "Policy",
-            description="NAS pruning state machine: its SageMaker jobs, the failure topic, the model parameter",
-            roles=[self.role],
-            statements=[
-                *role_statements,
-                *shell_statements(topic=topic, key=key, model_parameter=model_parameter),
-            ],
-        )
         self.state_machine = logged_state_machine(
-            self, start=start, role=self.role, policy=self.policy, log_group=self.log_group,
+            self,
+            start=start,
+            purpose="NAS pruning",
             comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
+            role_statements=role_statements,
+            topic=topic,
+            key=key,
+            model_parameter=model_parameter,
+            log_retention_days=log_retention_days,
         )

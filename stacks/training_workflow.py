@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Aws, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
@@ -30,7 +29,6 @@ from .workflow_shell import (
     logged_state_machine,
     record_model_task,
     retry_api_errors,
-    shell_statements,
 )
 
 # A .sync job that fails reports States.TaskFailed; its Cause (the DescribeTrainingJob JSON) tells capacity apart.
@@ -185,32 +183,14 @@ class TrainingWorkflow(Construct):
             .otherwise(invalid)
         )
 
-        self.log_group = logs.LogGroup(self, "Logs")
-        cfn_log_group = self.log_group.node.default_child
-        cfn_log_group.retention_in_days = log_retention_days  # validated against the allowed values in config
-        # The data key's policy (DataStack) lets CloudWatch Logs use it for this account's log groups.
-        cfn_log_group.kms_key_id = key.key_arn
-
-        # A customer-managed policy instead of CDK's inline default policy: every permission is listed here.
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal(
-                "states.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
-            ),
-            description="Step Functions role of the QLoRA training state machine",
-        )
-        self.policy = iam.ManagedPolicy(
-            self,
-            "Policy",
-            description="QLoRA training state machine: its SageMaker jobs, the failure topic, the model parameter",
-            roles=[self.role],
-            statements=[
-                *role_statements,
-                *shell_statements(topic=topic, key=key, model_parameter=model_parameter),
-            ],
-        )
         self.state_machine = logged_state_machine(
-            self, start=start, role=self.role, policy=self.policy, log_group=self.log_group,
+            self,
+            start=start,
+            purpose="QLoRA training",
             comment="QLoRA training: SageMaker createTrainingJob.sync, model prefix to SSM, failures to SNS",
+            role_statements=role_statements,
+            topic=topic,
+            key=key,
+            model_parameter=model_parameter,
+            log_retention_days=log_retention_days,
         )

@@ -4,7 +4,9 @@ training and pruning workflows cannot drift apart on them."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from collections.abc import Sequence
+
+from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -61,12 +63,39 @@ def logged_state_machine(
     scope: Construct,
     *,
     start: sfn.IChainable,
-    role: iam.Role,
-    policy: iam.ManagedPolicy | iam.Policy,
-    log_group: logs.ILogGroup,
+    purpose: str,
     comment: str,
+    role_statements: Sequence[iam.PolicyStatement],
+    topic: sns.ITopic,
+    key: kms.IKey,
+    model_parameter: ssm.IStringParameter,
+    log_retention_days: int,
 ) -> sfn.StateMachine:
-    """A StateMachine logging ALL (with execution data) to `log_group`, X-Ray on, created after its policy."""
+    """The state machine (`purpose`, e.g. "QLoRA training") with its KMS-encrypted log group (ALL, with
+    execution data), X-Ray tracing, and a role whose every permission sits in one customer-managed policy
+    (`role_statements` + the shell's), created before the state machine."""
+    log_group = logs.LogGroup(scope, "Logs")
+    cfn_log_group = log_group.node.default_child
+    cfn_log_group.retention_in_days = log_retention_days  # validated against the allowed values in config
+    # The data key's policy (DataStack) lets CloudWatch Logs use it for this account's log groups.
+    cfn_log_group.kms_key_id = key.key_arn
+
+    # A customer-managed policy instead of CDK's inline default policy: every permission is listed here.
+    role = iam.Role(
+        scope,
+        "Role",
+        assumed_by=iam.ServicePrincipal(
+            "states.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+        ),
+        description=f"Step Functions role of the {purpose} state machine",
+    )
+    policy = iam.ManagedPolicy(
+        scope,
+        "Policy",
+        description=f"{purpose} state machine: its SageMaker jobs, the failure topic, the model parameter",
+        roles=[role],
+        statements=[*role_statements, *shell_statements(topic=topic, key=key, model_parameter=model_parameter)],
+    )
     state_machine = sfn.StateMachine(
         scope,
         "StateMachine",
