@@ -13,7 +13,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Aws, CfnOutput, Stack
+from aws_cdk import Aws, CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -26,7 +26,7 @@ from .assets import build_content_addressed
 from .config import AppConfig, ConfigError
 from .config.endpoint import DataCaptureConfig
 from .config.pruning import MAX_PRUNING_PREFIX, EncoderEndpointConfig, PruningConfig
-from .constructs.sagemaker_endpoint import SageMakerEndpoint
+from .constructs.sagemaker_endpoint import SageMakerEndpoint, allow_alarm_notifications, endpoint_runtime_statements
 from .images import ContainerImages
 from .pruning_workflow import PRUNING_PREFIX, PruningWorkflow, job_name, run_uri
 from .training_input import DATASETS_PREFIX
@@ -39,7 +39,6 @@ ENCODER_CODE = ROOT / "serving_artifacts" / "encoder_classifier" / "code"
 ENCODER_CODE_IN_JOB = "encoder_code"  # where the inference handler lands inside the job's code tarball
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
 CHECKPOINTS_PREFIX = "checkpoints/"
-ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints/"
 
 
 def parameter_ranges(pruning: PruningConfig) -> dict:
@@ -363,37 +362,10 @@ class PruningStack(Stack):
                     actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
                     resources=sorted({images.repository_arn(cfg.image) for cfg in endpoints.values()}),
                 ),
-                iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
-                iam.PolicyStatement(
-                    sid="EndpointLogs",
-                    actions=[
-                        "logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents",
-                    ],
-                    resources=[
-                        self.format_arn(
-                            service="logs", resource="log-group", resource_name=f"{ENDPOINT_LOG_GROUPS}*",
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                    ],
-                ),
-                iam.PolicyStatement(
-                    sid="EndpointMetrics",
-                    actions=["cloudwatch:PutMetricData"],
-                    resources=["*"],
-                    conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
-                ),
+                *endpoint_runtime_statements(self),
             ],
         )
-        # CloudWatch publishes alarm notifications to the KMS-encrypted topic with the data key (same
-        # statement as the Serving stack's; identical statements are merged in the key policy).
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowCloudWatchAlarmsToEncryptedTopics",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],
-            )
-        )
+        allow_alarm_notifications(key)
         for name, cfg in endpoints.items():
             image_uri = images.uri(cfg.image)
             environment = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_CONTAINER_LOG_LEVEL": "20"}

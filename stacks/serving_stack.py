@@ -7,7 +7,7 @@ groups and the one image repository.
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, CfnOutput, Stack
+from aws_cdk import Aws, CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -17,11 +17,10 @@ from constructs import Construct
 
 from .config import AppConfig, ConfigError
 from .constructs.lmi_neuronx_endpoint import LmiNeuronxEndpoint
+from .constructs.sagemaker_endpoint import allow_alarm_notifications, endpoint_runtime_statements
 from .images import ContainerImages
 from .network_stack import Placement
 from .training_role import vpc_statements
-
-LOG_GROUP_PREFIX = "/aws/sagemaker/Endpoints/"
 
 
 class ServingStack(Stack):
@@ -66,15 +65,7 @@ class ServingStack(Stack):
         )
         if serving.alarms.email:
             topic.add_subscription(subscriptions.EmailSubscription(serving.alarms.email))
-        # CloudWatch publishes alarm notifications to the KMS-encrypted topic with the data key.
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowCloudWatchAlarmsToEncryptedTopics",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],
-            )
-        )
+        allow_alarm_notifications(key)
 
         capture_prefix = f"{serving.data_capture.prefix}{config.env_name}/" if serving.data_capture.enabled else None
         capture_uri = bucket.s3_url_for_object(capture_prefix) if capture_prefix else None
@@ -125,23 +116,7 @@ class ServingStack(Stack):
                 actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
                 resources=[images.repository_arn(serving.image, serving.image_uri)],
             ),
-            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
-            iam.PolicyStatement(
-                sid="EndpointLogs",
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
-                resources=[
-                    self.format_arn(
-                        service="logs", resource="log-group", resource_name=f"{LOG_GROUP_PREFIX}*",
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                ],
-            ),
-            iam.PolicyStatement(
-                sid="EndpointMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
-            ),
+            *endpoint_runtime_statements(self),
         )
         asset = self.endpoint.model_asset
         if asset is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Duration, Stack, Tags
+from aws_cdk import ArnFormat, Duration, Stack, Tags
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -26,6 +26,7 @@ from ..config.endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig,
 VARIANT_NAME = "AllTraffic"  # constant: rolling and blue/green updates require the same variant name
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
+ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints/"
 ROLLBACK_ALARMS = ("ModelLatencyP90", "Invocation5XXErrors", "Invocation4XXErrorRate")
 
 
@@ -319,3 +320,40 @@ class SageMakerEndpoint(Construct):
             ),
         )
         return dashboard
+
+
+def endpoint_runtime_statements(stack: Stack) -> list[iam.PolicyStatement]:
+    """What every endpoint execution role needs besides its model and image: ECR login, writing its own log
+    groups, and publishing its metrics."""
+    return [
+        iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+        iam.PolicyStatement(
+            sid="EndpointLogs",
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+            resources=[
+                stack.format_arn(
+                    service="logs", resource="log-group", resource_name=f"{ENDPOINT_LOG_GROUPS}*",
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="EndpointMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", SAGEMAKER_NAMESPACE]}},
+        ),
+    ]
+
+
+def allow_alarm_notifications(key: kms.IKey) -> None:
+    """CloudWatch publishes alarm notifications to topics encrypted with `key` (stacks that each add this get
+    identical statements, which the key policy merges)."""
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AllowCloudWatchAlarmsToEncryptedTopics",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+            resources=["*"],
+        )
+    )
