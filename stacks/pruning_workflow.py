@@ -128,18 +128,15 @@ class PruningWorkflow(Construct):
         partition = Stack.of(self).partition
         jobs_uri = run_uri(bucket_name, "jobs/")
 
-        invalid = sfn.Pass(
+        invalid, notify = failure_path(
             self,
-            "InvalidInput",
-            parameters={
-                "Error": "InvalidInput",
-                "Cause": f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}<folder>/\"}} "
-                "(train.jsonl, test.jsonl); see README, Pruning",
-            },
-            result_path="$.error",
+            topic=topic,
+            subject="Pruning failed",
+            invalid_input_cause=(
+                f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}<folder>/\"}} "
+                "(train.jsonl, test.jsonl); see README, Pruning"
+            ),
         )
-        notify = failure_path(self, topic=topic, subject="Pruning failed")
-        invalid.next(notify)
 
         start_time = sfn.Pass(
             self,

@@ -73,18 +73,15 @@ class TrainingWorkflow(Construct):
         super().__init__(scope, construct_id)
         partition = Stack.of(self).partition
 
-        invalid = sfn.Pass(
+        invalid, notify = failure_path(
             self,
-            "InvalidInput",
-            parameters={
-                "Error": "InvalidInput",
-                "Cause": f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}...\", "
-                "\"hyperparameters\": {...}}; see README, Training",
-            },
-            result_path="$.error",
+            topic=topic,
+            subject="Training failed",
+            invalid_input_cause=(
+                f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}...\", "
+                "\"hyperparameters\": {...}}; see README, Training"
+            ),
         )
-        notify = failure_path(self, topic=topic, subject="Training failed")
-        invalid.next(notify)
 
         defaults = sfn.Pass(
             self,

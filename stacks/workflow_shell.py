@@ -135,8 +135,17 @@ def record_model_task(
     return record
 
 
-def failure_path(scope: Construct, *, topic: sns.ITopic, subject: str) -> tasks.SnsPublish:
-    """`Notify` (execution id, error and input to the topic) -> `Failed` (the error's Error/Cause)."""
+def failure_path(
+    scope: Construct, *, topic: sns.ITopic, subject: str, invalid_input_cause: str
+) -> tuple[sfn.Pass, tasks.SnsPublish]:
+    """(`InvalidInput`, `Notify`): `InvalidInput` sets the error for a rejected execution input and goes to
+    `Notify` (execution id, error and input to the topic) -> `Failed` (the error's Error/Cause)."""
+    invalid = sfn.Pass(
+        scope,
+        "InvalidInput",
+        parameters={"Error": "InvalidInput", "Cause": invalid_input_cause},
+        result_path="$.error",
+    )
     notify = tasks.SnsPublish(
         scope,
         "Notify",
@@ -150,7 +159,8 @@ def failure_path(scope: Construct, *, topic: sns.ITopic, subject: str) -> tasks.
         result_path=sfn.JsonPath.DISCARD,
     )
     notify.next(sfn.Fail(scope, "Failed", error_path="$.error.Error", cause_path="$.error.Cause"))
-    return notify
+    invalid.next(notify)
+    return invalid, notify
 
 
 def retry_api_errors(state: sfn.CustomState) -> None:
