@@ -15,6 +15,8 @@ from pathlib import Path
 from aws_cdk import Aws, CfnMapping, Stack, Token
 from constructs import Construct
 
+from .config import AppConfig, ConfigError
+
 TABLE_PATH = Path(__file__).with_name("images.json")
 # Any partition's registry domain (amazonaws.com, .com.cn, c2s.ic.gov, sc2s.sgov.gov, cloud.adc-e.uk, ...).
 ECR_URI = re.compile(r"(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.[a-z0-9.-]+?/([a-z0-9._/-]+)[:@][\w.:-]+")
@@ -81,8 +83,10 @@ class ContainerImages(Construct):
             service="ecr", account=account, region=region, resource="repository", resource_name=repository
         )
 
-    def check_region(self, region: str | None) -> str | None:
-        """Return a problem string when a concrete region has no image; None when fine or agnostic."""
+    def require_region(self, config: AppConfig) -> None:
+        """A concrete `region` without these images fails the synth (one line naming `region`); agnostic is fine."""
+        region = config.region
         if region is None or Token.is_unresolved(region) or region in self.regions:
-            return None
-        return f"no container image for region {region!r}; supported: {', '.join(self.regions)}"
+            return
+        problem = f"no container image for region {region!r}; supported: {', '.join(self.regions)}"
+        raise ConfigError(config.source, "region", problem)

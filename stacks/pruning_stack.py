@@ -105,9 +105,7 @@ class PruningStack(Stack):
         images = ContainerImages(
             self, "Images", names=[TRAINING_IMAGE, *sorted({cfg.image for cfg in endpoints.values()})]
         )
-        problem = images.check_region(config.region)
-        if problem:
-            raise ConfigError(config.source, "region", problem)
+        images.require_region(config)
         code = s3_assets.Asset(self, "NasCode", path=str(code_tarball()))
 
         job_role = TrainingRole(

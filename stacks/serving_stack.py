@@ -15,7 +15,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from .config import AppConfig, ConfigError
+from .config import AppConfig
 from .constructs.lmi_neuronx_endpoint import LmiNeuronxEndpoint
 from .constructs.sagemaker_endpoint import allow_alarm_notifications, endpoint_runtime_statements
 from .images import ContainerImages
@@ -44,9 +44,8 @@ class ServingStack(Stack):
             raise ValueError("ServingStack needs a serving section in the config")
 
         images = ContainerImages(self, "Images", names=[serving.image])
-        problem = None if serving.image_uri else images.check_region(config.region)
-        if problem:
-            raise ConfigError(config.source, "region", problem)
+        if not serving.image_uri:  # a pinned image_uri does not come from the image map
+            images.require_region(config)
 
         role = iam.Role(
             self,

@@ -70,9 +70,7 @@ class TrainingStack(Stack):
         prefix = job_name_prefix(config)
 
         images = ContainerImages(self, "Images", names=[TRAINING_IMAGE])
-        problem = images.check_region(config.region)
-        if problem:
-            raise ConfigError(config.source, "region", problem)
+        images.require_region(config)
         code = s3_assets.Asset(self, "TrainingCode", path=str(build_content_addressed(TRAINING_CODE)))
 
         role = TrainingRole(
