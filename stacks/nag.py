@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Acknowledgment, App, Stack, Validations
+from aws_cdk import Acknowledgment, App, Stack, Token, Validations
 from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NIST80053R5Checks
 from constructs import IConstruct
 
@@ -207,6 +207,15 @@ def rule_id(entry: Acknowledged, stack: Stack) -> str | None:
     prefix); an entry whose field is None there does not apply to this environment.
     """
     rule = entry.rule.replace("{prefix}", stack.stack_name.removesuffix(f"-{entry.unit}"))
+    # cdk-nag prints a pseudo parameter as `<AWS::Region>` only while it is a token; a stack with a concrete
+    # region (config `region`, `account`) prints the value itself, and so does the partition derived from it.
+    for placeholder, value in (
+        ("<AWS::Partition>", stack.partition),
+        ("<AWS::Region>", stack.region),
+        ("<AWS::AccountId>", stack.account),
+    ):
+        if not Token.is_unresolved(value):
+            rule = rule.replace(placeholder, value)
     for name, value in getattr(stack, "nag_details", {}).items():
         if f"{{{name}}}" in rule:
             if value is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.synth import ROOT
+from tests.synth import ROOT, cli_context
 
 VALID = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
 
@@ -76,6 +76,8 @@ CASES = [
     ("bad-account", "dev", _with("account", "12345"), "account: got '12345'; must match"),
     ("account-as-number", "dev", _with("account", 123456789012), "account: got 123456789012; expected a string"),
     ("bad-region", "dev", _with("region", "Mars-1"), "region: got 'Mars-1'; must match"),
+    ("region-without-images", "dev", _with("region", "af-south-1"),
+     "dev.yaml: region: no container image for region 'af-south-1'; supported: ap-northeast-1, "),
     ("bad-app-name", "dev", _with("app_name", "Bad_Name"), "app_name: got 'Bad_Name'; must match"),
     ("tags-not-mapping", "dev", _with("tags", ["a", "b"]), "tags: got ['a', 'b']; expected a mapping"),
     ("tag-value-not-string", "dev", _with("tags.owner", 42), "tags.owner: got 42; expected a string"),
@@ -153,7 +155,8 @@ CASES = [
 
 def run_app(config_dir: Path, env_name: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env["CDK_CONTEXT_JSON"] = json.dumps({"env": env_name, "config_dir": str(config_dir)})
+    # What `npx cdk synth` hands the app (cdk.json's feature flags included), plus the case's env and folder.
+    env["CDK_CONTEXT_JSON"] = json.dumps({**cli_context(), "env": env_name, "config_dir": str(config_dir)})
     env["CDK_OUTDIR"] = str(config_dir / "cdk.out")
     return subprocess.run(
         [sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False

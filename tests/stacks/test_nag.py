@@ -47,3 +47,23 @@ def test_a_stale_acknowledgment_fails_the_synth(monkeypatch):
 
     with pytest.raises(LookupError, match="NoSuchBucket"):
         build_app(App(context=cli_context()), load_config("dev", ROOT / "config"))
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_a_pinned_account_and_region_keep_the_acknowledgments_matching(tmp_path, env):
+    """With `account`/`region` set, findings print them literally instead of `<AWS::Region>`; still clean."""
+    import yaml
+
+    from stacks.config import load_config
+    from tests.synth import ROOT, synth
+
+    settings = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
+    settings.update(account="123456789012", region="eu-west-1")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / f"{env}.yaml").write_text(yaml.safe_dump(settings))
+    assembly = synth(load_config(env, tmp_path / "config"), tmp_path / "out")  # raises on an unacknowledged finding
+    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+    assert [v for plugin in report["pluginReports"] for v in plugin.get("violations", [])] == []
+    assert {(stack.environment.account, stack.environment.region) for stack in assembly.stacks} == {
+        ("123456789012", "eu-west-1")
+    }
