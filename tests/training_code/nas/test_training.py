@@ -121,3 +121,13 @@ def test_resumed_training_matches_an_uninterrupted_run_across_the_rewiring(class
         model.bert.encoder.layer[0].attention.self.query.weight,
         classifier[0].bert.encoder.layer[0].attention.self.query.weight,
     )
+
+
+def test_cli_rejects_teacher_epochs_that_leave_no_super_network_epoch():
+    import train_supernetwork
+
+    with pytest.raises(SystemExit) as raised:
+        train_supernetwork.main(["--strategy", "kd", "--epochs", "2", "--teacher-epochs", "2"])
+    assert str(raised.value) == (
+        "train_supernetwork.py: teacher_epochs 2 must be in 0..epochs-1 (1): the last epochs train the sub-networks"
+    )
