@@ -5,12 +5,13 @@ from __future__ import annotations
 from aws_cdk import App, Environment, Stack, Tags
 
 from .config import AppConfig
-from .data_stack import DataStack
+from .data.stack import DataStack
 from .nag import add_rule_packs, apply_acknowledgments
-from .network_stack import NetworkStack, Placement
-from .pruning_stack import PruningStack
-from .serving_stack import ServingStack
-from .training_stack import TrainingStack
+from .network.stack import NetworkStack
+from .pruning.stack import PruningStack
+from .serving.stack import ServingStack
+from .shared.placement import Placement
+from .training.stack import TrainingStack
 
 
 def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Stack]:

@@ -198,7 +198,7 @@ TEMPLATE = (
 def template_dir(tmp_path, monkeypatch):
     from stacks.config import serving_properties
 
-    monkeypatch.setattr(serving_properties, "ARTIFACTS_DIR", tmp_path / "serving_artifacts")
+    monkeypatch.setattr(serving_properties, "SERVING_ARTIFACTS", tmp_path / "serving_artifacts")
     folder = tmp_path / "serving_artifacts" / VALID["serving"]["model_name"]
     folder.mkdir(parents=True)
     return folder

@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from stacks.config import ConfigError, load_config  # noqa: E402
-from stacks.training_input import InputError, validate_execution_input  # noqa: E402
+from stacks.training.execution_input import InputError, validate_execution_input  # noqa: E402
 
 PROG = "start_training"
 

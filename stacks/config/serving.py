@@ -6,13 +6,11 @@ container is checked here, before any CDK code runs, with one-line errors.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Literal, NamedTuple
 
+from ..image_table import image_uris
 from . import serving_properties
 from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
 from .errors import ConfigError
@@ -20,7 +18,6 @@ from .schema import setting
 
 S3_PREFIX = r"([A-Za-z0-9!_.*'()=-]+/)+"
 ECR_IMAGE = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+:[\w.-]+"
-IMAGES_JSON = Path(__file__).resolve().parents[1] / "images.json"
 _LMI_TAG = re.compile(r"djl-inference:(\d+)\.(\d+)\.(\d+)-neuronx")
 ROLLING_BATCH_WITH_BATCH_SIZE_FAILS_FROM = (0, 26, 0)
 SEVEN_B_CLASS = 6.0  # billions of parameters from which a runtime Neuron compile needs ~100 GB host RAM
@@ -40,12 +37,6 @@ INF2_TYPES: dict[str, Inf2Type] = {
     "ml.inf2.24xlarge": Inf2Type(12, 384, 96, 6.49),
     "ml.inf2.48xlarge": Inf2Type(24, 768, 192, 12.98),
 }
-
-
-@cache
-def _image_uris() -> dict[str, tuple[str, ...]]:
-    data = json.loads(IMAGES_JSON.read_text())
-    return {name: tuple(sorted(set(entry["uris"].values()))) for name, entry in data["images"].items()}
 
 
 def lmi_version_of(uri: str) -> tuple[int, int, int] | None:
@@ -112,7 +103,7 @@ class ServingConfig:
             return tuple(int(p) for p in self.lmi_version.split("."))
         if self.image_uri is not None:
             return lmi_version_of(self.image_uri)
-        versions = {lmi_version_of(uri) for uri in _image_uris().get(self.image, ())}
+        versions = {lmi_version_of(uri) for uri in image_uris(self.image)}
         return versions.pop() if len(versions) == 1 else None
 
     def render_properties(self, source: str = "", path: str = "serving") -> str:

@@ -12,10 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..paths import SERVING_ARTIFACTS, relative
 from .errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS_DIR = ROOT / "serving_artifacts"
 PROPERTIES = "serving.properties"
 ENTRY_POINT = "djl_python.transformers_neuronx"
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
@@ -32,14 +31,7 @@ EXTRA_KEYS = {"option.trust_remote_code", "option.revision", "option.enable_stre
 
 
 def template_path(model_name: str) -> Path:
-    return ARTIFACTS_DIR / model_name / PROPERTIES
-
-
-def _relative(path: Path) -> str:
-    try:
-        return path.relative_to(ROOT).as_posix()
-    except ValueError:
-        return path.as_posix()
+    return SERVING_ARTIFACTS / model_name / PROPERTIES
 
 
 def format_value(value: Any) -> str:
@@ -53,7 +45,7 @@ def format_value(value: Any) -> str:
 def render(model_name: str, lmi: Any, *, source: str, path: str) -> str:
     """The serving.properties text for `lmi` (an LmiOptions); ConfigError on any mismatch."""
     template = template_path(model_name)
-    where = _relative(template)
+    where = relative(template)
     if not template.is_file():
         raise ConfigError(source, f"{path}.model_name", f"got {model_name!r}; no template at {where}")
     values = {f.name: getattr(lmi, f.name) for f in dataclasses.fields(lmi)}

@@ -75,7 +75,7 @@ class TrainingConfig:
         if not self.network_isolation and self.base_model_key is None and "model_id" not in self.hyperparameters:
             fail("hyperparameters.model_id", "missing; set a Hugging Face model id or base_model_key")
 
-        from ..training_contract import hyperparameter_problem
+        from ..code_contract.qlora import hyperparameter_problem
 
         for name, value in self.hyperparameters.items():
             problem = hyperparameter_problem(name, value)

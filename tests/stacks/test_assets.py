@@ -8,7 +8,7 @@ import os
 import tarfile
 import time
 
-from stacks.assets import build_tarball, tarball_bytes
+from stacks.shared.assets import build_tarball, tarball_bytes
 
 
 def _populate(root):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from stacks.config import load_config
-from stacks.constructs.lmi_neuronx_endpoint import property_environment
-from stacks.network_stack import INTERFACE_ENDPOINTS
+from stacks.network.stack import INTERFACE_ENDPOINTS
+from stacks.serving.lmi_neuronx_endpoint import property_environment
 from tests.stacks.test_training_stack import definition, resources_of
 from tests.synth import ROOT
 
@@ -176,7 +176,7 @@ def test_existing_vpc_gets_only_a_job_security_group():
     from aws_cdk.assertions import Template
 
     from stacks.config.network import NetworkConfig
-    from stacks.network_stack import NetworkStack
+    from stacks.network.stack import NetworkStack
 
     subnets = ("subnet-0123456789abcdef0", "subnet-0123456789abcdef1")
     network = NetworkConfig(isolated=True, vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets,

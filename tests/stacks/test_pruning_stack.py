@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from stacks.config import ConfigError, PruningConfig, load_config
-from stacks.pruning_stack import NAS_CODE, pruning_prefix
+from stacks.paths import NAS_CODE
+from stacks.pruning.stack import pruning_prefix
 from tests.synth import ROOT
 
 sys.path.insert(0, str(NAS_CODE))

@@ -164,7 +164,7 @@ def test_outputs_and_execution_role_scope(templates):
 def test_tarball_holds_exactly_the_rendered_serving_properties(assemblies, templates, env):
     _, model = _one(templates[env]["Serving"], "AWS::SageMaker::Model")
     if "ModelDataSource" in model["Properties"]["PrimaryContainer"]:  # isolated: the same settings as OPTION_*
-        from stacks.constructs.lmi_neuronx_endpoint import property_environment
+        from stacks.serving.lmi_neuronx_endpoint import property_environment
 
         environment = model["Properties"]["PrimaryContainer"]["Environment"]
         rendered = property_environment(_config(env).render_properties())
@@ -195,7 +195,7 @@ def test_blue_green_is_selectable_and_the_generic_construct_is_reusable():
     from aws_cdk import aws_sns as sns
 
     from stacks.config.endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
-    from stacks.constructs.sagemaker_endpoint import SageMakerEndpoint
+    from stacks.shared.sagemaker_endpoint import SageMakerEndpoint
 
     stack = Stack(App(), "Encoder")
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))

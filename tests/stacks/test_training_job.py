@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stacks.training_job import Ref, S3Channel, TrainingJobRequest
-from stacks.training_workflow import MAX_JOB_NAME, max_job_name_length
+from stacks.shared.job_request import Ref, S3Channel, TrainingJobRequest
+from stacks.training.workflow import MAX_JOB_NAME, max_job_name_length
 
 
 def _request(**overrides) -> TrainingJobRequest:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from stacks.code_contract.qlora import metric_definitions
 from stacks.config import load_config
-from stacks.training_contract import metric_definitions
 from tests.synth import ROOT
 
 ENVS = ("dev", "prod")
@@ -267,8 +267,8 @@ def test_training_code_asset_is_the_deterministic_tarball(assemblies):
 
 def test_a_derived_prefix_too_long_for_job_names_is_a_config_error():
     from stacks.config import ConfigError
-    from stacks.training_stack import job_name_prefix
-    from stacks.training_workflow import MAX_JOB_NAME, max_job_name_length
+    from stacks.training.stack import job_name_prefix
+    from stacks.training.workflow import MAX_JOB_NAME, max_job_name_length
 
     config = CONFIGS["dev"]
     assert max_job_name_length(job_name_prefix(config)) <= MAX_JOB_NAME
@@ -279,7 +279,7 @@ def test_a_derived_prefix_too_long_for_job_names_is_a_config_error():
 
 
 def test_rule_input_passes_the_manual_start_validator(templates):
-    from stacks.training_input import validate_execution_input
+    from stacks.training.execution_input import validate_execution_input
 
     (rule,) = resources_of(templates["dev"]["Training"], "AWS::Events::Rule").values()
     template = rule["Properties"]["Targets"][0]["InputTransformer"]["InputTemplate"]

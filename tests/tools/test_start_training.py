@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from stacks.training_contract import RESERVED, hyperparameter_names, hyperparameter_problem
-from stacks.training_input import InputError, validate_execution_input
+from stacks.code_contract.qlora import RESERVED, hyperparameter_names, hyperparameter_problem
+from stacks.training.execution_input import InputError, validate_execution_input
 from tests.synth import ROOT
 
 BUCKET = "llm-inf2-dev-data-artifactbucket-abc123"

@@ -14,6 +14,8 @@ import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..paths import ASSET_BUILD_DIR
+
 FIXED_MTIME = 0
 _SKIPPED_NAMES = {"__pycache__", ".pytest_cache", ".ruff_cache", ".DS_Store"}
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -84,13 +86,12 @@ def build_tarball(
     return out_path
 
 
-BUILD_DIR = Path(__file__).resolve().parents[1] / "build" / "assets"
 
 
 def build_content_addressed(source: str | Path, *, extra_files: dict[str, bytes] | None = None) -> Path:
     """Build the tarball under build/assets/<sha256>.tar.gz so parallel synths never collide."""
     data = tarball_bytes(Path(source), extra_files=extra_files)
-    out_path = BUILD_DIR / f"{hashlib.sha256(data).hexdigest()}.tar.gz"
+    out_path = ASSET_BUILD_DIR / f"{hashlib.sha256(data).hexdigest()}.tar.gz"
     if not out_path.is_file():
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.tmp")

@@ -25,9 +25,9 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from .training_input import DATASETS_PREFIX
-from .training_job import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
-from .workflow_shell import (
+from ..shared.bucket_layout import DATASETS_PREFIX, PRUNING_PREFIX
+from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
+from ..shared.workflow_shell import (
     failure_path,
     logged_state_machine,
     record_model_task,
@@ -35,7 +35,6 @@ from .workflow_shell import (
 )
 
 CREATE_TUNING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createHyperParameterTuningJob.sync"
-PRUNING_PREFIX = "pruning/"
 START_TIME_DIGITS = 17  # yyyyMMddHHmmssSSS
 TRAINING_JOB_STEPS = ("supernet", "select", "export")
 # The tuning job's fields that are not its TrainingJobDefinition (CreateTrainingJob-only keys are dropped).

@@ -19,21 +19,19 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from .assets import build_content_addressed
-from .config import AppConfig, ConfigError
-from .config.training import PREFIX_LIMIT
-from .images import ContainerImages
-from .network_stack import Placement
-from .training_contract import ENTRY_POINT, TRAINING_CODE, metric_definitions
-from .training_input import DATASETS_PREFIX
-from .training_job import Ref, S3Channel, TrainingJobRequest
-from .training_role import TrainingRole
-from .training_workflow import MAX_JOB_NAME, TrainingWorkflow, job_name_expression, max_job_name_length
+from ..code_contract.qlora import ENTRY_POINT, metric_definitions
+from ..config import AppConfig, ConfigError
+from ..config.training import PREFIX_LIMIT
+from ..paths import QLORA_CODE
+from ..shared.assets import build_content_addressed
+from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATASETS_PREFIX, MODELS_PREFIX
+from ..shared.container_images import ContainerImages
+from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
+from ..shared.job_role import TrainingRole
+from ..shared.placement import Placement
+from .workflow import MAX_JOB_NAME, TrainingWorkflow, job_name_expression, max_job_name_length
 
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
-MODELS_PREFIX = "models/"
-CHECKPOINTS_PREFIX = "checkpoints/"
-BASE_MODELS_PREFIX = "base-models/"
 CODE_CHANNEL_DIR = "/opt/ml/input/data/code/"  # an isolated container cannot fetch its code itself
 
 
@@ -71,7 +69,7 @@ class TrainingStack(Stack):
 
         images = ContainerImages(self, "Images", names=[TRAINING_IMAGE])
         images.require_region(config)
-        code = s3_assets.Asset(self, "TrainingCode", path=str(build_content_addressed(TRAINING_CODE)))
+        code = s3_assets.Asset(self, "TrainingCode", path=str(build_content_addressed(QLORA_CODE)))
 
         role = TrainingRole(
             self,

@@ -1,18 +1,17 @@
 """What the QLoRA training code accepts, read from the code itself (standard library only).
 
-Config validation, the stack and tools/start_training.py all ask this module, so a renamed flag in
+Config validation, the Training stack and tools/start_training.py all ask this module, so a renamed flag in
 training_code/qlora/qlora_args.py fails the synth instead of a training job hours later.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from functools import cache
-from pathlib import Path
-from types import ModuleType
 
-TRAINING_CODE = Path(__file__).resolve().parents[1] / "training_code" / "qlora"
+from ..paths import QLORA_CODE
+from .loader import load_code_module
+
 ENTRY_POINT = "train.py"
 
 # Flags SageMaker fills from SM_* variables and channels; a hyperparameter must never point them elsewhere.
@@ -20,20 +19,11 @@ RESERVED = frozenset({"train_data", "eval_data", "output_dir", "model_dir", "che
 _KINDS = {"int": "an integer", "float": "a number", "parse_bool": "a boolean (true/false)"}
 
 
-def _load(file_name: str) -> ModuleType:
-    path = TRAINING_CODE / file_name
-    spec = importlib.util.spec_from_file_location(f"_qlora_contract_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @cache
 def _options() -> dict[str, argparse.Action]:
     """{hyperparameter name: argparse action} for every `--name` flag of train.py but the reserved paths."""
-    parser = _load("qlora_args.py").build_parser({})
+    parser = load_code_module(QLORA_CODE, "qlora_args.py").build_parser({})
     options = {}
     for action in parser._actions:  # noqa: SLF001 - argparse has no public listing of its actions
         for flag in action.option_strings:
@@ -68,4 +58,4 @@ def hyperparameter_problem(name: str, value: str) -> str | None:
 @cache
 def metric_definitions() -> tuple[dict[str, str], ...]:
     """SageMaker MetricDefinitions (Name/Regex) from the training code's metrics module."""
-    return tuple(dict(d) for d in _load("qlora_metrics.py").METRIC_DEFINITIONS)
+    return tuple(dict(d) for d in load_code_module(QLORA_CODE, "qlora_metrics.py").METRIC_DEFINITIONS)

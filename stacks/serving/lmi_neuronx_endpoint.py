@@ -21,11 +21,11 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
-from ..assets import build_content_addressed
 from ..config.serving import ServingConfig
 from ..config.serving_properties import PROPERTIES, parse, template_path
-from ..network_stack import Placement
-from .sagemaker_endpoint import SageMakerEndpoint
+from ..shared.assets import build_content_addressed
+from ..shared.placement import Placement
+from ..shared.sagemaker_endpoint import SageMakerEndpoint
 
 MODEL_DIR = "/opt/ml/model/"
 

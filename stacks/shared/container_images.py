@@ -6,34 +6,17 @@ deploys in every listed region; a stack with a concrete region gets the literal 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from functools import cache
-from pathlib import Path
 
 from aws_cdk import Aws, CfnMapping, Stack, Token
 from constructs import Construct
 
-from .config import AppConfig, ConfigError
+from ..config import AppConfig, ConfigError
+from ..image_table import image_table, regions_for
 
-TABLE_PATH = Path(__file__).with_name("images.json")
 # Any partition's registry domain (amazonaws.com, .com.cn, c2s.ic.gov, sc2s.sgov.gov, cloud.adc-e.uk, ...).
 ECR_URI = re.compile(r"(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.[a-z0-9.-]+?/([a-z0-9._/-]+)[:@][\w.:-]+")
-
-
-@cache
-def image_table() -> dict[str, dict[str, str]]:
-    """{image name: {region: uri}} as committed."""
-    data = json.loads(TABLE_PATH.read_text())
-    return {name: dict(entry["uris"]) for name, entry in data["images"].items()}
-
-
-def regions_for(names: Sequence[str]) -> list[str]:
-    """Regions where every named image is published."""
-    table = image_table()
-    sets = [set(table[name]) for name in names]
-    return sorted(set.intersection(*sets)) if sets else []
 
 
 def _key(name: str, part: str) -> str:

@@ -15,12 +15,12 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from .config import AppConfig
-from .constructs.lmi_neuronx_endpoint import LmiNeuronxEndpoint
-from .constructs.sagemaker_endpoint import allow_alarm_notifications, endpoint_runtime_statements
-from .images import ContainerImages
-from .network_stack import Placement
-from .training_role import vpc_statements
+from ..config import AppConfig
+from ..shared.container_images import ContainerImages
+from ..shared.job_role import vpc_statements
+from ..shared.placement import Placement
+from ..shared.sagemaker_endpoint import allow_alarm_notifications, endpoint_runtime_statements
+from .lmi_neuronx_endpoint import LmiNeuronxEndpoint
 
 
 class ServingStack(Stack):

@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .training_contract import hyperparameter_problem
+from ..code_contract.qlora import hyperparameter_problem
+from ..shared.bucket_layout import DATASETS_PREFIX
 
-DATASETS_PREFIX = "datasets/"
 KEYS = ("train_data", "hyperparameters")
 _S3_URI = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(.+)")
 

@@ -8,9 +8,6 @@ ECR API/DKR, private DNS). Flow logs go to a KMS-encrypted log group.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -18,7 +15,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from .config import AppConfig
+from ..config import AppConfig
+from ..shared.placement import Placement
 
 HTTPS = ec2.Port.tcp(443)
 INTERFACE_ENDPOINTS = {
@@ -30,14 +28,6 @@ INTERFACE_ENDPOINTS = {
     "EcrDkr": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
 }
 FLOW_LOG_RETENTION = logs.RetentionDays.ONE_YEAR
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where SageMaker jobs and models run in isolated mode (tokens when the Network stack creates them)."""
-
-    subnet_ids: Sequence[str]
-    security_group_ids: Sequence[str]
 
 
 class NetworkStack(Stack):

@@ -22,9 +22,9 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from .training_input import DATASETS_PREFIX
-from .training_job import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
-from .workflow_shell import (
+from ..shared.bucket_layout import DATASETS_PREFIX
+from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
+from ..shared.workflow_shell import (
     failure_path,
     logged_state_machine,
     record_model_task,

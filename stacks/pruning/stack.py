@@ -10,7 +10,6 @@ Hugging Face PyTorch inference container and `serving_artifacts/encoder_classifi
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 from aws_cdk import Aws, CfnOutput, Stack
@@ -22,42 +21,27 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from .assets import build_content_addressed
-from .config import AppConfig, ConfigError
-from .config.endpoint import DataCaptureConfig
-from .config.pruning import MAX_PRUNING_PREFIX, EncoderEndpointConfig, PruningConfig
-from .constructs.sagemaker_endpoint import SageMakerEndpoint, allow_alarm_notifications, endpoint_runtime_statements
-from .images import ContainerImages
-from .pruning_workflow import PRUNING_PREFIX, PruningWorkflow, job_name, run_uri
-from .training_input import DATASETS_PREFIX
-from .training_job import Ref, S3Channel, TrainingJobRequest
-from .training_role import TrainingRole
+from ..code_contract.nas import metric_definitions
+from ..code_contract.nas import parameter_ranges as nas_parameter_ranges
+from ..config import AppConfig, ConfigError
+from ..config.endpoint import DataCaptureConfig
+from ..config.pruning import MAX_PRUNING_PREFIX, EncoderEndpointConfig, PruningConfig
+from ..paths import ENCODER_CODE, NAS_CODE
+from ..shared.assets import build_content_addressed
+from ..shared.bucket_layout import CHECKPOINTS_PREFIX, DATASETS_PREFIX, PRUNING_PREFIX
+from ..shared.container_images import ContainerImages
+from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
+from ..shared.job_role import TrainingRole
+from ..shared.sagemaker_endpoint import SageMakerEndpoint, allow_alarm_notifications, endpoint_runtime_statements
+from .workflow import PruningWorkflow, job_name, run_uri
 
-ROOT = Path(__file__).resolve().parents[1]
-NAS_CODE = ROOT / "training_code" / "nas"
-ENCODER_CODE = ROOT / "serving_artifacts" / "encoder_classifier" / "code"
 ENCODER_CODE_IN_JOB = "encoder_code"  # where the inference handler lands inside the job's code tarball
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
-CHECKPOINTS_PREFIX = "checkpoints/"
 
 
 def parameter_ranges(pruning: PruningConfig) -> dict:
     """The tuning job's ParameterRanges from the code's own search-space module (one definition)."""
-    if str(NAS_CODE) not in sys.path:
-        sys.path.insert(0, str(NAS_CODE))
-    from nas_search_space import sagemaker_parameter_ranges
-
-    return sagemaker_parameter_ranges(
-        pruning.search_space, pruning.num_layers, pruning.num_heads, pruning.intermediate_size
-    )
-
-
-def metric_definitions() -> list[dict[str, str]]:
-    if str(NAS_CODE) not in sys.path:
-        sys.path.insert(0, str(NAS_CODE))
-    from nas_metrics import METRIC_DEFINITIONS
-
-    return [dict(d) for d in METRIC_DEFINITIONS]
+    return nas_parameter_ranges(pruning.search_space, pruning.num_layers, pruning.num_heads, pruning.intermediate_size)
 
 
 def pruning_prefix(config: AppConfig) -> str:

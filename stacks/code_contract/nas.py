@@ -1,0 +1,23 @@
+"""What the pruning stack hands training_code/nas: entry points, the tuning job's ranges, metric definitions."""
+
+from __future__ import annotations
+
+from ..paths import NAS_CODE
+from .loader import load_code_module
+
+SUPERNET_PROGRAM = "train_supernetwork.py"
+TRIAL_PROGRAM = "evaluate_subnetwork.py"
+SELECT_PROGRAM = "select_tuning_job.py"
+EXPORT_PROGRAM = "export_models.py"
+OBJECTIVE_METRIC = "validation_error"
+
+
+def parameter_ranges(search_space: str, num_layers: int, num_heads: int, intermediate_size: int) -> dict:
+    """The tuning job's ParameterRanges from the code's own search-space module (one definition)."""
+    module = load_code_module(NAS_CODE, "nas_search_space.py")
+    return module.sagemaker_parameter_ranges(search_space, num_layers, num_heads, intermediate_size)
+
+
+def metric_definitions() -> list[dict[str, str]]:
+    """SageMaker MetricDefinitions (Name/Regex) the NAS jobs print."""
+    return [dict(d) for d in load_code_module(NAS_CODE, "nas_metrics.py").METRIC_DEFINITIONS]

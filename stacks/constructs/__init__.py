@@ -1,1 +1,0 @@
-"""Reusable constructs; each takes keyword-only typed props."""

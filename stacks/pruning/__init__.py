@@ -1,0 +1,1 @@
+"""pruning deployment unit."""
