@@ -20,46 +20,8 @@ class DataStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         data = config.data
 
-        self.key = kms.Key(
-            self,
-            "ArtifactKey",
-            description=f"{config.app_name}-{config.env_name}: artifacts, logs, topics and SageMaker volumes",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        # CloudWatch Logs encrypts the other stacks' log groups with this key; only log groups of this
-        # account and region (the encryption context names the log group).
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="CloudWatchLogsOfThisAccount",
-                principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
-                actions=["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
-                resources=["*"],
-                conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": _LOG_GROUPS_OF_THIS_ACCOUNT}},
-            )
-        )
-
-        # S3 server access logs cannot be delivered to a KMS-encrypted bucket, hence SSE-S3 here.
-        self.access_log_bucket = s3.Bucket(
-            self,
-            "AccessLogBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="expire-access-logs",
-                    expiration=Duration.days(data.access_log_expiration_days),
-                    noncurrent_version_expiration=Duration.days(1),
-                    abort_incomplete_multipart_upload_after=Duration.days(
-                        data.abort_incomplete_multipart_upload_days
-                    ),
-                )
-            ],
-        )
+        self.key = self._key(config)
+        self.access_log_bucket = self._access_log_bucket(config)
 
         artifact_rule = s3.LifecycleRule(
             id="tidy-versions-and-uploads",
@@ -96,3 +58,48 @@ class DataStack(Stack):
         CfnOutput(self, "ArtifactBucketName", value=self.bucket.bucket_name)
         CfnOutput(self, "ArtifactKeyArn", value=self.key.key_arn)
         CfnOutput(self, "AccessLogBucketName", value=self.access_log_bucket.bucket_name)
+
+    def _key(self, config: AppConfig) -> kms.Key:
+        key = kms.Key(
+            self,
+            "ArtifactKey",
+            description=f"{config.app_name}-{config.env_name}: artifacts, logs, topics and SageMaker volumes",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        # CloudWatch Logs encrypts the other stacks' log groups with this key; only log groups of this
+        # account and region (the encryption context names the log group).
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchLogsOfThisAccount",
+                principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
+                actions=["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+                resources=["*"],
+                conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": _LOG_GROUPS_OF_THIS_ACCOUNT}},
+            )
+        )
+        return key
+
+    def _access_log_bucket(self, config: AppConfig) -> s3.Bucket:
+        data = config.data
+        # S3 server access logs cannot be delivered to a KMS-encrypted bucket, hence SSE-S3 here.
+        return s3.Bucket(
+            self,
+            "AccessLogBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-access-logs",
+                    expiration=Duration.days(data.access_log_expiration_days),
+                    noncurrent_version_expiration=Duration.days(1),
+                    abort_incomplete_multipart_upload_after=Duration.days(
+                        data.abort_incomplete_multipart_upload_days
+                    ),
+                )
+            ],
+        )

@@ -15,7 +15,7 @@ its trials `<run>-<retry>-NNN-xxxxxxxx` (SageMaker's), so every job stays under 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
@@ -34,9 +34,10 @@ from ..shared.workflow_shell import (
     retry_api_errors,
 )
 
+if TYPE_CHECKING:
+    from .jobs import PruningJobs
+
 CREATE_TUNING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createHyperParameterTuningJob.sync"
-START_TIME_DIGITS = 17  # yyyyMMddHHmmssSSS
-TRAINING_JOB_STEPS = ("supernet", "select", "export")
 # The tuning job's fields that are not its TrainingJobDefinition (CreateTrainingJob-only keys are dropped).
 _NOT_IN_DEFINITION = ("TrainingJobName", "HyperParameters", "Tags")
 
@@ -109,10 +110,7 @@ class PruningWorkflow(Construct):
         *,
         bucket_name: str,
         run_prefix: str,
-        supernet: TrainingJobRequest,
-        trial: TrainingJobRequest,
-        select: TrainingJobRequest,
-        export: TrainingJobRequest,
+        jobs: PruningJobs,
         parameter_ranges: Mapping[str, Any],
         objective_metric: str,
         max_jobs: int,
@@ -124,10 +122,9 @@ class PruningWorkflow(Construct):
         role_statements: Sequence[iam.PolicyStatement],
     ) -> None:
         super().__init__(scope, construct_id)
-        partition = Stack.of(self).partition
+        self._partition = Stack.of(self).partition
         jobs_uri = run_uri(bucket_name, "jobs/")
-
-        invalid, notify = failure_path(
+        invalid, self._notify = failure_path(
             self,
             topic=topic,
             subject="Pruning failed",
@@ -136,7 +133,6 @@ class PruningWorkflow(Construct):
                 "(train.jsonl, test.jsonl); see README, Pruning"
             ),
         )
-
         start_time = sfn.Pass(
             self,
             "StartTime",
@@ -144,41 +140,58 @@ class PruningWorkflow(Construct):
             result_path="$.clock",
         )
         prepare = sfn.Pass(
+            self, "Prepare", parameters={"name.$": run_name_expression(run_prefix)}, result_path="$.run"
+        )
+        train, tune, select, export = self._job_states(
+            jobs,
+            jobs_uri=jobs_uri,
+            parameter_ranges=parameter_ranges,
+            objective_metric=objective_metric,
+            max_jobs=max_jobs,
+            max_parallel_jobs=max_parallel_jobs,
+        )
+        record = record_model_task(
+            self, model_parameter=model_parameter, value_path="$.export.model_s3_uri", notify=self._notify
+        )
+        done = self._done(bucket_name, model_parameter)
+        chain = start_time.next(prepare).next(train).next(tune).next(select).next(export).next(record).next(done)
+        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), chain).otherwise(invalid)
+        self.state_machine = logged_state_machine(
             self,
-            "Prepare",
-            parameters={"name.$": run_name_expression(run_prefix)},
-            result_path="$.run",
+            start=start,
+            purpose="NAS pruning",
+            comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
+            role_statements=role_statements,
+            topic=topic,
+            key=key,
+            model_parameter=model_parameter,
+            log_retention_days=log_retention_days,
         )
 
-        def job(name: str, resource: str, parameters: dict, selector: dict, result_path: str) -> sfn.CustomState:
-            state = sfn.CustomState(
-                self,
-                name,
-                state_json={
-                    "Type": "Task",
-                    "Resource": resource.format(partition=partition),
-                    "Parameters": parameters,
-                    "ResultSelector": selector,
-                    "ResultPath": result_path,
-                },
-            )
-            retry_api_errors(state)
-            state.add_catch(notify, errors=["States.ALL"], result_path="$.error")
-            return state
-
+    def _job_states(
+        self,
+        jobs: PruningJobs,
+        *,
+        jobs_uri: str,
+        parameter_ranges: Mapping[str, Any],
+        objective_metric: str,
+        max_jobs: int,
+        max_parallel_jobs: int,
+    ) -> tuple[sfn.CustomState, sfn.CustomState, sfn.CustomState, sfn.CustomState]:
+        """TrainSupernet, Tune, SelectPareto, Export: every job writes under the run's `jobs/` prefix."""
         model_folder = "States.Format('{}{}/output/model/', $.OutputDataConfig.S3OutputPath, $.TrainingJobName)"
-        train = job(
+        train = self._job(
             "TrainSupernet",
             CREATE_TRAINING_JOB_SYNC,
-            training_parameters(supernet, output=jobs_uri),
+            training_parameters(jobs.supernet, output=jobs_uri),
             {"job_name.$": "$.TrainingJobName", "model_s3_uri.$": model_folder},
             "$.supernet",
         )
-        tune = job(
+        tune = self._job(
             "Tune",
             CREATE_TUNING_JOB_SYNC,
             tuning_parameters(
-                trial,
+                jobs.trial,
                 output=jobs_uri,
                 parameter_ranges=parameter_ranges,
                 objective_metric=objective_metric,
@@ -192,25 +205,42 @@ class PruningWorkflow(Construct):
             },
             "$.tuning",
         )
-        select_state = job(
+        select = self._job(
             "SelectPareto",
             CREATE_TRAINING_JOB_SYNC,
-            training_parameters(select, output=jobs_uri),
+            training_parameters(jobs.select, output=jobs_uri),
             {"job_name.$": "$.TrainingJobName"},
             "$.selection",
         )
-        export_state = job(
+        export = self._job(
             "Export",
             CREATE_TRAINING_JOB_SYNC,
-            training_parameters(export, output=jobs_uri, compression="GZIP"),
+            training_parameters(jobs.export, output=jobs_uri, compression="GZIP"),
             {"job_name.$": "$.TrainingJobName", "model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts"},
             "$.export",
         )
+        return train, tune, select, export
 
-        record = record_model_task(
-            self, model_parameter=model_parameter, value_path="$.export.model_s3_uri", notify=notify
+    def _job(self, name: str, resource: str, parameters: dict, selector: dict, result_path: str) -> sfn.CustomState:
+        """A `.sync` SageMaker task: API errors retried, anything else to Notify."""
+        state = sfn.CustomState(
+            self,
+            name,
+            state_json={
+                "Type": "Task",
+                "Resource": resource.format(partition=self._partition),
+                "Parameters": parameters,
+                "ResultSelector": selector,
+                "ResultPath": result_path,
+            },
         )
-        done = sfn.Pass(
+        retry_api_errors(state)
+        state.add_catch(self._notify, errors=["States.ALL"], result_path="$.error")
+        return state
+
+    def _done(self, bucket_name: str, model_parameter: ssm.IStringParameter) -> sfn.Pass:
+        """The execution's output: where the run's results, front, plot and both models are."""
+        return sfn.Pass(
             self,
             "Done",
             parameters={
@@ -228,25 +258,10 @@ class PruningWorkflow(Construct):
             },
         )
 
-        valid = sfn.Condition.and_(
-            sfn.Condition.is_present("$.train_data"),
-            sfn.Condition.is_string("$.train_data"),
-            sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
-        )
-        chain = (
-            start_time.next(prepare).next(train).next(tune).next(select_state).next(export_state).next(record)
-            .next(done)
-        )
-        start = sfn.Choice(self, "ValidateInput").when(valid, chain).otherwise(invalid)
 
-        self.state_machine = logged_state_machine(
-            self,
-            start=start,
-            purpose="NAS pruning",
-            comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
-            role_statements=role_statements,
-            topic=topic,
-            key=key,
-            model_parameter=model_parameter,
-            log_retention_days=log_retention_days,
-        )
+def _valid_input(bucket_name: str) -> sfn.Condition:
+    return sfn.Condition.and_(
+        sfn.Condition.is_present("$.train_data"),
+        sfn.Condition.is_string("$.train_data"),
+        sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
+    )

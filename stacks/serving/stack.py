@@ -16,6 +16,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from ..config import AppConfig
+from ..config.serving import ServingConfig
 from ..shared.container_images import ContainerImages
 from ..shared.job_role import vpc_statements
 from ..shared.placement import Placement
@@ -42,11 +43,9 @@ class ServingStack(Stack):
         serving = config.serving
         if serving is None:
             raise ValueError("ServingStack needs a serving section in the config")
-
         images = ContainerImages(self, "Images", names=[serving.image])
         if not serving.image_uri:  # a pinned image_uri does not come from the image map
             images.require_region(config)
-
         role = iam.Role(
             self,
             "ExecutionRole",
@@ -57,15 +56,7 @@ class ServingStack(Stack):
         policy = iam.ManagedPolicy(
             self, "ExecutionPolicy", roles=[role], description="Read the pinned model, pull the image, write logs"
         )
-
-        topic = sns.Topic(
-            self, "AlarmTopic", display_name=f"{config.app_name}-{config.env_name} serving alarms",
-            master_key=key, enforce_ssl=True,
-        )
-        if serving.alarms.email:
-            topic.add_subscription(subscriptions.EmailSubscription(serving.alarms.email))
-        allow_alarm_notifications(key)
-
+        self.topic = self._alarm_topic(config, key=key)
         capture_prefix = f"{serving.data_capture.prefix}{config.env_name}/" if serving.data_capture.enabled else None
         capture_uri = bucket.s3_url_for_object(capture_prefix) if capture_prefix else None
         # Values of the `{name}` fields in stacks/nag.py's acknowledgments for this stack.
@@ -86,13 +77,41 @@ class ServingStack(Stack):
             execution_role=role,
             role_policies=[policy],
             kms_key=key,
-            alarm_topic=topic,
+            alarm_topic=self.topic,
             data_capture_destination=capture_uri,
             isolated_placement=placement,
         )
+        isolated = placement is not None
+        statements = self._execution_statements(
+            serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, isolated=isolated
+        )
+        policy.add_statements(*statements)
+        self._outputs(serving)
 
+    def _alarm_topic(self, config: AppConfig, *, key: kms.IKey) -> sns.Topic:
+        """Encrypted with the data key, which lets CloudWatch alarms publish; optional e-mail subscription."""
+        topic = sns.Topic(
+            self, "AlarmTopic", display_name=f"{config.app_name}-{config.env_name} serving alarms",
+            master_key=key, enforce_ssl=True,
+        )
+        if config.serving.alarms.email:
+            topic.add_subscription(subscriptions.EmailSubscription(config.serving.alarms.email))
+        allow_alarm_notifications(key)
+        return topic
+
+    def _execution_statements(
+        self,
+        serving: ServingConfig,
+        *,
+        bucket: s3.IBucket,
+        key: kms.IKey,
+        images: ContainerImages,
+        capture_prefix: str | None,
+        isolated: bool,
+    ) -> list[iam.PolicyStatement]:
+        """Scoped to what the endpoint reads: the pinned prefixes, the model tarball, the data key, one image."""
         read_prefixes = [p for p in (serving.model_prefix, serving.compiled_graph_prefix) if p]
-        policy.add_statements(
+        statements = [
             iam.PolicyStatement(
                 sid="ListPinnedModelPrefixes",
                 actions=["s3:ListBucket"],
@@ -107,7 +126,7 @@ class ServingStack(Stack):
             iam.PolicyStatement(
                 sid="DecryptWithDataKey",
                 actions=["kms:Decrypt", "kms:DescribeKey"]
-                + (["kms:GenerateDataKey", "kms:Encrypt"] if capture_uri else []),
+                + (["kms:GenerateDataKey", "kms:Encrypt"] if capture_prefix else []),
                 resources=[key.key_arn],
             ),
             iam.PolicyStatement(
@@ -116,25 +135,25 @@ class ServingStack(Stack):
                 resources=[images.repository_arn(serving.image, serving.image_uri)],
             ),
             *endpoint_runtime_statements(self),
-        )
+        ]
         asset = self.endpoint.model_asset
         if asset is not None:
-            policy.add_statements(iam.PolicyStatement(
+            statements.append(iam.PolicyStatement(
                 sid="ReadModelTarball",
                 actions=["s3:GetObject"],
                 resources=[asset.bucket.arn_for_objects(asset.s3_object_key)],
             ))
-        if placement is not None:
-            policy.add_statements(*vpc_statements(self))
-        if capture_uri:
-            policy.add_statements(
-                iam.PolicyStatement(
-                    sid="WriteDataCapture",
-                    actions=["s3:PutObject"],
-                    resources=[bucket.arn_for_objects(f"{capture_prefix}*")],
-                )
-            )
+        if isolated:
+            statements += vpc_statements(self)
+        if capture_prefix:
+            statements.append(iam.PolicyStatement(
+                sid="WriteDataCapture",
+                actions=["s3:PutObject"],
+                resources=[bucket.arn_for_objects(f"{capture_prefix}*")],
+            ))
+        return statements
 
+    def _outputs(self, serving: ServingConfig) -> None:
         hosting = self.endpoint.hosting
         CfnOutput(self, "EndpointName", value=hosting.endpoint_name, description="invoke with tools/invoke.py")
         CfnOutput(self, "EndpointConfigName", value=hosting.endpoint_config.attr_endpoint_config_name)
@@ -147,4 +166,4 @@ class ServingStack(Stack):
             value=f"https://console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}#dashboards:name="
             + hosting.dashboard.dashboard_name,
         )
-        CfnOutput(self, "AlarmTopicArn", value=topic.topic_arn)
+        CfnOutput(self, "AlarmTopicArn", value=self.topic.topic_arn)

@@ -1,4 +1,4 @@
-"""The SageMaker execution role of the training job, scoped to the prefixes and resources one run touches."""
+"""The execution role of a SageMaker training-type job (QLoRA training, NAS jobs), scoped to what one run touches."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from constructs import Construct
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 
-class TrainingRole(Construct):
-    """Reads code, datasets and base models; writes models and checkpoints; its own log streams only."""
+class SageMakerJobRole(Construct):
+    """Reads the code and `read_prefixes`, writes `write_prefixes`, pulls one image, writes its own log streams."""
 
     def __init__(
         self,
@@ -30,8 +30,11 @@ class TrainingRole(Construct):
         write_prefixes: Sequence[str],
         image_repository_arn: str,
         vpc: bool,
+        description: str,
+        policy_description: str,
         code_channel: bool = False,
     ) -> None:
+        """`code_channel`: isolated mode, SageMaker downloads the code as an S3Prefix channel (lists, then gets)."""
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(
@@ -40,79 +43,19 @@ class TrainingRole(Construct):
             assumed_by=iam.ServicePrincipal(
                 "sagemaker.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
             ),
-            description="SageMaker execution role of the QLoRA training jobs",
+            description=description,
         )
-        statements = [
-            iam.PolicyStatement(
-                sid="ReadTrainingCode",
-                actions=["s3:GetObject"],
-                resources=[code.bucket.arn_for_objects(code.s3_object_key)],
-            ),
-            iam.PolicyStatement(
-                sid="ReadInputs",
-                actions=["s3:GetObject"],
-                resources=[bucket.arn_for_objects(f"{p}*") for p in read_prefixes],
-            ),
-            iam.PolicyStatement(
-                sid="ListInputs",
-                actions=["s3:ListBucket"],
-                resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in read_prefixes]}},
-            ),
-            iam.PolicyStatement(
-                sid="WriteOutputs",
-                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-                resources=[bucket.arn_for_objects(f"{p}*") for p in write_prefixes],
-            ),
-            iam.PolicyStatement(
-                sid="UseDataKey",
-                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
-                resources=[key.key_arn],
-            ),
-            iam.PolicyStatement(
-                sid="GrantVolumeKey",
-                actions=["kms:CreateGrant"],
-                resources=[key.key_arn],
-                conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
-            ),
-            iam.PolicyStatement(
-                sid="PullTrainingImage",
-                actions=["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
-                resources=[image_repository_arn],
-            ),
-            iam.PolicyStatement(
-                sid="EcrToken",  # GetAuthorizationToken has no resource-level permissions
-                actions=["ecr:GetAuthorizationToken"],
-                resources=["*"],
-            ),
-            iam.PolicyStatement(
-                sid="TrainingLogGroup",
-                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
-                resources=[
-                    stack.format_arn(
-                        service="logs", resource="log-group", resource_name=name,
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                    for name in (TRAINING_LOG_GROUP, f"{TRAINING_LOG_GROUP}:*")
-                ],
-            ),
-            iam.PolicyStatement(
-                sid="OwnLogStreams",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[stack.format_arn(
-                    service="logs", resource="log-group",
-                    resource_name=f"{TRAINING_LOG_GROUP}:log-stream:{job_name_prefix}-*",
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )],
-            ),
-            iam.PolicyStatement(
-                sid="TrainingMetrics",  # PutMetricData has no resource-level permissions; the namespace is pinned
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": TRAINING_LOG_GROUP}},
-            ),
-        ]
-        if code_channel:  # isolated mode: SageMaker downloads the code as an S3Prefix channel (lists, then gets)
+        statements = job_statements(
+            stack,
+            bucket=bucket,
+            key=key,
+            code=code,
+            job_name_prefix=job_name_prefix,
+            read_prefixes=read_prefixes,
+            write_prefixes=write_prefixes,
+            image_repository_arn=image_repository_arn,
+        )
+        if code_channel:
             statements.append(iam.PolicyStatement(
                 sid="ListTrainingCode",
                 actions=["s3:ListBucket"],
@@ -122,12 +65,112 @@ class TrainingRole(Construct):
         if vpc:
             statements += vpc_statements(stack)
         self.policy = iam.ManagedPolicy(
-            self,
-            "Policy",
-            description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
-            statements=statements,
-            roles=[self.role],
+            self, "Policy", description=policy_description, statements=statements, roles=[self.role]
         )
+
+
+def job_statements(
+    stack: Stack,
+    *,
+    bucket: s3.IBucket,
+    key: kms.IKey,
+    code: s3_assets.Asset,
+    job_name_prefix: str,
+    read_prefixes: Sequence[str],
+    write_prefixes: Sequence[str],
+    image_repository_arn: str,
+) -> list[iam.PolicyStatement]:
+    """Code, inputs, outputs, the data key, the image, and the job's own log streams and metrics."""
+    return [
+        *_storage_statements(bucket=bucket, key=key, code=code, read_prefixes=read_prefixes,
+                             write_prefixes=write_prefixes),
+        *_runtime_statements(stack, job_name_prefix=job_name_prefix, image_repository_arn=image_repository_arn),
+    ]
+
+
+def _storage_statements(
+    *,
+    bucket: s3.IBucket,
+    key: kms.IKey,
+    code: s3_assets.Asset,
+    read_prefixes: Sequence[str],
+    write_prefixes: Sequence[str],
+) -> list[iam.PolicyStatement]:
+    return [
+        iam.PolicyStatement(
+            sid="ReadTrainingCode",
+            actions=["s3:GetObject"],
+            resources=[code.bucket.arn_for_objects(code.s3_object_key)],
+        ),
+        iam.PolicyStatement(
+            sid="ReadInputs",
+            actions=["s3:GetObject"],
+            resources=[bucket.arn_for_objects(f"{p}*") for p in read_prefixes],
+        ),
+        iam.PolicyStatement(
+            sid="ListInputs",
+            actions=["s3:ListBucket"],
+            resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in read_prefixes]}},
+        ),
+        iam.PolicyStatement(
+            sid="WriteOutputs",
+            actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+            resources=[bucket.arn_for_objects(f"{p}*") for p in write_prefixes],
+        ),
+        iam.PolicyStatement(
+            sid="UseDataKey",
+            actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+            resources=[key.key_arn],
+        ),
+        iam.PolicyStatement(
+            sid="GrantVolumeKey",
+            actions=["kms:CreateGrant"],
+            resources=[key.key_arn],
+            conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        ),
+    ]
+
+
+def _runtime_statements(stack: Stack, *, job_name_prefix: str, image_repository_arn: str) -> list[iam.PolicyStatement]:
+    return [
+        iam.PolicyStatement(
+            sid="PullTrainingImage",
+            actions=["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
+            resources=[image_repository_arn],
+        ),
+        iam.PolicyStatement(
+            sid="EcrToken",  # GetAuthorizationToken has no resource-level permissions
+            actions=["ecr:GetAuthorizationToken"],
+            resources=["*"],
+        ),
+        iam.PolicyStatement(
+            sid="TrainingLogGroup",
+            actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
+            resources=[
+                stack.format_arn(
+                    service="logs", resource="log-group", resource_name=name,
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+                for name in (TRAINING_LOG_GROUP, f"{TRAINING_LOG_GROUP}:*")
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="OwnLogStreams",
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resources=[stack.format_arn(
+                service="logs", resource="log-group",
+                resource_name=f"{TRAINING_LOG_GROUP}:log-stream:{job_name_prefix}-*",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )],
+        ),
+        iam.PolicyStatement(
+            sid="TrainingMetrics",  # PutMetricData has no resource-level permissions; the namespace is pinned
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={"StringEquals": {"cloudwatch:namespace": TRAINING_LOG_GROUP}},
+        ),
+    ]
 
 
 def vpc_statements(stack: Stack) -> list[iam.PolicyStatement]:

@@ -65,42 +65,26 @@ class SageMakerEndpoint(Construct):
         """`model_data_source_uri`: an uncompressed S3 prefix SageMaker mounts at /opt/ml/model (no tarball)."""
         super().__init__(scope, construct_id)
         self._alarms_config = alarms
-        self.model = sagemaker.CfnModel(
-            self,
-            "Model",
-            execution_role_arn=execution_role.role_arn,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image_uri,
-                model_data_url=model_data_url,
-                model_data_source=self._model_data_source(model_data_source_uri),
-                environment=dict(sorted(environment.items())),
-            ),
-            enable_network_isolation=network_isolation or None,
-            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
-                subnets=list(vpc_subnet_ids), security_group_ids=list(vpc_security_group_ids)
-            ) if vpc_subnet_ids else None,
+        self.model = self._model(
+            image_uri=image_uri,
+            model_data_url=model_data_url,
+            model_data_source_uri=model_data_source_uri,
+            environment=environment,
+            execution_role=execution_role,
+            role_policies=role_policies,
+            vpc_subnet_ids=vpc_subnet_ids,
+            vpc_security_group_ids=vpc_security_group_ids,
+            network_isolation=network_isolation,
         )
-        # CreateModel checks the role can pull the image: the role's policy must exist first.
-        for policy in role_policies:
-            self.model.node.add_dependency(policy)
-
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
-            self,
-            "EndpointConfig",
-            kms_key_id=kms_key.key_arn,
-            production_variants=[
-                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=VARIANT_NAME,
-                    model_name=self.model.attr_model_name,
-                    instance_type=instance_type,
-                    initial_instance_count=initial_instance_count,
-                    initial_variant_weight=1,
-                    volume_size_in_gb=volume_size_gb,
-                    container_startup_health_check_timeout_in_seconds=startup_health_check_timeout_seconds,
-                    model_data_download_timeout_in_seconds=model_data_download_timeout_seconds,
-                )
-            ],
-            data_capture_config=self._data_capture(data_capture, data_capture_destination, kms_key),
+        self.endpoint_config = self._endpoint_config(
+            instance_type=instance_type,
+            initial_instance_count=initial_instance_count,
+            volume_size_gb=volume_size_gb,
+            startup_health_check_timeout_seconds=startup_health_check_timeout_seconds,
+            model_data_download_timeout_seconds=model_data_download_timeout_seconds,
+            kms_key=kms_key,
+            data_capture=data_capture,
+            data_capture_destination=data_capture_destination,
         )
 
         self.alarm_names = {name: self._alarm_name(name) for name in ROLLBACK_ALARMS}
@@ -122,6 +106,71 @@ class SageMakerEndpoint(Construct):
         self.scalable_target = self._autoscaling(autoscaling)
         self.alarms = self._create_alarms(alarms, alarm_topic, instance_vcpus)
         self.dashboard = self._dashboard()
+
+    def _model(
+        self,
+        *,
+        image_uri: str,
+        model_data_url: str | None,
+        model_data_source_uri: str | None,
+        environment: Mapping[str, str],
+        execution_role: iam.IRole,
+        role_policies: Sequence[IDependable],
+        vpc_subnet_ids: Sequence[str],
+        vpc_security_group_ids: Sequence[str],
+        network_isolation: bool,
+    ) -> sagemaker.CfnModel:
+        """The container; created after the role's policies, since CreateModel checks the role can pull the image."""
+        model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=execution_role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image_uri,
+                model_data_url=model_data_url,
+                model_data_source=self._model_data_source(model_data_source_uri),
+                environment=dict(sorted(environment.items())),
+            ),
+            enable_network_isolation=network_isolation or None,
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                subnets=list(vpc_subnet_ids), security_group_ids=list(vpc_security_group_ids)
+            ) if vpc_subnet_ids else None,
+        )
+        for policy in role_policies:
+            model.node.add_dependency(policy)
+        return model
+
+    def _endpoint_config(
+        self,
+        *,
+        instance_type: str,
+        initial_instance_count: int,
+        volume_size_gb: int | None,
+        startup_health_check_timeout_seconds: int,
+        model_data_download_timeout_seconds: int,
+        kms_key: kms.IKey,
+        data_capture: DataCaptureConfig,
+        data_capture_destination: str | None,
+    ) -> sagemaker.CfnEndpointConfig:
+        """One constant variant (`AllTraffic`) of the model on `instance_type`, volume encrypted with the data key."""
+        return sagemaker.CfnEndpointConfig(
+            self,
+            "EndpointConfig",
+            kms_key_id=kms_key.key_arn,
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT_NAME,
+                    model_name=self.model.attr_model_name,
+                    instance_type=instance_type,
+                    initial_instance_count=initial_instance_count,
+                    initial_variant_weight=1,
+                    volume_size_in_gb=volume_size_gb,
+                    container_startup_health_check_timeout_in_seconds=startup_health_check_timeout_seconds,
+                    model_data_download_timeout_in_seconds=model_data_download_timeout_seconds,
+                )
+            ],
+            data_capture_config=self._data_capture(data_capture, data_capture_destination, kms_key),
+        )
 
     @staticmethod
     def _model_data_source(uri: str | None) -> sagemaker.CfnModel.ModelDataSourceProperty | None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 
 from aws_cdk import Aws, CfnOutput, Stack
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -19,20 +17,20 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from ..code_contract.qlora import ENTRY_POINT, metric_definitions
+from ..code_contract.qlora import ENTRY_POINT
 from ..config import AppConfig, ConfigError
 from ..config.training import PREFIX_LIMIT
 from ..paths import QLORA_CODE
 from ..shared.assets import build_content_addressed
 from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATASETS_PREFIX, MODELS_PREFIX
 from ..shared.container_images import ContainerImages
-from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
-from ..shared.job_role import TrainingRole
+from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
-from .workflow import MAX_JOB_NAME, TrainingWorkflow, job_name_expression, max_job_name_length
+from .job import training_job_request
+from .trigger import dataset_upload_rule
+from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
 
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
-CODE_CHANNEL_DIR = "/opt/ml/input/data/code/"  # an isolated container cannot fetch its code itself
 
 
 def job_name_prefix(config: AppConfig) -> str:
@@ -62,72 +60,26 @@ class TrainingStack(Stack):
         """`placement`: isolated mode (network.isolated): the job runs in these subnets, network-isolated."""
         super().__init__(scope, construct_id, **kwargs)
         training = config.training
-        isolated = placement is not None
-        subnet_ids = placement.subnet_ids if placement else training.subnet_ids
-        security_group_ids = placement.security_group_ids if placement else training.security_group_ids
         prefix = job_name_prefix(config)
-
         images = ContainerImages(self, "Images", names=[TRAINING_IMAGE])
         images.require_region(config)
         code = s3_assets.Asset(self, "TrainingCode", path=str(build_content_addressed(QLORA_CODE)))
-
-        role = TrainingRole(
-            self,
-            "TrainingRole",
+        role = self._job_role(config, bucket=bucket, key=key, code=code, images=images, placement=placement)
+        self.topic = sns.Topic(self, "FailureTopic", master_key=key, enforce_ssl=True)
+        self.model_parameter = self._model_parameter(config)
+        self.request, submit_directory = training_job_request(
+            config,
             bucket=bucket,
             key=key,
             code=code,
-            job_name_prefix=prefix,
-            read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
-            write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
-            image_repository_arn=images.repository_arn(TRAINING_IMAGE, training.image_uri),
-            vpc=bool(subnet_ids),
-            code_channel=isolated,
-        )
-
-        self.topic = sns.Topic(self, "FailureTopic", master_key=key, enforce_ssl=True)
-        # A well-known name per environment (the lookup handle for people and the serving side). Name is the
-        # parameter's only replacement trigger, so the fixed name can never collide with its own replacement.
-        self.model_parameter = ssm.StringParameter(
-            self,
-            "ModelParameter",
-            parameter_name=f"/{config.app_name}/{config.env_name}/training/model-s3-uri",
-            string_value="none",  # RecordModel overwrites it with s3://<bucket>/models/<job>/output/model/
-            description=f"{config.app_name}-{config.env_name}: S3 prefix of the latest merged QLoRA model",
-        )
-
-        channels = [S3Channel("training", Ref("$.train_data"))]
-        if training.base_model_key:
-            channels.append(S3Channel("model", f"s3://{bucket.bucket_name}/{training.base_model_key}"))
-        submit_directory = code.s3_object_url
-        if isolated:  # the toolkit extracts a local sourcedir tarball as it would download an S3 one
-            channels.append(S3Channel("code", code.s3_object_url))
-            submit_directory = CODE_CHANNEL_DIR + code.s3_object_key
-        request = TrainingJobRequest(
-            job_name=job_name_expression(),
-            role_arn=role.role.role_arn,
+            role=role.role,
             image_uri=images.uri(TRAINING_IMAGE, training.image_uri),
-            instance_type=training.instance_type,
-            instance_count=training.instance_count,
-            volume_size_gb=training.volume_size_gb,
-            kms_key_arn=key.key_arn,
-            output_s3_uri=f"s3://{bucket.bucket_name}/{MODELS_PREFIX}",
-            hyperparameters=Ref("$.run.hyperparameters"),
-            channels=channels,
-            max_runtime_seconds=training.max_runtime_hours * 3600,
-            max_wait_seconds=training.max_wait_seconds,
-            checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', $.run.name)"),
-            metric_definitions=metric_definitions(),
-            network_isolation=training.network_isolation or isolated,
-            subnet_ids=subnet_ids,
-            security_group_ids=security_group_ids,
-            tags=dict(config.all_tags),
+            placement=placement,
         )
-        self.request = request
         workflow = TrainingWorkflow(
             self,
             "Workflow",
-            request=request,
+            request=self.request,
             job_name_prefix=prefix,
             bucket_name=bucket.bucket_name,
             default_hyperparameters=training.hyperparameters,
@@ -145,52 +97,54 @@ class TrainingStack(Stack):
             role_statements=self._state_machine_statements(role=role.role, key=key, prefix=prefix),
         )
         self.state_machine = workflow.state_machine
+        self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
+        self._outputs(config, role=role.role)
 
-        # Uploads under datasets/ start a run with the uploaded object as training data (same input shape
-        # as tools/start_training.py: see stacks/training_input.py).
-        self.rule = events.Rule(
+    def _job_role(
+        self,
+        config: AppConfig,
+        *,
+        bucket: s3.IBucket,
+        key: kms.IKey,
+        code: s3_assets.Asset,
+        images: ContainerImages,
+        placement: Placement | None,
+    ) -> SageMakerJobRole:
+        training = config.training
+        return SageMakerJobRole(
             self,
-            "DatasetUploaded",
-            description="Start QLoRA training when a dataset lands under datasets/ in the artifact bucket",
-            event_pattern=events.EventPattern(
-                source=["aws.s3"],
-                detail_type=["Object Created"],
-                detail={"bucket": {"name": [bucket.bucket_name]}, "object": {"key": [{"prefix": DATASETS_PREFIX}]}},
-            ),
-        )
-        events_role = iam.Role(
-            self,
-            "RuleRole",
-            assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
-            description="EventBridge: start the training state machine on dataset uploads",
-        )
-        iam.ManagedPolicy(
-            self,
-            "RulePolicy",
-            roles=[events_role],
-            statements=[iam.PolicyStatement(
-                actions=["states:StartExecution"], resources=[self.state_machine.state_machine_arn]
-            )],
-        )
-        self.rule.add_target(
-            targets.SfnStateMachine(
-                self.state_machine,
-                role=events_role.without_policy_updates(),
-                input=events.RuleTargetInput.from_object({
-                    "train_data": "s3://"
-                    + events.EventField.from_path("$.detail.bucket.name")
-                    + "/"
-                    + events.EventField.from_path("$.detail.object.key"),
-                    "hyperparameters": {},
-                }),
-            )
+            "TrainingRole",
+            bucket=bucket,
+            key=key,
+            code=code,
+            job_name_prefix=job_name_prefix(config),
+            read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
+            write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
+            image_repository_arn=images.repository_arn(TRAINING_IMAGE, training.image_uri),
+            vpc=bool(placement.subnet_ids if placement else training.subnet_ids),
+            description="SageMaker execution role of the QLoRA training jobs",
+            policy_description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
+            code_channel=placement is not None,
         )
 
+    def _model_parameter(self, config: AppConfig) -> ssm.StringParameter:
+        """A well-known name per environment (the lookup handle for people and the serving side). Name is the
+        parameter's only replacement trigger, so the fixed name can never collide with its own replacement."""
+        return ssm.StringParameter(
+            self,
+            "ModelParameter",
+            parameter_name=f"/{config.app_name}/{config.env_name}/training/model-s3-uri",
+            string_value="none",  # RecordModel overwrites it with s3://<bucket>/models/<job>/output/model/
+            description=f"{config.app_name}-{config.env_name}: S3 prefix of the latest merged QLoRA model",
+        )
+
+    def _outputs(self, config: AppConfig, *, role: iam.IRole) -> None:
         CfnOutput(self, "StateMachineArn", value=self.state_machine.state_machine_arn)
         CfnOutput(self, "FailureTopicArn", value=self.topic.topic_arn)
         CfnOutput(self, "ModelParameterName", value=self.model_parameter.parameter_name)
-        CfnOutput(self, "TrainingRoleArn", value=role.role.role_arn)
-        CfnOutput(self, "DefaultHyperparameters", value=json.dumps(dict(training.hyperparameters), sort_keys=True))
+        CfnOutput(self, "TrainingRoleArn", value=role.role_arn)
+        hyperparameters = json.dumps(dict(config.training.hyperparameters), sort_keys=True)
+        CfnOutput(self, "DefaultHyperparameters", value=hyperparameters)
 
     def _state_machine_statements(self, *, role: iam.IRole, key: kms.IKey, prefix: str) -> list[iam.PolicyStatement]:
         """Create/describe/stop only this environment's jobs; pass only the training role."""

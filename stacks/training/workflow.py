@@ -71,8 +71,6 @@ class TrainingWorkflow(Construct):
         role_statements: Sequence[iam.PolicyStatement],
     ) -> None:
         super().__init__(scope, construct_id)
-        partition = Stack.of(self).partition
-
         invalid, notify = failure_path(
             self,
             topic=topic,
@@ -82,7 +80,6 @@ class TrainingWorkflow(Construct):
                 "\"hyperparameters\": {...}}; see README, Training"
             ),
         )
-
         defaults = sfn.Pass(
             self,
             "Defaults",
@@ -91,7 +88,43 @@ class TrainingWorkflow(Construct):
             ),
             result_path="$.defaults",
         )
-        prepare = sfn.Pass(
+        prepare = self._prepare(job_name_prefix, capacity_backoff_seconds)
+        train = self._train(request, bucket_name)
+        self._capacity_retry(train, notify=notify, capacity_retries=capacity_retries)
+        record = record_model_task(
+            self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
+        )
+        done = sfn.Pass(
+            self,
+            "Done",
+            parameters={
+                "job_name.$": "$.training.job_name",
+                "model_s3_uri.$": "$.training.model_s3_uri",
+                "train_data.$": "$.train_data",
+                "hyperparameters.$": "$.run.hyperparameters",
+                "model_parameter": model_parameter.parameter_name,
+            },
+        )
+        start = (
+            sfn.Choice(self, "ValidateInput")
+            .when(_valid_input(bucket_name), defaults.next(prepare).next(train).next(record).next(done))
+            .otherwise(invalid)
+        )
+        self.state_machine = logged_state_machine(
+            self,
+            start=start,
+            purpose="QLoRA training",
+            comment="QLoRA training: SageMaker createTrainingJob.sync, model prefix to SSM, failures to SNS",
+            role_statements=role_statements,
+            topic=topic,
+            key=key,
+            model_parameter=model_parameter,
+            log_retention_days=log_retention_days,
+        )
+
+    def _prepare(self, job_name_prefix: str, capacity_backoff_seconds: int) -> sfn.Pass:
+        """`$.run`: the run name, attempt 0, the first capacity wait, the merged hyperparameters."""
+        return sfn.Pass(
             self,
             "Prepare",
             parameters={
@@ -104,6 +137,10 @@ class TrainingWorkflow(Construct):
             },
             result_path="$.run",
         )
+
+    def _train(self, request: TrainingJobRequest, bucket_name: str) -> sfn.CustomState:
+        """`Train`: CreateTrainingJob.sync with the API retries; the merged model's prefix into `$.training`."""
+        partition = Stack.of(self).partition
         train = sfn.CustomState(
             self,
             "Train",
@@ -122,7 +159,10 @@ class TrainingWorkflow(Construct):
             },
         )
         retry_api_errors(train)
+        return train
 
+    def _capacity_retry(self, train: sfn.CustomState, *, notify: sfn.IChainable, capacity_retries: int) -> None:
+        """A capacity failure waits (doubling), then starts the next attempt under a new name; others notify."""
         next_attempt = sfn.Pass(
             self,
             "NextAttempt",
@@ -153,41 +193,12 @@ class TrainingWorkflow(Construct):
         train.add_catch(capacity, errors=["States.TaskFailed"], result_path="$.error")
         train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
 
-        record = record_model_task(
-            self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
-        )
-        done = sfn.Pass(
-            self,
-            "Done",
-            parameters={
-                "job_name.$": "$.training.job_name",
-                "model_s3_uri.$": "$.training.model_s3_uri",
-                "train_data.$": "$.train_data",
-                "hyperparameters.$": "$.run.hyperparameters",
-                "model_parameter": model_parameter.parameter_name,
-            },
-        )
 
-        valid = sfn.Condition.and_(
-            sfn.Condition.is_present("$.train_data"),
-            sfn.Condition.is_string("$.train_data"),
-            sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
-            sfn.Condition.is_present("$.hyperparameters"),
-        )
-        start = (
-            sfn.Choice(self, "ValidateInput")
-            .when(valid, defaults.next(prepare).next(train).next(record).next(done))
-            .otherwise(invalid)
-        )
-
-        self.state_machine = logged_state_machine(
-            self,
-            start=start,
-            purpose="QLoRA training",
-            comment="QLoRA training: SageMaker createTrainingJob.sync, model prefix to SSM, failures to SNS",
-            role_statements=role_statements,
-            topic=topic,
-            key=key,
-            model_parameter=model_parameter,
-            log_retention_days=log_retention_days,
-        )
+def _valid_input(bucket_name: str) -> sfn.Condition:
+    """What the state machine can re-check itself: train_data is a string under this bucket's datasets/."""
+    return sfn.Condition.and_(
+        sfn.Condition.is_present("$.train_data"),
+        sfn.Condition.is_string("$.train_data"),
+        sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
+        sfn.Condition.is_present("$.hyperparameters"),
+    )

@@ -1,0 +1,60 @@
+"""The CreateTrainingJob request of one QLoRA run: image, channels, output, spot, VPC, from the config."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+
+from ..code_contract.qlora import metric_definitions
+from ..config import AppConfig
+from ..shared.bucket_layout import CHECKPOINTS_PREFIX, MODELS_PREFIX
+from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
+from ..shared.placement import Placement
+from .workflow import job_name_expression
+
+CODE_CHANNEL_DIR = "/opt/ml/input/data/code/"  # an isolated container cannot fetch its code itself
+
+
+def training_job_request(
+    config: AppConfig,
+    *,
+    bucket: s3.IBucket,
+    key: kms.IKey,
+    code: s3_assets.Asset,
+    role: iam.IRole,
+    image_uri: str,
+    placement: Placement | None,
+) -> tuple[TrainingJobRequest, str]:
+    """(request, sagemaker_submit_directory); `placement` set: isolated mode, the code comes as a channel."""
+    training = config.training
+    isolated = placement is not None
+    channels = [S3Channel("training", Ref("$.train_data"))]
+    if training.base_model_key:
+        channels.append(S3Channel("model", f"s3://{bucket.bucket_name}/{training.base_model_key}"))
+    submit_directory = code.s3_object_url
+    if isolated:  # the toolkit extracts a local sourcedir tarball as it would download an S3 one
+        channels.append(S3Channel("code", code.s3_object_url))
+        submit_directory = CODE_CHANNEL_DIR + code.s3_object_key
+    request = TrainingJobRequest(
+        job_name=job_name_expression(),
+        role_arn=role.role_arn,
+        image_uri=image_uri,
+        instance_type=training.instance_type,
+        instance_count=training.instance_count,
+        volume_size_gb=training.volume_size_gb,
+        kms_key_arn=key.key_arn,
+        output_s3_uri=f"s3://{bucket.bucket_name}/{MODELS_PREFIX}",
+        hyperparameters=Ref("$.run.hyperparameters"),
+        channels=channels,
+        max_runtime_seconds=training.max_runtime_hours * 3600,
+        max_wait_seconds=training.max_wait_seconds,
+        checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', $.run.name)"),
+        metric_definitions=metric_definitions(),
+        network_isolation=training.network_isolation or isolated,
+        subnet_ids=placement.subnet_ids if placement else training.subnet_ids,
+        security_group_ids=placement.security_group_ids if placement else training.security_group_ids,
+        tags=dict(config.all_tags),
+    )
+    return request, submit_directory
