@@ -33,6 +33,12 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from stacks.config.serving_properties import parse as parse_properties  # noqa: E402
+
 LOG = logging.getLogger("local_endpoint")
 
 ERROR_CODE = 424  # what LMI answers for a request it cannot serve
@@ -66,20 +72,6 @@ class RequestError(ValueError):
 # ---------------------------------------------------------------------------------------------- settings
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Java-properties style `key=value` lines; `#`/`!` comments and blank lines skipped."""
-    props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise ValueError(f"not a key=value line: {line!r}")
-        props[key.strip()] = value.strip()
-    return props
-
-
 @dataclass(frozen=True)
 class Settings:
     max_batch: int = 4
@@ -103,7 +95,7 @@ class Settings:
 
 
 def load_settings(properties: str | Path | None, overrides: list[str] | None = None, **kwargs: Any) -> Settings:
-    props = parse_properties(Path(properties).read_text(encoding="utf-8")) if properties else {}
+    props = parse_properties(Path(properties).read_text(encoding="utf-8"), str(properties)) if properties else {}
     for item in overrides or []:
         key, sep, value = item.partition("=")
         if not sep:

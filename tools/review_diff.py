@@ -36,10 +36,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tools import cost  # noqa: E402
+from tools.cloud_assembly import CloudAssemblyReader, StackArtifact, assembly_dirs  # noqa: E402
 
 MARKER = "<!-- review-diff -->"
 REPLACING = ("WILL_REPLACE", "MAY_REPLACE")
-DELETING = ("WILL_DESTROY", "WILL_ORPHAN")
 
 # Resource types whose replacement or deletion loses data or breaks clients: (class, what is at stake).
 SENSITIVE: dict[str, tuple[str, str]] = {
@@ -70,55 +70,14 @@ class ReviewError(Exception):
 
 
 # ------------------------------------------------------------------------------------------ assemblies
-@dataclass(frozen=True)
-class StackArtifact:
-    name: str
-    template_path: Path
-    region: str | None
-    termination_protection: bool
-    paths: dict[str, str]  # logical id -> construct path
-
-    @property
-    def template(self) -> dict:
-        return json.loads(self.template_path.read_text(encoding="utf-8"))
-
-
-def _metadata(assembly: Path, artifact: dict) -> dict[str, list]:
-    entries = dict(artifact.get("metadata") or {})
-    extra = artifact.get("additionalMetadataFile")
-    if extra and (assembly / extra).is_file():
-        entries.update(json.loads((assembly / extra).read_text(encoding="utf-8")))
-    return entries
-
-
 def read_assembly(folder: Path) -> dict[str, StackArtifact]:
     """Stacks of a cloud assembly, or of every assembly one level below `folder`, by stack name."""
-    folder = Path(folder)
-    manifests = [folder / "manifest.json"] if (folder / "manifest.json").is_file() else sorted(
-        folder.glob("*/manifest.json")
-    )
-    if not manifests:
+    directories = assembly_dirs(folder)
+    if not directories:
         raise ReviewError(f"{folder}: no manifest.json in it or in its sub-folders (synthesize first)")
     stacks: dict[str, StackArtifact] = {}
-    for manifest_path in manifests:
-        assembly = manifest_path.parent
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
-            if artifact.get("type") != "aws:cloudformation:stack":
-                continue
-            props = artifact.get("properties", {})
-            env = artifact.get("environment", "")
-            region = env.rsplit("/", 1)[-1] if env.startswith("aws://") else None
-            paths = {}
-            for path, entries in _metadata(assembly, artifact).items():
-                for entry in entries:
-                    if entry.get("type") == "aws:cdk:logicalId" and isinstance(entry.get("data"), str):
-                        paths[entry["data"]] = path
-            name = props.get("stackName") or artifact.get("displayName") or artifact_id
-            stacks[name] = StackArtifact(
-                name, assembly / props["templateFile"], None if region in (None, "unknown-region") else region,
-                bool(props.get("terminationProtection", False)), paths,
-            )
+    for directory in directories:
+        stacks.update(CloudAssemblyReader(directory).by_name())
     return stacks
 
 
@@ -183,8 +142,8 @@ def run_engine(base: dict[str, StackArtifact], head: dict[str, StackArtifact]) -
     request = {"stacks": [
         {
             "name": name,
-            "base": str(base[name].template_path) if name in base else None,
-            "head": str(head[name].template_path) if name in head else None,
+            "base": str(base[name].template_file) if name in base else None,
+            "head": str(head[name].template_file) if name in head else None,
             "paths": {**(base[name].paths if name in base else {}), **(head[name].paths if name in head else {})},
         }
         for name in names

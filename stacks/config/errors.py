@@ -6,7 +6,7 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
-class ConfigError(Exception):
+class ConfigError(ValueError):
     """A configuration value is invalid; the message names file, field, value and fix."""
 
     def __init__(self, source: str, field: str, problem: str) -> None:

@@ -135,8 +135,8 @@ def test_review_is_deterministic_and_cli_matches(rename, tmp_path):
     first = review_diff.render(result)
     again = review_diff.render(review_diff.review(base, head, "rename"))
     assert first == again
-    base_dir = next(iter(base.values())).template_path.parent
-    head_dir = next(iter(head.values())).template_path.parent
+    base_dir = next(iter(base.values())).template_file.parent
+    head_dir = next(iter(head.values())).template_file.parent
     out = tmp_path / "review.md"
     proc = subprocess.run(
         [sys.executable, "tools/review_diff.py", "--base-dir", str(base_dir), "--head-dir", str(head_dir),
@@ -238,8 +238,8 @@ def test_engine_agrees_with_cdk_diff_template(rename):
     base, head, result = rename
     data = "llm-inf2-dev-Data"
     proc = subprocess.run(
-        ["npx", "--no-install", "cdk", "diff", "--app", str(head[data].template_path.parent),
-         "--template", str(base[data].template_path), data],
+        ["npx", "--no-install", "cdk", "diff", "--app", str(head[data].template_file.parent),
+         "--template", str(base[data].template_file), data],
         cwd=ROOT, capture_output=True, text=True, timeout=180,
         env={**os.environ, "FORCE_COLOR": "0", "NO_COLOR": "1", "CDK_DISABLE_CLI_TELEMETRY": "true"},
     )

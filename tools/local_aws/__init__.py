@@ -4,7 +4,8 @@ Used by `make deploy TARGET=local` and by the deploy tests. What moto does not m
 autoscaling, bucket policies, `.sync` Step Functions tasks) is skipped by moto itself; see README.
 """
 
-from .cloud_assembly import CloudAssemblyReader, StackArtifact
+from tools.cloud_assembly import CloudAssemblyReader, StackArtifact
+
 from .emulator import LocalAws
 
 __all__ = ["CloudAssemblyReader", "LocalAws", "StackArtifact"]

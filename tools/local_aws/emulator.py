@@ -18,7 +18,8 @@ import boto3
 import botocore.exceptions
 from botocore.config import Config
 
-from .cloud_assembly import CloudAssemblyReader, StackArtifact
+from tools.cloud_assembly import CloudAssemblyReader, StackArtifact
+
 from .moto_patches import apply_all as apply_moto_patches
 
 BOOTSTRAP_QUALIFIER = "hnb659fds"

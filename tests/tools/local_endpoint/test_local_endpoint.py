@@ -208,8 +208,10 @@ def test_properties_template_rendered_and_overridden(tmp_path):
     assert load_settings(rendered, ["option.max_rolling_batch_size=1"]).max_batch == 1
     static = parse_properties("option.rolling_batch=disable\noption.batch_size=2\noption.max_rolling_batch_size=8")
     assert Settings.from_properties(static).max_batch == 2
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="line 1: got 'no equals sign here'; expected key=value"):
         parse_properties("no equals sign here")
+    with pytest.raises(ValueError, match="option.dtype: set twice"):
+        parse_properties("option.dtype=fp16\noption.dtype=bf16")
     with pytest.raises(ValueError):
         load_settings(rendered, ["option.dtype=int3"])
 
