@@ -69,6 +69,31 @@ class AlarmConfig:
             )
 
 
+def check_variant(
+    source: str,
+    path: str,
+    *,
+    initial_instance_count: int,
+    startup_timeout_seconds: int,
+    autoscaling: AutoscalingConfig,
+    rollout: RolloutConfig,
+) -> None:
+    """Rules every endpoint section shares: a rolling update outlasts start-up plus baking, and the initial
+    instance count lies inside the autoscaling range."""
+    needs = startup_timeout_seconds + rollout.wait_interval_seconds
+    if rollout.strategy == "rolling" and rollout.maximum_execution_timeout_seconds < needs:
+        raise ConfigError(
+            source, f"{path}.rollout.maximum_execution_timeout_seconds",
+            f"got {rollout.maximum_execution_timeout_seconds}; must be >= startup timeout + wait interval ({needs})",
+        )
+    if not autoscaling.min_capacity <= initial_instance_count <= autoscaling.max_capacity:
+        raise ConfigError(
+            source, f"{path}.initial_instance_count",
+            f"got {initial_instance_count}; must be within autoscaling min_capacity..max_capacity "
+            f"({autoscaling.min_capacity}..{autoscaling.max_capacity})",
+        )
+
+
 @dataclass(frozen=True)
 class DataCaptureConfig:
     """Request/response capture into the artifact bucket (KMS-encrypted with the data key)."""

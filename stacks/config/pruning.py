@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .endpoint import AlarmConfig, AutoscalingConfig, RolloutConfig
+from .endpoint import AlarmConfig, AutoscalingConfig, RolloutConfig, check_variant
 from .errors import ConfigError
 from .schema import setting
-from .training import ECR_IMAGE_PATTERN, LOG_RETENTION_DAYS
+from .training import ECR_IMAGE_PATTERN, check_log_retention
 
 INSTANCE_TYPE = r"ml\.[a-z0-9]+\.[a-z0-9]+"
 MODEL_KEY = r"([A-Za-z0-9!_.*'()=-]+/)+model\.tar\.gz"
@@ -69,20 +69,14 @@ class EncoderEndpointConfig:
         return 4 * int(match.group(1) or 1) if match else 1
 
     def check(self, source: str, path: str) -> None:
-        scaling = self.autoscaling
-        if not scaling.min_capacity <= self.initial_instance_count <= scaling.max_capacity:
-            raise ConfigError(
-                source, f"{path}.initial_instance_count",
-                f"got {self.initial_instance_count}; must be within autoscaling min_capacity..max_capacity "
-                f"({scaling.min_capacity}..{scaling.max_capacity})",
-            )
-        needs = self.container_startup_health_check_timeout_seconds + self.rollout.wait_interval_seconds
-        if self.rollout.strategy == "rolling" and self.rollout.maximum_execution_timeout_seconds < needs:
-            raise ConfigError(
-                source, f"{path}.rollout.maximum_execution_timeout_seconds",
-                f"got {self.rollout.maximum_execution_timeout_seconds}; must be >= startup timeout + wait interval "
-                f"({needs})",
-            )
+        check_variant(
+            source,
+            path,
+            initial_instance_count=self.initial_instance_count,
+            startup_timeout_seconds=self.container_startup_health_check_timeout_seconds,
+            autoscaling=self.autoscaling,
+            rollout=self.rollout,
+        )
 
 
 @dataclass(frozen=True)
@@ -123,9 +117,8 @@ class PruningConfig:
         def fail(name: str, problem: str) -> None:
             raise ConfigError(source, f"{path}.{name}" if path else name, problem)
 
-        if self.log_retention_days not in LOG_RETENTION_DAYS:
-            allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
-            fail("log_retention_days", f"got {self.log_retention_days}; allowed: {allowed}")
+        check_log_retention(self.log_retention_days, source,
+                            f"{path}.log_retention_days" if path else "log_retention_days")
         if self.max_parallel_jobs > self.max_jobs:
             fail("max_parallel_jobs", f"got {self.max_parallel_jobs}; must be <= max_jobs ({self.max_jobs})")
         if self.job_name_prefix is not None and len(self.job_name_prefix) > MAX_PRUNING_PREFIX:

@@ -12,7 +12,7 @@ from typing import Literal, NamedTuple
 
 from ..image_table import image_uris
 from . import serving_properties
-from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
+from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig, check_variant
 from .errors import ConfigError
 from .schema import setting
 
@@ -146,20 +146,14 @@ class ServingConfig:
                 f"got {self.container_startup_health_check_timeout_seconds}; must be >= lmi.model_loading_timeout "
                 f"({lmi.model_loading_timeout}) or SageMaker kills the container while the model still loads",
             )
-        rollout_needs = self.container_startup_health_check_timeout_seconds + self.rollout.wait_interval_seconds
-        if self.rollout.strategy == "rolling" and self.rollout.maximum_execution_timeout_seconds < rollout_needs:
-            raise ConfigError(
-                source, f"{path}.rollout.maximum_execution_timeout_seconds",
-                f"got {self.rollout.maximum_execution_timeout_seconds}; must be >= startup timeout + wait interval "
-                f"({rollout_needs})",
-            )
-        scaling = self.autoscaling
-        if not scaling.min_capacity <= self.initial_instance_count <= scaling.max_capacity:
-            raise ConfigError(
-                source, f"{path}.initial_instance_count",
-                f"got {self.initial_instance_count}; must be within autoscaling min_capacity..max_capacity "
-                f"({scaling.min_capacity}..{scaling.max_capacity})",
-            )
+        check_variant(
+            source,
+            path,
+            initial_instance_count=self.initial_instance_count,
+            startup_timeout_seconds=self.container_startup_health_check_timeout_seconds,
+            autoscaling=self.autoscaling,
+            rollout=self.rollout,
+        )
         self.render_properties(source, path)
 
     def _check_version(self, source: str, path: str) -> None:

@@ -29,6 +29,12 @@ SEED_HYPERPARAMETERS = {
 }
 
 
+def check_log_retention(days: int, source: str, field: str) -> None:
+    """CloudWatch Logs accepts only the periods of LOG_RETENTION_DAYS."""
+    if days not in LOG_RETENTION_DAYS:
+        raise ConfigError(source, field, f"got {days}; allowed: {', '.join(map(str, LOG_RETENTION_DAYS))}")
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     """One training job shape per environment; executions may override hyperparameters, nothing else."""
@@ -58,9 +64,8 @@ class TrainingConfig:
         def fail(name: str, problem: str) -> None:
             raise ConfigError(source, f"{path}.{name}" if path else name, problem)
 
-        if self.log_retention_days not in LOG_RETENTION_DAYS:
-            allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
-            fail("log_retention_days", f"got {self.log_retention_days}; allowed: {allowed}")
+        check_log_retention(self.log_retention_days, source,
+                            f"{path}.log_retention_days" if path else "log_retention_days")
         if self.max_wait_hours is not None and not self.spot:
             fail("max_wait_hours", f"got {self.max_wait_hours}; only managed spot (spot: true) waits, set it to null")
         if self.spot and self.max_wait_hours is not None and self.max_wait_hours < self.max_runtime_hours:

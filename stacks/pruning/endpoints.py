@@ -16,7 +16,13 @@ from ..config import AppConfig
 from ..config.endpoint import DataCaptureConfig
 from ..config.pruning import EncoderEndpointConfig
 from ..shared.container_images import ContainerImages
-from ..shared.sagemaker_endpoint import SageMakerEndpoint, allow_alarm_notifications, endpoint_runtime_statements
+from ..shared.sagemaker_endpoint import (
+    ContainerSpec,
+    SageMakerEndpoint,
+    VariantSpec,
+    allow_alarm_notifications,
+    endpoint_runtime_statements,
+)
 
 
 def encoder_endpoints(
@@ -41,18 +47,22 @@ def encoder_endpoints(
         built[name] = SageMakerEndpoint(
             scope,
             name,
-            image_uri=images.uri(cfg.image),
-            model_data_url=bucket.s3_url_for_object(cfg.model_key),
-            environment=environment,
+            container=ContainerSpec(
+                image_uri=images.uri(cfg.image),
+                environment=environment,
+                model_data_url=bucket.s3_url_for_object(cfg.model_key),
+            ),
+            variant=VariantSpec(
+                instance_type=cfg.instance_type,
+                initial_instance_count=cfg.initial_instance_count,
+                instance_vcpus=cfg.vcpus,
+                volume_size_gb=cfg.volume_size_gb,
+                startup_health_check_timeout_seconds=cfg.container_startup_health_check_timeout_seconds,
+                model_data_download_timeout_seconds=cfg.model_data_download_timeout_seconds,
+            ),
             execution_role=role,
             role_policies=[policy],
             revision=revision[:12],
-            instance_type=cfg.instance_type,
-            initial_instance_count=cfg.initial_instance_count,
-            instance_vcpus=cfg.vcpus,
-            volume_size_gb=cfg.volume_size_gb,
-            startup_health_check_timeout_seconds=cfg.container_startup_health_check_timeout_seconds,
-            model_data_download_timeout_seconds=cfg.model_data_download_timeout_seconds,
             kms_key=key,
             rollout=cfg.rollout,
             autoscaling=cfg.autoscaling,

@@ -25,7 +25,7 @@ from ..config.serving import ServingConfig
 from ..config.serving_properties import PROPERTIES, parse, template_path
 from ..shared.assets import build_content_addressed
 from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import SageMakerEndpoint
+from ..shared.sagemaker_endpoint import ContainerSpec, SageMakerEndpoint, VariantSpec
 
 MODEL_DIR = "/opt/ml/model/"
 
@@ -98,25 +98,30 @@ class LmiNeuronxEndpoint(Construct):
             )
         else:
             environment = model_environment(model_uri=model_uri, compiled_graph_uri=compiled_graph_uri)
-        self.hosting = SageMakerEndpoint(
-            self,
-            "Hosting",
+        container = ContainerSpec(
             image_uri=image_uri,
+            environment=environment,
             model_data_url=None if self.model_asset is None else self.model_asset.s3_object_url,
             model_data_source_uri=model_uri if isolated else None,
-            environment=environment,
             network_isolation=isolated,
             vpc_subnet_ids=isolated_placement.subnet_ids if isolated_placement else (),
             vpc_security_group_ids=isolated_placement.security_group_ids if isolated_placement else (),
+        )
+        self.hosting = SageMakerEndpoint(
+            self,
+            "Hosting",
+            container=container,
+            variant=VariantSpec(
+                instance_type=serving.instance_type,
+                initial_instance_count=serving.initial_instance_count,
+                instance_vcpus=serving.inf2.vcpus,
+                volume_size_gb=serving.volume_size_gb,
+                startup_health_check_timeout_seconds=serving.container_startup_health_check_timeout_seconds,
+                model_data_download_timeout_seconds=serving.model_data_download_timeout_seconds,
+            ),
             execution_role=execution_role,
             role_policies=role_policies,
             revision=revision(serving, image_uri=image_uri, tarball=tarball.name),
-            instance_type=serving.instance_type,
-            initial_instance_count=serving.initial_instance_count,
-            instance_vcpus=serving.inf2.vcpus,
-            volume_size_gb=serving.volume_size_gb,
-            startup_health_check_timeout_seconds=serving.container_startup_health_check_timeout_seconds,
-            model_data_download_timeout_seconds=serving.model_data_download_timeout_seconds,
             kms_key=kms_key,
             rollout=serving.rollout,
             autoscaling=serving.autoscaling,

@@ -71,23 +71,6 @@ def tarball_bytes(source: Path, *, extra_files: dict[str, bytes] | None = None) 
     return compressed.getvalue()
 
 
-def build_tarball(
-    source: str | Path, out_path: str | Path, *, extra_files: dict[str, bytes] | None = None
-) -> Path:
-    """Write the deterministic tarball of `source` to `out_path` atomically and return the path."""
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    data = tarball_bytes(Path(source), extra_files=extra_files)
-    if out_path.is_file() and out_path.read_bytes() == data:
-        return out_path
-    tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(out_path)
-    return out_path
-
-
-
-
 def build_content_addressed(source: str | Path, *, extra_files: dict[str, bytes] | None = None) -> Path:
     """Build the tarball under build/assets/<sha256>.tar.gz so parallel synths never collide."""
     data = tarball_bytes(Path(source), extra_files=extra_files)

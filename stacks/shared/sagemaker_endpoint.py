@@ -10,6 +10,7 @@ callers (e.g. LmiNeuronxEndpoint).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Duration, Stack, Tags
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -30,6 +31,31 @@ ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints/"
 ROLLBACK_ALARMS = ("ModelLatencyP90", "Invocation5XXErrors", "Invocation4XXErrorRate")
 
 
+@dataclass(frozen=True)
+class ContainerSpec:
+    """What the Model runs: the image, its environment, where the weights come from, its network."""
+
+    image_uri: str
+    environment: Mapping[str, str]
+    model_data_url: str | None = None  # a model.tar.gz
+    model_data_source_uri: str | None = None  # an uncompressed S3 prefix SageMaker mounts at /opt/ml/model
+    network_isolation: bool = False
+    vpc_subnet_ids: Sequence[str] = ()
+    vpc_security_group_ids: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """The one production variant: instance type and count, volume, the start-up and download time limits."""
+
+    instance_type: str
+    initial_instance_count: int
+    instance_vcpus: int  # scales the CPU alarm threshold
+    volume_size_gb: int | None
+    startup_health_check_timeout_seconds: int
+    model_data_download_timeout_seconds: int
+
+
 class SageMakerEndpoint(Construct):
     """CfnModel + CfnEndpointConfig + CfnEndpoint, autoscaling, alarms (to `alarm_topic`) and a dashboard."""
 
@@ -38,18 +64,11 @@ class SageMakerEndpoint(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        image_uri: str,
-        model_data_url: str | None,
-        environment: Mapping[str, str],
+        container: ContainerSpec,
+        variant: VariantSpec,
         execution_role: iam.IRole,
         role_policies: Sequence[IDependable],
         revision: str,
-        instance_type: str,
-        initial_instance_count: int,
-        instance_vcpus: int,
-        volume_size_gb: int | None,
-        startup_health_check_timeout_seconds: int,
-        model_data_download_timeout_seconds: int,
         kms_key: kms.IKey,
         rollout: RolloutConfig,
         autoscaling: AutoscalingConfig,
@@ -57,36 +76,14 @@ class SageMakerEndpoint(Construct):
         alarm_topic: sns.ITopic,
         data_capture: DataCaptureConfig,
         data_capture_destination: str | None,
-        model_data_source_uri: str | None = None,
-        vpc_subnet_ids: Sequence[str] = (),
-        vpc_security_group_ids: Sequence[str] = (),
-        network_isolation: bool = False,
     ) -> None:
-        """`model_data_source_uri`: an uncompressed S3 prefix SageMaker mounts at /opt/ml/model (no tarball)."""
+        """`revision` fingerprints what defines the model (weights, image, settings)."""
         super().__init__(scope, construct_id)
         self._alarms_config = alarms
-        self.model = self._model(
-            image_uri=image_uri,
-            model_data_url=model_data_url,
-            model_data_source_uri=model_data_source_uri,
-            environment=environment,
-            execution_role=execution_role,
-            role_policies=role_policies,
-            vpc_subnet_ids=vpc_subnet_ids,
-            vpc_security_group_ids=vpc_security_group_ids,
-            network_isolation=network_isolation,
-        )
+        self.model = self._model(container, execution_role=execution_role, role_policies=role_policies)
         self.endpoint_config = self._endpoint_config(
-            instance_type=instance_type,
-            initial_instance_count=initial_instance_count,
-            volume_size_gb=volume_size_gb,
-            startup_health_check_timeout_seconds=startup_health_check_timeout_seconds,
-            model_data_download_timeout_seconds=model_data_download_timeout_seconds,
-            kms_key=kms_key,
-            data_capture=data_capture,
-            data_capture_destination=data_capture_destination,
+            variant, kms_key=kms_key, data_capture=data_capture, data_capture_destination=data_capture_destination
         )
-
         self.alarm_names = {name: self._alarm_name(name) for name in ROLLBACK_ALARMS}
         self.endpoint = sagemaker.CfnEndpoint(
             self,
@@ -95,30 +92,19 @@ class SageMakerEndpoint(Construct):
             retain_all_variant_properties=True,
             deployment_config=self._deployment_config(rollout),
         )
-        # `revision` fingerprints what defines the model (weights, image, settings). As a tag it makes
-        # the replacement chain Model -> EndpointConfig -> Endpoint visible in every template diff
-        # (and to emulators that only update resources whose template changed).
+        # As a tag, `revision` makes the replacement chain Model -> EndpointConfig -> Endpoint visible in every
+        # template diff (and to emulators that only update resources whose template changed).
         for resource in (self.endpoint_config, self.endpoint):
             Tags.of(resource).add("model-revision", revision)
         self.endpoint_name = self.endpoint.attr_endpoint_name
         self.variant_name = VARIANT_NAME
 
         self.scalable_target = self._autoscaling(autoscaling)
-        self.alarms = self._create_alarms(alarms, alarm_topic, instance_vcpus)
+        self.alarms = self._create_alarms(alarms, alarm_topic, variant.instance_vcpus)
         self.dashboard = self._dashboard()
 
     def _model(
-        self,
-        *,
-        image_uri: str,
-        model_data_url: str | None,
-        model_data_source_uri: str | None,
-        environment: Mapping[str, str],
-        execution_role: iam.IRole,
-        role_policies: Sequence[IDependable],
-        vpc_subnet_ids: Sequence[str],
-        vpc_security_group_ids: Sequence[str],
-        network_isolation: bool,
+        self, container: ContainerSpec, *, execution_role: iam.IRole, role_policies: Sequence[IDependable]
     ) -> sagemaker.CfnModel:
         """The container; created after the role's policies, since CreateModel checks the role can pull the image."""
         model = sagemaker.CfnModel(
@@ -126,15 +112,15 @@ class SageMakerEndpoint(Construct):
             "Model",
             execution_role_arn=execution_role.role_arn,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image_uri,
-                model_data_url=model_data_url,
-                model_data_source=self._model_data_source(model_data_source_uri),
-                environment=dict(sorted(environment.items())),
+                image=container.image_uri,
+                model_data_url=container.model_data_url,
+                model_data_source=self._model_data_source(container.model_data_source_uri),
+                environment=dict(sorted(container.environment.items())),
             ),
-            enable_network_isolation=network_isolation or None,
+            enable_network_isolation=container.network_isolation or None,
             vpc_config=sagemaker.CfnModel.VpcConfigProperty(
-                subnets=list(vpc_subnet_ids), security_group_ids=list(vpc_security_group_ids)
-            ) if vpc_subnet_ids else None,
+                subnets=list(container.vpc_subnet_ids), security_group_ids=list(container.vpc_security_group_ids)
+            ) if container.vpc_subnet_ids else None,
         )
         for policy in role_policies:
             model.node.add_dependency(policy)
@@ -142,17 +128,13 @@ class SageMakerEndpoint(Construct):
 
     def _endpoint_config(
         self,
+        variant: VariantSpec,
         *,
-        instance_type: str,
-        initial_instance_count: int,
-        volume_size_gb: int | None,
-        startup_health_check_timeout_seconds: int,
-        model_data_download_timeout_seconds: int,
         kms_key: kms.IKey,
         data_capture: DataCaptureConfig,
         data_capture_destination: str | None,
     ) -> sagemaker.CfnEndpointConfig:
-        """One constant variant (`AllTraffic`) of the model on `instance_type`, volume encrypted with the data key."""
+        """One constant variant (`AllTraffic`) of the model, its volume encrypted with the data key."""
         return sagemaker.CfnEndpointConfig(
             self,
             "EndpointConfig",
@@ -161,12 +143,12 @@ class SageMakerEndpoint(Construct):
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                     variant_name=VARIANT_NAME,
                     model_name=self.model.attr_model_name,
-                    instance_type=instance_type,
-                    initial_instance_count=initial_instance_count,
+                    instance_type=variant.instance_type,
+                    initial_instance_count=variant.initial_instance_count,
                     initial_variant_weight=1,
-                    volume_size_in_gb=volume_size_gb,
-                    container_startup_health_check_timeout_in_seconds=startup_health_check_timeout_seconds,
-                    model_data_download_timeout_in_seconds=model_data_download_timeout_seconds,
+                    volume_size_in_gb=variant.volume_size_gb,
+                    container_startup_health_check_timeout_in_seconds=variant.startup_health_check_timeout_seconds,
+                    model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
                 )
             ],
             data_capture_config=self._data_capture(data_capture, data_capture_destination, kms_key),

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 import tarfile
 import time
 
-from stacks.shared.assets import build_tarball, tarball_bytes
+from stacks.shared import assets
+from stacks.shared.assets import build_content_addressed, tarball_bytes
 
 
 def _populate(root):
@@ -56,7 +58,13 @@ def test_extra_files_override_and_change_the_hash(tmp_path):
         assert tar.getnames().count("a.txt") == 1
 
 
-def test_build_tarball_writes_file(tmp_path):
+def test_built_asset_is_named_by_its_content_hash(tmp_path, monkeypatch):
+    monkeypatch.setattr(assets, "ASSET_BUILD_DIR", tmp_path / "build")
     _populate(tmp_path / "src")
-    out = build_tarball(tmp_path / "src", tmp_path / "out" / "code.tar.gz")
-    assert out.read_bytes() == tarball_bytes(tmp_path / "src")
+    out = build_content_addressed(tmp_path / "src")
+    data = tarball_bytes(tmp_path / "src")
+    assert out == tmp_path / "build" / f"{hashlib.sha256(data).hexdigest()}.tar.gz"
+    assert out.read_bytes() == data
+    (tmp_path / "src" / "a.txt").write_text("changed")
+    assert build_content_addressed(tmp_path / "src") != out
+    assert build_content_addressed(tmp_path / "src", extra_files={"a.txt": b"a"}) == out

@@ -195,16 +195,22 @@ def test_blue_green_is_selectable_and_the_generic_construct_is_reusable():
     from aws_cdk import aws_sns as sns
 
     from stacks.config.endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
-    from stacks.shared.sagemaker_endpoint import SageMakerEndpoint
+    from stacks.shared.sagemaker_endpoint import ContainerSpec, SageMakerEndpoint, VariantSpec
 
     stack = Stack(App(), "Encoder")
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
     rollout = dataclasses.replace(RolloutConfig(), strategy="blue_green", traffic="canary", canary_percent=20)
     SageMakerEndpoint(
-        stack, "Encoder", image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/hf:1", model_data_url="s3://b/m.tgz",
-        environment={"HF_TASK": "feature-extraction"}, execution_role=role, role_policies=[], revision="r1",
-        instance_type="ml.c6i.xlarge", initial_instance_count=1, instance_vcpus=4, volume_size_gb=None,
-        startup_health_check_timeout_seconds=600, model_data_download_timeout_seconds=600,
+        stack, "Encoder",
+        container=ContainerSpec(
+            image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/hf:1", model_data_url="s3://b/m.tgz",
+            environment={"HF_TASK": "feature-extraction"},
+        ),
+        variant=VariantSpec(
+            instance_type="ml.c6i.xlarge", initial_instance_count=1, instance_vcpus=4, volume_size_gb=None,
+            startup_health_check_timeout_seconds=600, model_data_download_timeout_seconds=600,
+        ),
+        execution_role=role, role_policies=[], revision="r1",
         kms_key=kms.Key(stack, "Key"), rollout=rollout, autoscaling=AutoscalingConfig(), alarms=AlarmConfig(),
         alarm_topic=sns.Topic(stack, "Topic"), data_capture=DataCaptureConfig(), data_capture_destination=None,
     )
