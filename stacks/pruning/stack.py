@@ -31,6 +31,7 @@ from ..shared.bucket_layout import CHECKPOINTS_PREFIX, DATASETS_PREFIX, PRUNING_
 from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.sagemaker_endpoint import SageMakerEndpoint
+from ..shared.workflow_shell import job_arn, job_submitter_statements
 from .endpoints import encoder_endpoints
 from .jobs import ENCODER_CODE_IN_JOB, pruning_job_requests
 from .workflow import PruningWorkflow
@@ -123,8 +124,12 @@ class PruningStack(Stack):
             model_parameter=self.model_parameter,
             log_retention_days=pruning.log_retention_days,
             key=key,
-            role_statements=self._state_machine_statements(
-                roles=[job_role.role, select_role.role], key=key, prefix=prefix
+            role_statements=job_submitter_statements(
+                self,
+                job_kinds=["training-job", "hyper-parameter-tuning-job"],
+                prefix=prefix,
+                roles=[job_role.role, select_role.role],
+                key=key,
             ),
         )
         self.state_machine = workflow.state_machine
@@ -179,12 +184,12 @@ class PruningStack(Stack):
                 iam.PolicyStatement(
                     sid="ListTrials",
                     actions=["sagemaker:ListTrainingJobsForHyperParameterTuningJob"],
-                    resources=[self._arn("hyper-parameter-tuning-job", prefix)],
+                    resources=[job_arn(self, "hyper-parameter-tuning-job", prefix)],
                 ),
                 iam.PolicyStatement(
                     sid="DescribeTrials",
                     actions=["sagemaker:DescribeTrainingJob"],
-                    resources=[self._arn("training-job", prefix)],
+                    resources=[job_arn(self, "training-job", prefix)],
                 ),
             ],
         )
@@ -196,58 +201,3 @@ class PruningStack(Stack):
         CfnOutput(self, "ModelParameterName", value=self.model_parameter.parameter_name)
         for name, endpoint in self.endpoints.items():
             CfnOutput(self, f"{name}EndpointName", value=endpoint.endpoint_name, description="make loadtest")
-
-    def _arn(self, resource: str, prefix: str) -> str:
-        return self.format_arn(service="sagemaker", resource=resource, resource_name=f"{prefix}-*")
-
-    def _state_machine_statements(
-        self, *, roles: list[iam.IRole], key: kms.IKey, prefix: str
-    ) -> list[iam.PolicyStatement]:
-        """Create/describe/stop only this environment's jobs; pass only the two job roles."""
-        return [
-            iam.PolicyStatement(
-                sid="OwnTrainingJobs",
-                actions=[
-                    "sagemaker:CreateTrainingJob",
-                    "sagemaker:DescribeTrainingJob",
-                    "sagemaker:StopTrainingJob",
-                    "sagemaker:AddTags",
-                ],
-                resources=[self._arn("training-job", prefix)],
-            ),
-            iam.PolicyStatement(
-                sid="OwnTuningJobs",
-                actions=[
-                    "sagemaker:CreateHyperParameterTuningJob",
-                    "sagemaker:DescribeHyperParameterTuningJob",
-                    "sagemaker:StopHyperParameterTuningJob",
-                    "sagemaker:ListTags",
-                    "sagemaker:AddTags",
-                ],
-                resources=[self._arn("hyper-parameter-tuning-job", prefix)],
-            ),
-            iam.PolicyStatement(
-                sid="PassJobRoles",
-                actions=["iam:PassRole"],
-                resources=[r.role_arn for r in roles],
-                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-            ),
-            iam.PolicyStatement(
-                sid="SyncRules",  # the .sync integrations wait through Step Functions-managed EventBridge rules
-                actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
-                resources=[
-                    self.format_arn(service="events", resource="rule", resource_name=name)
-                    for name in (
-                        "StepFunctionsGetEventsForSageMakerTrainingJobsRule",
-                        "StepFunctionsGetEventsForSageMakerTuningJobsRule",
-                    )
-                ],
-            ),
-            iam.PolicyStatement(
-                sid="VolumeKeyGrant",
-                actions=["kms:CreateGrant"],
-                resources=[key.key_arn],
-                conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
-            ),
-            iam.PolicyStatement(sid="DescribeDataKey", actions=["kms:DescribeKey"], resources=[key.key_arn]),
-        ]

@@ -59,6 +59,69 @@ def shell_statements(
     ]
 
 
+# The Step Functions-managed EventBridge rules each `.sync` SageMaker integration waits through.
+SYNC_RULES = {
+    "training-job": "StepFunctionsGetEventsForSageMakerTrainingJobsRule",
+    "hyper-parameter-tuning-job": "StepFunctionsGetEventsForSageMakerTuningJobsRule",
+}
+JOB_ACTIONS = {
+    "training-job": (
+        "sagemaker:CreateTrainingJob",
+        "sagemaker:DescribeTrainingJob",
+        "sagemaker:StopTrainingJob",
+        "sagemaker:AddTags",
+    ),
+    "hyper-parameter-tuning-job": (
+        "sagemaker:CreateHyperParameterTuningJob",
+        "sagemaker:DescribeHyperParameterTuningJob",
+        "sagemaker:StopHyperParameterTuningJob",
+        "sagemaker:ListTags",
+        "sagemaker:AddTags",
+    ),
+}
+_JOB_SIDS = {"training-job": "OwnTrainingJobs", "hyper-parameter-tuning-job": "OwnTuningJobs"}
+
+
+def job_arn(stack: Stack, resource: str, prefix: str) -> str:
+    """`arn:...:sagemaker:<region>:<account>:<resource>/<prefix>-*`: the IAM scope of one environment's jobs."""
+    return stack.format_arn(service="sagemaker", resource=resource, resource_name=f"{prefix}-*")
+
+
+def job_submitter_statements(
+    stack: Stack, *, job_kinds: Sequence[str], prefix: str, roles: Sequence[iam.IRole], key: kms.IKey
+) -> list[iam.PolicyStatement]:
+    """What a state machine needs to run `job_kinds` (training-job, hyper-parameter-tuning-job) `.sync`: create,
+    describe and stop only this environment's jobs, pass only `roles`, its sync rules, the data key for volumes."""
+    return [
+        *(
+            iam.PolicyStatement(sid=_JOB_SIDS[kind], actions=list(JOB_ACTIONS[kind]),
+                                resources=[job_arn(stack, kind, prefix)])
+            for kind in job_kinds
+        ),
+        iam.PolicyStatement(
+            sid="PassJobRoles",
+            actions=["iam:PassRole"],
+            resources=[r.role_arn for r in roles],
+            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+        ),
+        iam.PolicyStatement(
+            sid="SyncRules",
+            actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+            resources=[
+                stack.format_arn(service="events", resource="rule", resource_name=SYNC_RULES[kind])
+                for kind in job_kinds
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="VolumeKeyGrant",  # CreateTrainingJob with VolumeKmsKeyId/KmsKeyId checks the caller's key use
+            actions=["kms:CreateGrant"],
+            resources=[key.key_arn],
+            conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        ),
+        iam.PolicyStatement(sid="DescribeDataKey", actions=["kms:DescribeKey"], resources=[key.key_arn]),
+    ]
+
+
 def logged_state_machine(
     scope: Construct,
     *,

@@ -26,6 +26,7 @@ from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATAS
 from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
+from ..shared.workflow_shell import job_submitter_statements
 from .job import training_job_request
 from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
@@ -94,7 +95,9 @@ class TrainingStack(Stack):
             capacity_backoff_seconds=training.capacity_backoff_seconds,
             log_retention_days=training.log_retention_days,
             key=key,
-            role_statements=self._state_machine_statements(role=role.role, key=key, prefix=prefix),
+            role_statements=job_submitter_statements(
+                self, job_kinds=["training-job"], prefix=prefix, roles=[role.role], key=key
+            ),
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
@@ -145,40 +148,3 @@ class TrainingStack(Stack):
         CfnOutput(self, "TrainingRoleArn", value=role.role_arn)
         hyperparameters = json.dumps(dict(config.training.hyperparameters), sort_keys=True)
         CfnOutput(self, "DefaultHyperparameters", value=hyperparameters)
-
-    def _state_machine_statements(self, *, role: iam.IRole, key: kms.IKey, prefix: str) -> list[iam.PolicyStatement]:
-        """Create/describe/stop only this environment's jobs; pass only the training role."""
-        jobs = self.format_arn(service="sagemaker", resource="training-job", resource_name=f"{prefix}-*")
-        return [
-            iam.PolicyStatement(
-                sid="OwnTrainingJobs",
-                actions=[
-                    "sagemaker:CreateTrainingJob",
-                    "sagemaker:DescribeTrainingJob",
-                    "sagemaker:StopTrainingJob",
-                    "sagemaker:AddTags",
-                ],
-                resources=[jobs],
-            ),
-            iam.PolicyStatement(
-                sid="PassTrainingRole",
-                actions=["iam:PassRole"],
-                resources=[role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-            ),
-            iam.PolicyStatement(
-                sid="SyncRule",  # the .sync integration waits through a Step Functions-managed EventBridge rule
-                actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
-                resources=[self.format_arn(
-                    service="events", resource="rule",
-                    resource_name="StepFunctionsGetEventsForSageMakerTrainingJobsRule",
-                )],
-            ),
-            iam.PolicyStatement(
-                sid="VolumeKeyGrant",  # CreateTrainingJob with VolumeKmsKeyId/KmsKeyId checks the caller's key use
-                actions=["kms:CreateGrant"],
-                resources=[key.key_arn],
-                conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
-            ),
-            iam.PolicyStatement(sid="DescribeDataKey", actions=["kms:DescribeKey"], resources=[key.key_arn]),
-        ]

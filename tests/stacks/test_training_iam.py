@@ -124,7 +124,7 @@ def test_training_role_trusts_sagemaker_of_this_account(templates):
 @pytest.mark.parametrize(("env", "prefix"), [("dev", "llm-inf2-dev"), ("prod", "llm-inf2-prod")])
 def test_state_machine_passes_only_the_training_role_and_owns_only_its_jobs(templates, env, prefix):
     template = templates[env]["Training"]
-    passing = statement(template, "WorkflowPolicy", "PassTrainingRole")
+    passing = statement(template, "WorkflowPolicy", "PassJobRoles")
     assert passing["Action"] == "iam:PassRole"
     assert passing["Resource"] == {"Fn::GetAtt": ["TrainingRoleA2F7D4DF", "Arn"]}
     assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
