@@ -162,18 +162,24 @@ class PruningStack(Stack):
             "job_name_prefix": prefix,
             "image_repository_arn": image_repository_arn,
             "vpc": False,
-            "description": "SageMaker execution role of the QLoRA training jobs",
-            "policy_description": "QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
         }
         job_role = SageMakerJobRole(
             self,
             "JobRole",
             read_prefixes=(DATASETS_PREFIX, PRUNING_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(PRUNING_PREFIX, CHECKPOINTS_PREFIX),
+            description="SageMaker execution role of the NAS pruning jobs (super-network, trials, export)",
+            policy_description="NAS pruning jobs: code, datasets/, pruning/, checkpoints/, data key",
             **common,
         )
         select_role = SageMakerJobRole(
-            self, "SelectRole", read_prefixes=(PRUNING_PREFIX,), write_prefixes=(PRUNING_PREFIX,), **common
+            self,
+            "SelectRole",
+            read_prefixes=(PRUNING_PREFIX,),
+            write_prefixes=(PRUNING_PREFIX,),
+            description="SageMaker execution role of the NAS Pareto selection job",
+            policy_description="NAS Pareto selection job: code, pruning/, data key",
+            **common,
         )
         iam.ManagedPolicy(
             self,
