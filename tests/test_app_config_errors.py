@@ -188,10 +188,6 @@ def test_malformed_config_fails_with_one_line(tmp_path, case, env_name, content,
     assert "Traceback" not in result.stderr
 
 
-def test_table_is_big_enough():
-    assert len(CASES) >= 15
-
-
 def test_missing_optional_section_takes_defaults(tmp_path):
     from stacks.config import DataConfig, load_config
 

@@ -11,6 +11,7 @@ import copy
 import io
 import os
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -22,7 +23,6 @@ from tests.synth import ROOT, cli_context
 
 EXAMPLES = 500
 BASES = {env: yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text()) for env in ("dev", "prod")}
-OUTCOMES: dict[str, int] = {"synth": 0, "config error": 0}
 
 
 def _paths(node, prefix=()) -> list[tuple]:
@@ -105,12 +105,8 @@ def _run_entry_point(text: str) -> tuple[int, str, Path]:
     return code, stderr.getvalue(), workdir / "cdk.out"
 
 
-@settings(
-    max_examples=int(os.environ.get("FUZZ_EXAMPLES", EXAMPLES)), deadline=None, derandomize=True, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(config_texts())
-def test_every_config_synthesizes_or_fails_with_one_line(text):
+def _check_one(text: str) -> str:
+    """The entry point on one config text: a synth or exactly one `config error:` line; returns which."""
     code, stderr, outdir = _run_entry_point(text)
     lines = [line for line in stderr.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("config error: ")]
@@ -118,18 +114,27 @@ def test_every_config_synthesizes_or_fails_with_one_line(text):
     if code == 0:
         assert errors == [] and others == [], stderr
         assert list(outdir.glob("*.template.json")), "a successful synth writes templates"
-        OUTCOMES["synth"] += 1
-    else:
-        assert code == 2, stderr
-        assert len(errors) == 1 and others == [], stderr
-        assert "Traceback" not in stderr
-        OUTCOMES["config error"] += 1
+        return "synth"
+    assert code == 2, stderr
+    assert len(errors) == 1 and others == [], stderr
+    assert "Traceback" not in stderr
+    return "config error"
 
 
-def test_fuzzing_reached_both_outcomes():
-    """Runs after the fuzz test (same module, file order): both outcomes must have occurred."""
-    if sum(OUTCOMES.values()) == 0:
-        test_every_config_synthesizes_or_fails_with_one_line()
-    print(f"fuzz outcomes: {OUTCOMES}")
-    assert sum(OUTCOMES.values()) >= int(os.environ.get("FUZZ_EXAMPLES", EXAMPLES))
-    assert OUTCOMES["synth"] >= 1 and OUTCOMES["config error"] >= 1
+def test_every_config_synthesizes_or_fails_with_one_line():
+    """One test owns the whole run (xdist cannot split it) and checks that both outcomes occurred."""
+    examples = int(os.environ.get("FUZZ_EXAMPLES", EXAMPLES))
+    outcomes: Counter[str] = Counter()
+
+    @settings(
+        max_examples=examples, deadline=None, derandomize=True, database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(config_texts())
+    def check(text):
+        outcomes[_check_one(text)] += 1
+
+    check()
+    print(f"fuzz outcomes: {dict(outcomes)}")
+    assert sum(outcomes.values()) >= examples
+    assert outcomes["synth"] >= 1 and outcomes["config error"] >= 1

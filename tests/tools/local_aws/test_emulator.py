@@ -60,13 +60,18 @@ def test_inf2_is_allowed_but_unknown_types_still_rejected(local_aws):
         )
 
 
-def test_failed_stack_raises_with_reason(local_aws, tmp_path):
+def test_failed_create_raises_with_the_reason_and_leaves_no_stack(local_aws, tmp_path):
+    local_aws.client("s3").create_bucket(Bucket="drill-taken-name")
     (tmp_path / "manifest.json").write_text(
         '{"version": "1", "artifacts": {"Bad": {"type": "aws:cloudformation:stack", '
         '"properties": {"templateFile": "Bad.template.json"}}}}'
     )
     (tmp_path / "Bad.template.json").write_text(
-        '{"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"DelaySeconds": "not-a-number"}}}}'
+        '{"Resources": {"Clash": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "drill-taken-name"}}}}'
     )
-    with pytest.raises((DeployError, Exception)):
+    reason = r"^Bad: create failed and was rolled back: The requested bucket name is not available"
+    with pytest.raises(DeployError, match=reason) as failure:
         local_aws.deploy(tmp_path)
+    assert "\n" not in str(failure.value)
+    stacks = local_aws.client("cloudformation").list_stacks()["StackSummaries"]
+    assert [s["StackStatus"] for s in stacks if s["StackName"] == "Bad"] in ([], ["DELETE_COMPLETE"])

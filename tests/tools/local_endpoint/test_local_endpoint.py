@@ -184,7 +184,6 @@ def run_invoke(url: str, *flags: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.skipif(not (ROOT / "tools" / "invoke.py").is_file(), reason="tools/invoke.py not landed yet")
 def test_invoke_tool_works_unchanged(endpoint):
     expected = ok(endpoint, {"inputs": PROMPTS[0], "parameters": {"max_new_tokens": 8, "stop": ["</s>"]}})
     result = run_invoke(endpoint.url, "--prompt", PROMPTS[0], "--max-new-tokens", "8", "--no-do-sample")
