@@ -1,1 +1,43 @@
-"""CDK stacks and constructs of the Inferentia2 LLM platform."""
+"""CDK stacks and constructs of the Inferentia2 LLM platform: one folder per deployment unit.
+
+File map (the file for a concern in one guess):
+
+    application.py        compose one environment's stacks into the App; cdk-nag rule packs on
+    nag.py                cdk-nag rule packs and every accepted finding (one reviewable table)
+    paths.py              where things live in the repository (the only Path(__file__) in stacks/)
+    image_table.py        reader of images.json, the container-image URIs per region
+    code_contract/        what the stacks know about training_code/ (stdlib only, loaded from the files)
+        loader.py           the one way to load a training_code module
+        qlora.py            train.py's hyperparameter contract, metric definitions, entry point
+        nas.py              NAS entry points, tuning-job parameter ranges, metric definitions
+    config/               the typed, validated per-environment config (config/<env>.yaml)
+    shared/               CDK pieces two or more units use
+        assets.py           deterministic, content-addressed tarball assets
+        bucket_layout.py    the artifact bucket's prefixes (datasets/, models/, checkpoints/, ...)
+        container_images.py ContainerImages: the image table as a region mapping, ECR ARNs for grants
+        job_request.py      TrainingJobRequest: typed CreateTrainingJob parameters for Step Functions
+        job_role.py         SageMakerJobRole: execution role of a SageMaker training-type job
+        placement.py        Placement: isolated mode's subnets and security groups
+        sagemaker_endpoint.py SageMakerEndpoint: Model + EndpointConfig + Endpoint, rollout, scaling, alarms
+        workflow_shell.py   what every state machine shares: failure path, retries, logs, job permissions
+    data/stack.py         KMS key, artifact and access-log buckets (stateful, retained)
+    network/stack.py      isolated mode's VPC, endpoints, flow logs and job security group
+    training/             QLoRA training
+        stack.py            the stack: job role, topic, SSM model pointer, workflow, trigger
+        job.py              the training job's CreateTrainingJob request
+        workflow.py         the state machine (validate, train, capacity retries, record, notify)
+        execution_input.py  the execution input's validation (shared with tools/start_training.py)
+        trigger.py          the EventBridge rule on dataset uploads
+    serving/              the LLM endpoint on ml.inf2
+        stack.py            execution role, alarm topic, outputs
+        lmi_neuronx_endpoint.py  the LMI NeuronX container on top of SageMakerEndpoint
+    pruning/              NAS structural pruning of an encoder
+        stack.py            job roles, topic, SSM model pointer, workflow
+        jobs.py             the super-network, trial, selection and export job requests
+        workflow.py         the state machine (super-network, tuning job, selection, export)
+        endpoints.py        the base and pruned encoder endpoints
+
+Layering (tests/stacks/test_layering.py enforces it): paths, image_table and code_contract use the standard
+library only; config may use them (and PyYAML) but nothing that imports aws_cdk; shared/ may use config;
+a unit folder may use shared/ and config but never another unit's folder; application.py composes units.
+"""

@@ -7,7 +7,7 @@ import pytest
 from stacks.config import load_config
 from stacks.network.stack import INTERFACE_ENDPOINTS
 from stacks.serving.lmi_neuronx_endpoint import property_environment
-from tests.stacks.test_training_stack import definition, resources_of
+from tests.stacks.training.test_training_stack import definition, resources_of
 from tests.synth import ROOT
 
 OPEN = {"0.0.0.0/0", "::/0"}

@@ -40,7 +40,7 @@ def test_model_reads_the_pinned_prefix_through_the_environment(templates, env):
     _, region, column = container["Image"]["Fn::FindInMap"]
     assert region == {"Ref": "AWS::Region"} and column == "LmiNeuronxUri"
     prefix = EXPECTED[env][5]
-    if env == "prod":  # isolated mode mounts the prefix (tests/stacks/test_network_isolation.py)
+    if env == "prod":  # isolated mode mounts the prefix (tests/stacks/network/test_network_isolation.py)
         joined = container["ModelDataSource"]["S3DataSource"]["S3Uri"]["Fn::Join"][1]
         assert "OPTION_MODEL_ID" not in container["Environment"] and "ModelDataUrl" not in container
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_app_config_errors import VALID, _with, run_app, write_case
+from tests.stacks.config.test_app_config_errors import VALID, _with, run_app, write_case
 
 ECR = "763104351884.dkr.ecr.us-east-1.amazonaws.com"
 

@@ -107,7 +107,7 @@ def test_job_shape_comes_from_config(definitions, env):
     assert params["ResourceConfig"]["InstanceCount"] == training.instance_count == 1
     assert params["ResourceConfig"]["VolumeSizeInGB"] == training.volume_size_gb
     assert params["StoppingCondition"]["MaxRuntimeInSeconds"] == training.max_runtime_hours * 3600
-    isolated = CONFIGS[env].network.isolated  # tests/stacks/test_network_isolation.py checks the VPC side
+    isolated = CONFIGS[env].network.isolated  # tests/stacks/network/test_network_isolation.py checks the VPC side
     assert params["EnableNetworkIsolation"] is (training.network_isolation or isolated)
     assert ("VpcConfig" in params) is isolated
 

@@ -1,0 +1,76 @@
+"""The layering rule of stacks/__init__.py, read from the import statements of every module under stacks/."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.synth import ROOT
+
+STACKS = ROOT / "stacks"
+UNITS = ("data", "network", "training", "serving", "pruning")
+STDLIB_ONLY = ("paths.py", "image_table.py", "code_contract")
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module `path` imports, relative imports resolved to `stacks.<...>` names."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            found.append(".".join([*base, node.module] if node.module else base))
+    return found
+
+
+def _modules(*parts: str) -> list[Path]:
+    root = STACKS.joinpath(*parts)
+    return [root] if root.is_file() else sorted(root.rglob("*.py"))
+
+
+@pytest.mark.parametrize("part", STDLIB_ONLY)
+def test_contract_paths_and_image_table_use_the_standard_library_only(part):
+    for path in _modules(part):
+        third_party = [m for m in _imports(path) if m.split(".")[0] not in sys.stdlib_module_names | {"stacks"}]
+        assert third_party == [], f"{path.relative_to(ROOT)} imports {third_party}"
+        stacks_imports = [m for m in _imports(path) if m.startswith("stacks.")]
+        assert all(m.startswith(("stacks.paths", "stacks.code_contract")) for m in stacks_imports), path
+
+
+def test_config_imports_no_construct_or_stack_module():
+    for path in _modules("config"):
+        bad = [m for m in _imports(path) if m.startswith(("aws_cdk", "constructs", "stacks.shared", "stacks.nag",
+                                                           "stacks.application", *(f"stacks.{u}" for u in UNITS)))]
+        assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_shared_pieces_import_no_unit():
+    for path in _modules("shared"):
+        bad = [m for m in _imports(path) if m.startswith(tuple(f"stacks.{u}" for u in UNITS))]
+        assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_a_unit_imports_no_other_unit(unit):
+    others = tuple(f"stacks.{u}" for u in UNITS if u != unit)
+    for path in _modules(unit):
+        bad = [m for m in _imports(path) if m.startswith(others)]
+        assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_config_validation_runs_without_aws_cdk():
+    """app.py validates before importing aws_cdk; the config package must not pull it in."""
+    code = "import sys, stacks.config; stacks.config.load_config('prod'); print('aws_cdk' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_the_import_reader_resolves_relative_imports():
+    imports = _imports(STACKS / "training" / "stack.py")
+    assert "stacks.shared.job_role" in imports and "stacks.training.workflow" in imports
