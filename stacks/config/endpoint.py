@@ -7,7 +7,7 @@ endpoints of a later issue reuse them with another container.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from .errors import ConfigError
 from .schema import setting
@@ -69,18 +69,21 @@ class AlarmConfig:
             )
 
 
-def check_variant(
-    source: str,
-    path: str,
-    *,
-    initial_instance_count: int,
-    startup_timeout_seconds: int,
-    autoscaling: AutoscalingConfig,
-    rollout: RolloutConfig,
-) -> None:
+class EndpointSection(Protocol):
+    """The fields every endpoint section (serving, pruning's base/pruned endpoints) has."""
+
+    initial_instance_count: int
+    container_startup_health_check_timeout_seconds: int
+    autoscaling: AutoscalingConfig
+    rollout: RolloutConfig
+
+
+def check_variant(section: EndpointSection, source: str, path: str) -> None:
     """Rules every endpoint section shares: a rolling update outlasts start-up plus baking, and the initial
     instance count lies inside the autoscaling range."""
-    needs = startup_timeout_seconds + rollout.wait_interval_seconds
+    rollout, autoscaling = section.rollout, section.autoscaling
+    initial_instance_count = section.initial_instance_count
+    needs = section.container_startup_health_check_timeout_seconds + rollout.wait_interval_seconds
     if rollout.strategy == "rolling" and rollout.maximum_execution_timeout_seconds < needs:
         raise ConfigError(
             source, f"{path}.rollout.maximum_execution_timeout_seconds",

@@ -69,14 +69,7 @@ class EncoderEndpointConfig:
         return 4 * int(match.group(1) or 1) if match else 1
 
     def check(self, source: str, path: str) -> None:
-        check_variant(
-            source,
-            path,
-            initial_instance_count=self.initial_instance_count,
-            startup_timeout_seconds=self.container_startup_health_check_timeout_seconds,
-            autoscaling=self.autoscaling,
-            rollout=self.rollout,
-        )
+        check_variant(self, source, path)
 
 
 @dataclass(frozen=True)

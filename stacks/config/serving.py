@@ -146,14 +146,7 @@ class ServingConfig:
                 f"got {self.container_startup_health_check_timeout_seconds}; must be >= lmi.model_loading_timeout "
                 f"({lmi.model_loading_timeout}) or SageMaker kills the container while the model still loads",
             )
-        check_variant(
-            source,
-            path,
-            initial_instance_count=self.initial_instance_count,
-            startup_timeout_seconds=self.container_startup_health_check_timeout_seconds,
-            autoscaling=self.autoscaling,
-            rollout=self.rollout,
-        )
+        check_variant(self, source, path)
         self.render_properties(source, path)
 
     def _check_version(self, source: str, path: str) -> None:

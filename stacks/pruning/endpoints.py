@@ -36,7 +36,13 @@ def encoder_endpoints(
     topic: sns.ITopic,
 ) -> dict[str, SageMakerEndpoint]:
     """One endpoint per entry of `endpoints` ({"Base": ..., "Pruned": ...}), sharing one execution role."""
-    role, policy = _execution_role(scope, config, endpoints, bucket=bucket, key=key, images=images)
+    role, policy = _execution_role(
+        scope,
+        description=f"{config.app_name}-{config.env_name}: base and pruned encoder endpoints",
+        model_arns=sorted({bucket.arn_for_objects(cfg.model_key) for cfg in endpoints.values()}),
+        image_arns=sorted({images.repository_arn(cfg.image) for cfg in endpoints.values()}),
+        key=key,
+    )
     allow_alarm_notifications(key)
     built = {}
     for name, cfg in endpoints.items():
@@ -75,20 +81,14 @@ def encoder_endpoints(
 
 
 def _execution_role(
-    scope: Construct,
-    config: AppConfig,
-    endpoints: Mapping[str, EncoderEndpointConfig],
-    *,
-    bucket: s3.IBucket,
-    key: kms.IKey,
-    images: ContainerImages,
+    scope: Construct, *, description: str, model_arns: list[str], image_arns: list[str], key: kms.IKey
 ) -> tuple[iam.Role, iam.ManagedPolicy]:
     """Reads only the pinned model.tar.gz files, pulls only the inference images, writes endpoint logs."""
     role = iam.Role(
         scope,
         "EndpointRole",
         assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-        description=f"{config.app_name}-{config.env_name}: base and pruned encoder endpoints",
+        description=description,
     )
     policy = iam.ManagedPolicy(
         scope,
@@ -99,13 +99,13 @@ def _execution_role(
             iam.PolicyStatement(
                 sid="ReadPinnedModels",
                 actions=["s3:GetObject"],
-                resources=sorted({bucket.arn_for_objects(cfg.model_key) for cfg in endpoints.values()}),
+                resources=model_arns,
             ),
             iam.PolicyStatement(sid="DecryptWithDataKey", actions=["kms:Decrypt"], resources=[key.key_arn]),
             iam.PolicyStatement(
                 sid="PullInferenceImage",
                 actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                resources=sorted({images.repository_arn(cfg.image) for cfg in endpoints.values()}),
+                resources=image_arns,
             ),
             *endpoint_runtime_statements(Stack.of(scope)),
         ],

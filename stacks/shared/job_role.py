@@ -45,16 +45,12 @@ class SageMakerJobRole(Construct):
             ),
             description=description,
         )
-        statements = job_statements(
-            stack,
-            bucket=bucket,
-            key=key,
-            code=code,
-            job_name_prefix=job_name_prefix,
-            read_prefixes=read_prefixes,
-            write_prefixes=write_prefixes,
-            image_repository_arn=image_repository_arn,
-        )
+        statements = [
+            *_storage_statements(
+                bucket=bucket, key=key, code=code, read_prefixes=read_prefixes, write_prefixes=write_prefixes
+            ),
+            *_runtime_statements(stack, job_name_prefix=job_name_prefix, image_repository_arn=image_repository_arn),
+        ]
         if code_channel:
             statements.append(iam.PolicyStatement(
                 sid="ListTrainingCode",
@@ -69,25 +65,6 @@ class SageMakerJobRole(Construct):
         )
 
 
-def job_statements(
-    stack: Stack,
-    *,
-    bucket: s3.IBucket,
-    key: kms.IKey,
-    code: s3_assets.Asset,
-    job_name_prefix: str,
-    read_prefixes: Sequence[str],
-    write_prefixes: Sequence[str],
-    image_repository_arn: str,
-) -> list[iam.PolicyStatement]:
-    """Code, inputs, outputs, the data key, the image, and the job's own log streams and metrics."""
-    return [
-        *_storage_statements(bucket=bucket, key=key, code=code, read_prefixes=read_prefixes,
-                             write_prefixes=write_prefixes),
-        *_runtime_statements(stack, job_name_prefix=job_name_prefix, image_repository_arn=image_repository_arn),
-    ]
-
-
 def _storage_statements(
     *,
     bucket: s3.IBucket,
@@ -96,6 +73,7 @@ def _storage_statements(
     read_prefixes: Sequence[str],
     write_prefixes: Sequence[str],
 ) -> list[iam.PolicyStatement]:
+    """The code, the inputs under `read_prefixes`, the outputs under `write_prefixes`, the data key."""
     return [
         iam.PolicyStatement(
             sid="ReadTrainingCode",
@@ -133,6 +111,7 @@ def _storage_statements(
 
 
 def _runtime_statements(stack: Stack, *, job_name_prefix: str, image_repository_arn: str) -> list[iam.PolicyStatement]:
+    """The image, the job's own log streams, its metrics namespace."""
     return [
         iam.PolicyStatement(
             sid="PullTrainingImage",
