@@ -41,9 +41,6 @@ def run(cli_context: dict, **app_props) -> int:
     except ConfigError as err:
         print(f"config error: {err}", file=sys.stderr)
         return 2
-    for warning in config.warnings():
-        print(f"config warning: {warning}", file=sys.stderr)
-
     from aws_cdk import App
 
     from stacks.application import build_app
@@ -54,6 +51,8 @@ def run(cli_context: dict, **app_props) -> int:
     except ConfigError as err:
         print(f"config error: {err}", file=sys.stderr)
         return 2
+    for warning in config.warnings():  # after every check: a failing config prints its one error line alone
+        print(f"config warning: {warning}", file=sys.stderr)
     app.synth()
     return 0
 

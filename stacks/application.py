@@ -53,7 +53,7 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
             placement=placement,
             termination_protection=config.termination_protection,
             description=f"{config.app_name} {config.env_name}: {config.serving.model_name} on "
-            f"{config.serving.instance_type} (LMI NeuronX), autoscaling, alarms, dashboard",
+            f"{config.serving.instance_type} ({config.serving.backend_label}), autoscaling, alarms, dashboard",
             **common,
         )
     if config.pruning.enabled:

@@ -33,6 +33,9 @@ PINS: dict[str, dict] = {
         "instance_type": "ml.g5.xlarge", "image_scope": "inference",
     },
     "lmi_neuronx_0_29": {"framework": "djl-neuronx", "version": "0.29.0"},
+    # The maintained LLM container on ml.inf2 (optimum-neuron + vLLM); the table's only processor is neuronx,
+    # so no instance type is passed (the SDK maps ml.inf2 to another processor name and refuses).
+    "vllm_neuronx": {"framework": "huggingface-vllm-neuronx", "version": "0.4.4", "image_scope": "inference"},
 }
 # Images newer than the SDK's table: (name, derived from, tag).
 DERIVED = [("lmi_neuronx", "lmi_neuronx_0_29", "0.30.0-neuronx-sdk2.20.1")]

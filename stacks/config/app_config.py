@@ -42,9 +42,23 @@ class AppConfig:
 
     def check(self, source: str, path: str) -> None:
         """Isolated mode: every setting that would need the internet fails here, one line each."""
+        backend = self.serving.backend if self.serving is not None else None
+        if self.training.neuron_compile.enabled and backend != "vllm_neuronx":
+            raise ConfigError(
+                source, "training.neuron_compile.enabled",
+                f"got true with serving.backend {backend}; the compile step exports for vllm_neuronx (LMI's "
+                "partition step needs Neuron devices; see README): set serving.backend: vllm_neuronx or null",
+            )
         if self.network.isolated:
             for name, problem in isolation_problems(self):
                 raise ConfigError(source, name, problem)
+
+    @property
+    def compiles_for_neuron(self) -> bool:
+        """The Training workflow runs the Neuron compile step (on by default for vllm_neuronx)."""
+        enabled = self.training.neuron_compile.enabled
+        serves_vllm = self.serving is not None and self.serving.backend == "vllm_neuronx"
+        return serves_vllm if enabled is None else enabled
 
     def stack_id(self, unit: str) -> str:
         """Stack ids follow `<app>-<env>-<Unit>` so every environment can live in one account."""

@@ -1,7 +1,7 @@
-"""The serving section: which merged model an environment serves on ml.inf2, and how.
+"""The serving section: which model an environment serves on ml.inf2, with which backend, and how.
 
-Promoting a model is one line: `serving.model_prefix`. Every cross-field rule of the LMI NeuronX
-container is checked here, before any CDK code runs, with one-line errors.
+Promoting a model is one line: `serving.model_prefix`. Every cross-field rule of the LMI NeuronX and the
+vLLM Neuron container is checked here, before any CDK code runs, with one-line errors.
 """
 
 from __future__ import annotations
@@ -15,6 +15,18 @@ from . import serving_properties
 from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig, check_variant
 from .errors import ConfigError
 from .schema import setting
+from .serving_backends import (
+    ACCELERATOR_MEMORY_GB,
+    ARCHITECTURES,
+    HBM_GB_PER_CORE,
+    IMAGES,
+    LABELS,
+    LMI_DISCONTINUED,
+    WEIGHT_SHARE_OF_HBM,
+    Backend,
+    NeuronOptions,
+    weights_gb,
+)
 
 S3_PREFIX = r"([A-Za-z0-9!_.*'()=-]+/)+"
 ECR_IMAGE = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+:[\w.-]+"
@@ -69,18 +81,26 @@ class LmiOptions:
 
 @dataclass(frozen=True)
 class ServingConfig:
-    """One merged model on one ml.inf2 variant behind the LMI NeuronX container."""
+    """One model on one ml.inf2 variant behind the LMI NeuronX or the vLLM Neuron container."""
 
-    model_name: str = setting(pattern=r"[a-z0-9][a-z0-9._-]{0,62}", hint="a folder under serving_artifacts/")
-    model_prefix: str = setting(
-        pattern=S3_PREFIX, hint="the merged model's prefix in the artifact bucket, ending in '/'"
+    model_name: str = setting(
+        pattern=r"[a-z0-9][a-z0-9._-]{0,62}",
+        hint="lmi_neuronx: a folder under serving_artifacts/; vllm_neuronx: the served model name",
     )
+    model_prefix: str = setting(
+        pattern=S3_PREFIX,
+        hint="the model's prefix in the artifact bucket, ending in '/' (vllm_neuronx: the compiled model)",
+    )
+    model_architecture: str = setting(pattern=r"[a-z0-9_]{1,32}", hint="model_type in the model's config.json")
     model_parameters_billions: float = setting(ge=0.01, le=1000)
     model_context_length: int = setting(ge=128, le=1048576, hint="max_position_embeddings of the model")
+    backend: Backend = setting("lmi_neuronx", hint="lmi_neuronx (discontinued) or vllm_neuronx")
     compiled_graph_prefix: str | None = setting(
         None, pattern=S3_PREFIX, hint="precompiled Neuron artifacts in the artifact bucket; skips the runtime compile"
     )
-    image: Literal["lmi_neuronx", "lmi_neuronx_0_29"] = setting("lmi_neuronx", hint="stacks/images.json")
+    image: Literal["lmi_neuronx", "lmi_neuronx_0_29", "vllm_neuronx"] | None = setting(
+        None, hint="stacks/images.json; null: the backend's image"
+    )
     image_uri: str | None = setting(None, pattern=ECR_IMAGE, hint="overrides the region table")
     lmi_version: str | None = setting(None, pattern=r"\d+\.\d+\.\d+", hint="needed when image_uri's tag hides it")
     instance_type: str = setting("ml.inf2.xlarge", pattern=r"ml\.[a-z0-9-]+\.[a-z0-9]+")
@@ -88,7 +108,8 @@ class ServingConfig:
     volume_size_gb: int = setting(64, ge=4, le=512)
     container_startup_health_check_timeout_seconds: int = setting(1800, ge=60, le=3600)
     model_data_download_timeout_seconds: int = setting(600, ge=60, le=3600)
-    lmi: LmiOptions = setting(LmiOptions())
+    lmi: LmiOptions = setting(LmiOptions(), hint="lmi_neuronx only")
+    neuron: NeuronOptions = setting(NeuronOptions(), hint="vllm_neuronx only: the compiled and served shape")
     rollout: RolloutConfig = setting(RolloutConfig())
     autoscaling: AutoscalingConfig = setting(AutoscalingConfig())
     alarms: AlarmConfig = setting(AlarmConfig())
@@ -98,25 +119,61 @@ class ServingConfig:
     def inf2(self) -> Inf2Type:
         return INF2_TYPES[self.instance_type]
 
+    @property
+    def image_name(self) -> str:
+        """The stacks/images.json entry: the configured one or the backend's default."""
+        return self.image or IMAGES[self.backend][0]
+
+    @property
+    def backend_label(self) -> str:
+        return LABELS[self.backend]
+
     def resolved_lmi_version(self) -> tuple[int, int, int] | None:
         if self.lmi_version is not None:
             return tuple(int(p) for p in self.lmi_version.split("."))
         if self.image_uri is not None:
             return lmi_version_of(self.image_uri)
-        versions = {lmi_version_of(uri) for uri in image_uris(self.image)}
+        versions = {lmi_version_of(uri) for uri in image_uris(self.image_name)}
         return versions.pop() if len(versions) == 1 else None
 
     def render_properties(self, source: str = "", path: str = "serving") -> str:
         return serving_properties.render(self.model_name, self.lmi, source=source, path=path)
 
     def check(self, source: str, path: str) -> None:
-        lmi = self.lmi
         if self.instance_type not in INF2_TYPES:
             raise ConfigError(
                 source, f"{path}.instance_type",
-                f"got {self.instance_type!r}; the LMI NeuronX container needs an Inferentia2 type: "
+                f"got {self.instance_type!r}; the {self.backend_label} container needs an Inferentia2 type: "
                 + ", ".join(INF2_TYPES),
             )
+        known = ARCHITECTURES[self.backend]
+        if self.model_architecture not in known:
+            other = [b for b, names in ARCHITECTURES.items() if self.model_architecture in names and b != self.backend]
+            fix = f"; backend {other[0]} serves it" if other else ""
+            raise ConfigError(
+                source, f"{path}.model_architecture",
+                f"got {self.model_architecture!r}; backend {self.backend} supports {', '.join(known)}{fix}",
+            )
+        if self.image_name not in IMAGES[self.backend]:
+            raise ConfigError(
+                source, f"{path}.image",
+                f"got {self.image!r}; backend {self.backend} runs {', '.join(IMAGES[self.backend])} (or null)",
+            )
+        unused = ("neuron", NeuronOptions()) if self.backend == "lmi_neuronx" else ("lmi", LmiOptions())
+        if getattr(self, unused[0]) != unused[1]:
+            other = "vllm_neuronx" if self.backend == "lmi_neuronx" else "lmi_neuronx"
+            raise ConfigError(
+                source, f"{path}.{unused[0]}",
+                f"only for backend {other}; backend is {self.backend}: remove the section",
+            )
+        if self.backend == "lmi_neuronx":
+            self._check_lmi(source, path)
+        else:
+            self._check_vllm(source, path)
+        check_variant(self, source, path)
+
+    def _check_lmi(self, source: str, path: str) -> None:
+        lmi = self.lmi
         cores = self.inf2.neuron_cores
         if lmi.tensor_parallel_degree > cores:
             fits = ", ".join(
@@ -146,8 +203,54 @@ class ServingConfig:
                 f"got {self.container_startup_health_check_timeout_seconds}; must be >= lmi.model_loading_timeout "
                 f"({lmi.model_loading_timeout}) or SageMaker kills the container while the model still loads",
             )
-        check_variant(self, source, path)
         self.render_properties(source, path)
+
+    def _check_vllm(self, source: str, path: str) -> None:
+        neuron = self.neuron
+        cores = self.inf2.neuron_cores
+        tp = neuron.tensor_parallel_size
+        if tp > cores:
+            raise ConfigError(
+                source, f"{path}.neuron.tensor_parallel_size",
+                f"got {tp}; {self.instance_type} has {cores} NeuronCores and serve needs NeuronCores >= the TP "
+                f"degree: use <= {cores} or a larger inf2 type",
+            )
+        if neuron.sequence_length > self.model_context_length:
+            raise ConfigError(
+                source, f"{path}.neuron.sequence_length",
+                f"got {neuron.sequence_length}; exceeds the model's context ({path}.model_context_length = "
+                f"{self.model_context_length})",
+            )
+        budget = WEIGHT_SHARE_OF_HBM * tp * HBM_GB_PER_CORE
+        if weights_gb(self.model_parameters_billions) > budget:
+            raise ConfigError(
+                source, f"{path}.neuron.tensor_parallel_size",
+                f"got {tp}; {weights_gb(self.model_parameters_billions):g} GB of 16-bit weights exceed "
+                f"{WEIGHT_SHARE_OF_HBM:.0%} of {tp} x {HBM_GB_PER_CORE} GB NeuronCore memory (the rest is KV cache "
+                f"for batch {neuron.batch_size} x {neuron.sequence_length} tokens): raise it (instance memory "
+                f"{ACCELERATOR_MEMORY_GB[self.instance_type]} GB)",
+            )
+        if f"/{neuron.compiled_folder}" not in f"/{self.model_prefix}":
+            raise ConfigError(
+                source, f"{path}.model_prefix",
+                f"got {self.model_prefix!r}; vllm_neuronx serves a compiled model whose prefix names its shape: it "
+                f"must contain {neuron.compiled_folder} (serving.neuron), as the Training workflow's compile step "
+                "writes it",
+            )
+        if self.compiled_graph_prefix is not None:
+            raise ConfigError(
+                source, f"{path}.compiled_graph_prefix",
+                "only for backend lmi_neuronx; vllm_neuronx serves the compiled model at model_prefix: remove it",
+            )
+        if self.lmi_version is not None:
+            raise ConfigError(source, f"{path}.lmi_version", "only for backend lmi_neuronx: remove it")
+        needed = 2 * weights_gb(self.model_parameters_billions) + 10
+        if self.volume_size_gb < needed:
+            raise ConfigError(
+                source, f"{path}.volume_size_gb",
+                f"got {self.volume_size_gb}; the compiled model is mounted from S3 onto the volume: needs >= "
+                f"{needed:g} GB (2 x {weights_gb(self.model_parameters_billions):g} GB weights + 10)",
+            )
 
     def _check_version(self, source: str, path: str) -> None:
         version = self.resolved_lmi_version()
@@ -175,7 +278,9 @@ class ServingConfig:
 
     def warnings(self, path: str = "serving") -> list[str]:
         """Risky but legal settings, as `field: problem` lines."""
-        found = []
+        if self.backend != "lmi_neuronx":
+            return []
+        found = [f"{path}.backend: lmi_neuronx: {LMI_DISCONTINUED}"]
         if (
             self.model_parameters_billions >= SEVEN_B_CLASS
             and self.compiled_graph_prefix is None

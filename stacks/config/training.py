@@ -36,6 +36,19 @@ def check_log_retention(days: int, source: str, field: str) -> None:
 
 
 @dataclass(frozen=True)
+class NeuronCompileConfig:
+    """The ahead-of-time Neuron compile step after the merge (`optimum-cli export neuron` in the vLLM Neuron
+    image, shape from serving.neuron). It runs on a CPU instance: training jobs cannot use ml.inf2."""
+
+    enabled: bool | None = setting(None, hint="null: on when serving.backend is vllm_neuronx")
+    instance_type: str = setting(
+        "ml.r5.4xlarge", pattern=r"ml\.[a-z0-9]+\.[a-z0-9]+", hint="CPU, >= 64 GiB host RAM for 7-8B models"
+    )
+    max_runtime_hours: int = setting(4, ge=1, le=72)
+    volume_size_gb: int = setting(200, ge=5, le=16384, hint="the merged model plus the compiled one")
+
+
+@dataclass(frozen=True)
 class TrainingConfig:
     """One training job shape per environment; executions may override hyperparameters, nothing else."""
 
@@ -59,6 +72,7 @@ class TrainingConfig:
     capacity_backoff_seconds: int = setting(600, ge=60, le=7200, hint="first wait; doubles per retry")
     log_retention_days: int = setting(30)
     hyperparameters: dict[str, str] = setting(dict(SEED_HYPERPARAMETERS))
+    neuron_compile: NeuronCompileConfig = setting(NeuronCompileConfig())
 
     def check(self, source: str, path: str) -> None:
         def fail(name: str, problem: str) -> None:

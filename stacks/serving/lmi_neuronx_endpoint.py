@@ -58,7 +58,7 @@ def model_environment(*, model_uri: str, compiled_graph_uri: str | None) -> dict
 
 def revision(serving: ServingConfig, *, image_uri: str, tarball: str) -> str:
     """A short fingerprint of what the model serves: prefixes, image choice, the tarball's content hash."""
-    image = image_uri if not Token.is_unresolved(image_uri) else serving.image
+    image = image_uri if not Token.is_unresolved(image_uri) else serving.image_name
     parts = [serving.model_prefix, serving.compiled_graph_prefix or "", image, tarball]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 

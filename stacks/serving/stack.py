@@ -1,4 +1,4 @@
-"""The serving layer: the pinned merged model on ml.inf2 behind LMI NeuronX, scaled, alarmed, on a dashboard.
+"""The serving layer: the pinned model on ml.inf2 behind LMI NeuronX or vLLM Neuron, scaled, alarmed, on a dashboard.
 
 Every permission of the endpoint's execution role is written here, scoped to what it reads: the
 pinned model (and compiled graph) prefixes, the model tarball, the data key, the endpoint log
@@ -22,10 +22,11 @@ from ..shared.job_role import vpc_statements
 from ..shared.placement import Placement
 from ..shared.sagemaker_endpoint import allow_alarm_notifications, endpoint_runtime_statements
 from .lmi_neuronx_endpoint import LmiNeuronxEndpoint
+from .vllm_neuronx_endpoint import VllmNeuronxEndpoint
 
 
 class ServingStack(Stack):
-    """`LmiNeuronxEndpoint` plus its execution role and alarm topic; reads the Data stack's bucket and key."""
+    """`LmiNeuronxEndpoint` or `VllmNeuronxEndpoint`, its execution role and alarm topic; reads the Data stack."""
 
     def __init__(
         self,
@@ -43,14 +44,14 @@ class ServingStack(Stack):
         serving = config.serving
         if serving is None:
             raise ValueError("ServingStack needs a serving section in the config")
-        images = ContainerImages(self, "Images", names=[serving.image])
+        images = ContainerImages(self, "Images", names=[serving.image_name])
         if not serving.image_uri:  # a pinned image_uri does not come from the image map
             images.require_region(config)
         role = iam.Role(
             self,
             "ExecutionRole",
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description=f"{config.app_name}-{config.env_name}: LMI NeuronX endpoint execution role",
+            description=f"{config.app_name}-{config.env_name}: {serving.backend_label} endpoint execution role",
         )
         # A managed (not inline) policy: HIPAA/NIST reject inline policies; the model waits for it.
         policy = iam.ManagedPolicy(
@@ -65,22 +66,24 @@ class ServingStack(Stack):
             "compiled_graph_prefix": serving.compiled_graph_prefix,
             "data_capture_prefix": capture_prefix,
         }
-        self.endpoint = LmiNeuronxEndpoint(
-            self,
-            "Llm",
-            serving=serving,
-            image_uri=images.uri(serving.image, serving.image_uri),
-            model_uri=bucket.s3_url_for_object(serving.model_prefix),
-            compiled_graph_uri=(
-                bucket.s3_url_for_object(serving.compiled_graph_prefix) if serving.compiled_graph_prefix else None
-            ),
-            execution_role=role,
-            role_policies=[policy],
-            kms_key=key,
-            alarm_topic=self.topic,
-            data_capture_destination=capture_uri,
-            isolated_placement=placement,
-        )
+        common = {
+            "serving": serving,
+            "image_uri": images.uri(serving.image_name, serving.image_uri),
+            "model_uri": bucket.s3_url_for_object(serving.model_prefix),
+            "execution_role": role,
+            "role_policies": [policy],
+            "kms_key": key,
+            "alarm_topic": self.topic,
+            "data_capture_destination": capture_uri,
+            "isolated_placement": placement,
+        }
+        if serving.backend == "vllm_neuronx":
+            self.endpoint = VllmNeuronxEndpoint(self, "Llm", **common)
+        else:
+            graph = serving.compiled_graph_prefix
+            self.endpoint = LmiNeuronxEndpoint(
+                self, "Llm", compiled_graph_uri=bucket.s3_url_for_object(graph) if graph else None, **common
+            )
         isolated = placement is not None
         statements = self._execution_statements(
             serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, isolated=isolated
@@ -132,7 +135,7 @@ class ServingStack(Stack):
             iam.PolicyStatement(
                 sid="PullServingImage",
                 actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                resources=[images.repository_arn(serving.image, serving.image_uri)],
+                resources=[images.repository_arn(serving.image_name, serving.image_uri)],
             ),
             *endpoint_runtime_statements(self),
         ]

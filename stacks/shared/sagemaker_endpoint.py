@@ -54,6 +54,7 @@ class VariantSpec:
     volume_size_gb: int | None
     startup_health_check_timeout_seconds: int
     model_data_download_timeout_seconds: int
+    inference_ami_version: str | None = None  # e.g. the Neuron driver AMI the vLLM Neuron container needs
 
 
 class SageMakerEndpoint(Construct):
@@ -149,6 +150,7 @@ class SageMakerEndpoint(Construct):
                     volume_size_in_gb=variant.volume_size_gb,
                     container_startup_health_check_timeout_in_seconds=variant.startup_health_check_timeout_seconds,
                     model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
+                    inference_ami_version=variant.inference_ami_version,
                 )
             ],
             data_capture_config=self._data_capture(data_capture, data_capture_destination, kms_key),

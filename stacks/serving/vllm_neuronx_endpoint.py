@@ -1,0 +1,100 @@
+"""The Hugging Face vLLM Neuron container (optimum-neuron) on ml.inf2, on top of the generic SageMakerEndpoint.
+
+The compiled model (`optimum-cli export neuron` output: config.json, neuron_config.json, sharded weights,
+tokenizer) is mounted uncompressed at /opt/ml/model (ModelDataSource, S3Prefix). The entrypoint turns every
+`SM_ON_<NAME>` variable into `--<name>` for `optimum-cli neuron serve`, which refuses a batch size, sequence
+length or TP degree other than the compiled ones: all three come from `serving.neuron`, the block the
+Training workflow's compile step exports with, so they cannot diverge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from aws_cdk import Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from constructs import Construct, IDependable
+
+from ..config.serving import ServingConfig
+from ..shared.placement import Placement
+from ..shared.sagemaker_endpoint import ContainerSpec, SageMakerEndpoint, VariantSpec
+
+MODEL_DIR = "/opt/ml/model"
+NEURON_AMI = "al2-ami-sagemaker-inference-neuron-2"  # Neuron driver + runtime the container expects
+
+
+def vllm_environment(serving: ServingConfig) -> dict[str, str]:
+    """`optimum-cli neuron serve` flags as SM_ON_* variables: the mounted model and its compiled shape."""
+    neuron = serving.neuron
+    return {
+        "SM_ON_MODEL": MODEL_DIR,
+        "SM_ON_SERVED_MODEL_NAME": serving.model_name,
+        "SM_ON_BATCH_SIZE": str(neuron.batch_size),
+        "SM_ON_SEQUENCE_LENGTH": str(neuron.sequence_length),
+        "SM_ON_TENSOR_PARALLEL_SIZE": str(neuron.tensor_parallel_size),
+    }
+
+
+def revision(serving: ServingConfig, *, image_uri: str) -> str:
+    """A short fingerprint of what the model serves: the compiled prefix, its shape, the image choice."""
+    image = image_uri if not Token.is_unresolved(image_uri) else serving.image_name
+    parts = [serving.backend, serving.model_prefix, serving.neuron.compiled_folder, serving.model_name, image]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+class VllmNeuronxEndpoint(Construct):
+    """One compiled model served by vLLM Neuron: `hosting` holds the endpoint resources (no tarball asset)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        serving: ServingConfig,
+        image_uri: str,
+        model_uri: str,
+        execution_role: iam.IRole,
+        role_policies: Sequence[IDependable],
+        kms_key: kms.IKey,
+        alarm_topic: sns.ITopic,
+        data_capture_destination: str | None,
+        isolated_placement: Placement | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.model_asset = None  # the weights and tokenizer come mounted from model_uri
+        placement = isolated_placement
+        self.hosting = SageMakerEndpoint(
+            self,
+            "Hosting",  # the LMI construct's id too: switching backends updates the same Endpoint
+            container=ContainerSpec(
+                image_uri=image_uri,
+                environment=vllm_environment(serving),
+                model_data_source_uri=model_uri,
+                network_isolation=placement is not None,
+                vpc_subnet_ids=placement.subnet_ids if placement else (),
+                vpc_security_group_ids=placement.security_group_ids if placement else (),
+            ),
+            variant=VariantSpec(
+                instance_type=serving.instance_type,
+                initial_instance_count=serving.initial_instance_count,
+                instance_vcpus=serving.inf2.vcpus,
+                volume_size_gb=serving.volume_size_gb,
+                startup_health_check_timeout_seconds=serving.container_startup_health_check_timeout_seconds,
+                model_data_download_timeout_seconds=serving.model_data_download_timeout_seconds,
+                inference_ami_version=NEURON_AMI,
+            ),
+            execution_role=execution_role,
+            role_policies=role_policies,
+            revision=revision(serving, image_uri=image_uri),
+            kms_key=kms_key,
+            rollout=serving.rollout,
+            autoscaling=serving.autoscaling,
+            alarms=serving.alarms,
+            alarm_topic=alarm_topic,
+            data_capture=serving.data_capture,
+            data_capture_destination=data_capture_destination,
+        )
+        self.endpoint_name = self.hosting.endpoint_name
