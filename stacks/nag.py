@@ -94,6 +94,20 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
              "named after the generated job names, which all start with this environment's prefix."),
         )
     ),
+    *(  # `{compile}`: only where the Training workflow compiles for vllm_neuronx (the Training stack's nag_details)
+        Acknowledged("Training", "CompileRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}{{compile}}]",
+                     reason)
+        for resource, reason in (
+            ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+             "/aws/sagemaker/TrainingJobs namespace)"),
+            (f"{_DATA_BUCKET_ARN}/models/*", "The compile job reads the merged model under models/<training job>/ "
+             "and writes the compiled one beside it; job names are generated per execution."),
+            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*", "SageMaker creates and describes the "
+             "account-wide /aws/sagemaker/TrainingJobs log group; writes are limited to own streams."),
+            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{prefix}}-*", "Log streams are "
+             "named after the generated job names, which all start with this environment's prefix."),
+        )
+    ),
     Acknowledged(
         "Training",
         "Workflow/Policy/Resource",

@@ -57,8 +57,8 @@ class TrainingJobRequest:
     instance_count: int
     volume_size_gb: int
     kms_key_arn: str
-    output_s3_uri: str
-    hyperparameters: Ref
+    output_s3_uri: str | Ref
+    hyperparameters: Ref | Mapping[str, str] | None
     channels: Sequence[S3Channel]
     max_runtime_seconds: int
     metric_definitions: Sequence[Mapping[str, str]]
@@ -68,6 +68,8 @@ class TrainingJobRequest:
     subnet_ids: Sequence[str] = ()
     security_group_ids: Sequence[str] = ()
     tags: Mapping[str, str] = field(default_factory=dict)
+    container_entrypoint: Sequence[str] = ()  # set: run the image's own program instead of script mode
+    container_arguments: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if self.max_wait_seconds is not None and self.max_wait_seconds < self.max_runtime_seconds:
@@ -93,13 +95,15 @@ class TrainingJobRequest:
             "TrainingInputMode": "File",
             "MetricDefinitions": [dict(d) for d in self.metric_definitions],
         }
-        _put(params, "HyperParameters", self.hyperparameters)
+        if self.container_entrypoint:
+            params["AlgorithmSpecification"]["ContainerEntrypoint"] = list(self.container_entrypoint)
+            params["AlgorithmSpecification"]["ContainerArguments"] = list(self.container_arguments)
+        if self.hyperparameters is not None:
+            _put(params, "HyperParameters", self.hyperparameters)
         params["InputDataConfig"] = [c.to_asl() for c in self.channels]
-        params["OutputDataConfig"] = {
-            "S3OutputPath": self.output_s3_uri,
-            "KmsKeyId": self.kms_key_arn,
-            "CompressionType": "NONE",
-        }
+        params["OutputDataConfig"] = {}
+        _put(params["OutputDataConfig"], "S3OutputPath", self.output_s3_uri)
+        params["OutputDataConfig"].update({"KmsKeyId": self.kms_key_arn, "CompressionType": "NONE"})
         params["ResourceConfig"] = {
             "InstanceType": self.instance_type,
             "InstanceCount": self.instance_count,

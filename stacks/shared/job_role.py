@@ -24,7 +24,7 @@ class SageMakerJobRole(Construct):
         *,
         bucket: s3.IBucket,
         key: kms.IKey,
-        code: s3_assets.Asset,
+        code: s3_assets.Asset | None,
         job_name_prefix: str,
         read_prefixes: Sequence[str],
         write_prefixes: Sequence[str],
@@ -69,17 +69,21 @@ def _storage_statements(
     *,
     bucket: s3.IBucket,
     key: kms.IKey,
-    code: s3_assets.Asset,
+    code: s3_assets.Asset | None,
     read_prefixes: Sequence[str],
     write_prefixes: Sequence[str],
 ) -> list[iam.PolicyStatement]:
-    """The code, the inputs under `read_prefixes`, the outputs under `write_prefixes`, the data key."""
-    return [
+    """The code (a job running the image's own program has none), the inputs under `read_prefixes`, the
+    outputs under `write_prefixes`, the data key."""
+    code_statements = [] if code is None else [
         iam.PolicyStatement(
             sid="ReadTrainingCode",
             actions=["s3:GetObject"],
             resources=[code.bucket.arn_for_objects(code.s3_object_key)],
         ),
+    ]
+    return [
+        *code_statements,
         iam.PolicyStatement(
             sid="ReadInputs",
             actions=["s3:GetObject"],

@@ -177,12 +177,17 @@ def logged_state_machine(
 
 
 def record_model_task(
-    scope: Construct, *, model_parameter: ssm.IStringParameter, value_path: str, notify: sfn.IChainable
+    scope: Construct,
+    *,
+    model_parameter: ssm.IStringParameter,
+    value_path: str,
+    notify: sfn.IChainable,
+    construct_id: str = "RecordModel",
 ) -> tasks.CallAwsService:
     """`RecordModel`: write the S3 URI at `value_path` to the environment's model parameter; failures notify."""
     record = tasks.CallAwsService(
         scope,
-        "RecordModel",
+        construct_id,
         service="ssm",
         action="putParameter",
         parameters={
@@ -191,7 +196,7 @@ def record_model_task(
             "Type": "String",
             "Overwrite": True,
         },
-        iam_resources=[model_parameter.parameter_arn],  # listed again in shell_statements
+        iam_resources=[model_parameter.parameter_arn],  # listed in the state machine's policy
         result_path=sfn.JsonPath.DISCARD,
     )
     record.add_catch(notify, errors=["States.ALL"], result_path="$.error")

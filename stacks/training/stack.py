@@ -27,11 +27,13 @@ from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
 from ..shared.workflow_shell import job_submitter_statements
+from .compile_job import neuron_compile_request
 from .job import training_job_request
 from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
 
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
+COMPILE_IMAGE = "vllm_neuronx"  # the serving image compiles: same optimum-neuron and neuronx-cc versions
 
 
 def job_name_prefix(config: AppConfig) -> str:
@@ -62,12 +64,24 @@ class TrainingStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         training = config.training
         prefix = job_name_prefix(config)
-        images = ContainerImages(self, "Images", names=[TRAINING_IMAGE])
+        compiles = config.compiles_for_neuron
+        self.nag_details = {"compile": "" if compiles else None}  # stacks/nag.py: the CompileRole entries
+        images = ContainerImages(self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else [])])
         images.require_region(config)
         code = s3_assets.Asset(self, "TrainingCode", path=str(build_content_addressed(QLORA_CODE)))
         role = self._job_role(config, bucket=bucket, key=key, code=code, images=images, placement=placement)
         self.topic = sns.Topic(self, "FailureTopic", master_key=key, enforce_ssl=True)
         self.model_parameter = self._model_parameter(config)
+        roles = [role.role]
+        self.compile_request = self.compiled_model_parameter = None
+        if compiles:
+            compile_role = self._compile_role(config, bucket=bucket, key=key, images=images, placement=placement)
+            roles.append(compile_role.role)
+            self.compiled_model_parameter = self._model_parameter(config, compiled=True)
+            self.compile_request = neuron_compile_request(
+                config, bucket=bucket, key=key, role=compile_role.role, placement=placement,
+                image_uri=images.uri(COMPILE_IMAGE, config.serving.image_uri),
+            )
         self.request, submit_directory = training_job_request(
             config,
             bucket=bucket,
@@ -95,9 +109,9 @@ class TrainingStack(Stack):
             capacity_backoff_seconds=training.capacity_backoff_seconds,
             log_retention_days=training.log_retention_days,
             key=key,
-            role_statements=job_submitter_statements(
-                self, job_kinds=["training-job"], prefix=prefix, roles=[role.role], key=key
-            ),
+            role_statements=self._state_machine_statements(prefix=prefix, roles=roles, key=key),
+            compile_request=self.compile_request,
+            compiled_model_parameter=self.compiled_model_parameter,
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
@@ -130,21 +144,62 @@ class TrainingStack(Stack):
             code_channel=placement is not None,
         )
 
-    def _model_parameter(self, config: AppConfig) -> ssm.StringParameter:
+    def _model_parameter(self, config: AppConfig, *, compiled: bool = False) -> ssm.StringParameter:
         """A well-known name per environment (the lookup handle for people and the serving side). Name is the
         parameter's only replacement trigger, so the fixed name can never collide with its own replacement."""
+        kind = "compiled-model" if compiled else "model"
+        what = "Neuron-compiled model (vllm_neuronx)" if compiled else "merged QLoRA model"
         return ssm.StringParameter(
             self,
-            "ModelParameter",
-            parameter_name=f"/{config.app_name}/{config.env_name}/training/model-s3-uri",
-            string_value="none",  # RecordModel overwrites it with s3://<bucket>/models/<job>/output/model/
-            description=f"{config.app_name}-{config.env_name}: S3 prefix of the latest merged QLoRA model",
+            "CompiledModelParameter" if compiled else "ModelParameter",
+            parameter_name=f"/{config.app_name}/{config.env_name}/training/{kind}-s3-uri",
+            string_value="none",  # RecordModel / RecordCompiledModel overwrite it with the model's S3 prefix
+            description=f"{config.app_name}-{config.env_name}: S3 prefix of the latest {what}",
         )
+
+    def _compile_role(
+        self,
+        config: AppConfig,
+        *,
+        bucket: s3.IBucket,
+        key: kms.IKey,
+        images: ContainerImages,
+        placement: Placement | None,
+    ) -> SageMakerJobRole:
+        """The compile job reads merged models and writes the compiled one beside them (models/); no code."""
+        return SageMakerJobRole(
+            self,
+            "CompileRole",
+            bucket=bucket,
+            key=key,
+            code=None,
+            job_name_prefix=job_name_prefix(config),
+            read_prefixes=(MODELS_PREFIX,),
+            write_prefixes=(MODELS_PREFIX,),
+            image_repository_arn=images.repository_arn(COMPILE_IMAGE, config.serving.image_uri),
+            vpc=bool(placement.subnet_ids if placement else config.training.subnet_ids),
+            description="SageMaker execution role of the Neuron compile jobs (optimum-cli export neuron)",
+            policy_description="Neuron compile job: models/ (merged in, compiled out), data key",
+        )
+
+    def _state_machine_statements(
+        self, *, prefix: str, roles: list[iam.IRole], key: kms.IKey
+    ) -> list[iam.PolicyStatement]:
+        statements = job_submitter_statements(self, job_kinds=["training-job"], prefix=prefix, roles=roles, key=key)
+        if self.compiled_model_parameter is not None:
+            statements.append(iam.PolicyStatement(
+                sid="RecordCompiledModel",
+                actions=["ssm:PutParameter"],
+                resources=[self.compiled_model_parameter.parameter_arn],
+            ))
+        return statements
 
     def _outputs(self, config: AppConfig, *, role: iam.IRole) -> None:
         CfnOutput(self, "StateMachineArn", value=self.state_machine.state_machine_arn)
         CfnOutput(self, "FailureTopicArn", value=self.topic.topic_arn)
         CfnOutput(self, "ModelParameterName", value=self.model_parameter.parameter_name)
         CfnOutput(self, "TrainingRoleArn", value=role.role_arn)
+        if self.compiled_model_parameter is not None:
+            CfnOutput(self, "CompiledModelParameterName", value=self.compiled_model_parameter.parameter_name)
         hyperparameters = json.dumps(dict(config.training.hyperparameters), sort_keys=True)
         CfnOutput(self, "DefaultHyperparameters", value=hyperparameters)

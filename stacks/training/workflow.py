@@ -69,7 +69,10 @@ class TrainingWorkflow(Construct):
         log_retention_days: int,
         key: kms.IKey,
         role_statements: Sequence[iam.PolicyStatement],
+        compile_request: TrainingJobRequest | None = None,
+        compiled_model_parameter: ssm.IStringParameter | None = None,
     ) -> None:
+        """`compile_request` (with `compiled_model_parameter`): the Neuron compile step after RecordModel."""
         super().__init__(scope, construct_id)
         invalid, notify = failure_path(
             self,
@@ -94,22 +97,23 @@ class TrainingWorkflow(Construct):
         record = record_model_task(
             self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
         )
-        done = sfn.Pass(
-            self,
-            "Done",
-            parameters={
-                "job_name.$": "$.training.job_name",
-                "model_s3_uri.$": "$.training.model_s3_uri",
-                "train_data.$": "$.train_data",
-                "hyperparameters.$": "$.run.hyperparameters",
-                "model_parameter": model_parameter.parameter_name,
-            },
-        )
-        start = (
-            sfn.Choice(self, "ValidateInput")
-            .when(_valid_input(bucket_name), defaults.next(prepare).next(train).next(record).next(done))
-            .otherwise(invalid)
-        )
+        output = {
+            "job_name.$": "$.training.job_name",
+            "model_s3_uri.$": "$.training.model_s3_uri",
+            "train_data.$": "$.train_data",
+            "hyperparameters.$": "$.run.hyperparameters",
+            "model_parameter": model_parameter.parameter_name,
+        }
+        chain = defaults.next(prepare).next(train).next(record)
+        if compile_request is not None:
+            chain = chain.next(self._compile(compile_request, notify=notify, parameter=compiled_model_parameter))
+            output.update({
+                "compile_job_name.$": "$.compile.job_name",
+                "compiled_model_s3_uri.$": "$.compile.model_s3_uri",
+                "compiled_model_parameter": compiled_model_parameter.parameter_name,
+            })
+        done = sfn.Pass(self, "Done", parameters=output)
+        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), chain.next(done)).otherwise(invalid)
         self.state_machine = logged_state_machine(
             self,
             start=start,
@@ -160,6 +164,33 @@ class TrainingWorkflow(Construct):
         )
         retry_api_errors(train)
         return train
+
+    def _compile(
+        self, request: TrainingJobRequest, *, notify: sfn.IChainable, parameter: ssm.IStringParameter
+    ) -> sfn.Chain:
+        """`CompileForNeuron` (the export job, .sync, API retries) -> `RecordCompiledModel`; failures notify."""
+        state = sfn.CustomState(
+            self,
+            "CompileForNeuron",
+            state_json={
+                "Type": "Task",
+                "Resource": CREATE_TRAINING_JOB_SYNC.format(partition=Stack.of(self).partition),
+                "Parameters": request.to_asl(),
+                "ResultSelector": {
+                    "job_name.$": "$.TrainingJobName",
+                    "model_s3_uri.$": "States.Format('{}{}/output/model/', $.OutputDataConfig.S3OutputPath, "
+                    "$.TrainingJobName)",
+                },
+                "ResultPath": "$.compile",
+            },
+        )
+        retry_api_errors(state)
+        state.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+        record = record_model_task(
+            self, construct_id="RecordCompiledModel", model_parameter=parameter, value_path="$.compile.model_s3_uri",
+            notify=notify,
+        )
+        return state.next(record)
 
     def _capacity_retry(self, train: sfn.CustomState, *, notify: sfn.IChainable, capacity_retries: int) -> None:
         """A capacity failure waits (doubling), then starts the next attempt under a new name; others notify."""

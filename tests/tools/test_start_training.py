@@ -100,7 +100,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["--input", '{"train_data": 1'], "--input: not JSON"),
         (["--input", json.dumps({"train_data": DATA, "x": 1})], "x: unknown key"),
         ([], "--data s3://<artifact bucket>/datasets/... is required"),
-        (["--env", "staging", "--data", DATA], "staging.yaml: env: no such file"),
+        (["--env", "qa", "--data", DATA], "qa.yaml: env: no such file"),
     ],
     ids=["outside-datasets", "unknown-hp", "bad-set", "bad-json", "unknown-key", "no-data", "unknown-env"],
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from stacks.config.serving_backends import LMI_DISCONTINUED
 from tests.stacks.config.test_app_config_errors import VALID, _with, run_app, write_case
 
 ECR = "763104351884.dkr.ecr.us-east-1.amazonaws.com"
@@ -138,6 +139,7 @@ def test_7b_runtime_compile_on_16gb_host_warns_and_does_not_fail(tmp_path, monke
     write_case(tmp_path, SEVEN_B_ON_XLARGE)
     assert app.main() == 0
     assert capsys.readouterr().err.splitlines() == [
+        f"config warning: {tmp_path.as_posix()}/dev.yaml: serving.backend: lmi_neuronx: {LMI_DISCONTINUED}",
         f"config warning: {tmp_path.as_posix()}/dev.yaml: serving.compiled_graph_prefix: null, so the 6.7B-parameter "
         "model is compiled at startup on ml.inf2.xlarge (16 GB host RAM); a 7B-class compile needs ~100 GB and will "
         "fail: set compiled_graph_prefix or use ml.inf2.8xlarge or larger"
@@ -159,15 +161,16 @@ def test_warning_only_for_runtime_compile_of_7b_on_small_hosts(tmp_path, changes
 
     write_case(tmp_path, _with_all(**changes))
     config = load_config("dev", tmp_path)
-    assert bool(config.warnings()) is warned
+    assert any("compiled_graph_prefix: null" in line for line in config.warnings()) is warned
 
 
-@pytest.mark.parametrize("env", ["dev", "prod"])
-def test_shipped_environments_load_without_warnings(env):
+@pytest.mark.parametrize(("env", "expected"), [("dev", ["discontinued"]), ("prod", ["discontinued"]), ("staging", [])])
+def test_shipped_environments_warn_only_that_lmi_is_discontinued(env, expected):
     from stacks.config import load_config
     from tests.synth import ROOT
 
-    assert load_config(env, ROOT / "config").warnings() == []
+    warnings = load_config(env, ROOT / "config").warnings()
+    assert [w for w in expected if any(w in line for line in warnings)] == expected and len(warnings) == len(expected)
 
 
 def test_seed_settings_are_fine_on_the_seed_image(tmp_path):

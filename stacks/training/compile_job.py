@@ -1,0 +1,75 @@
+"""The ahead-of-time Neuron compile step: `optimum-cli export neuron` of the merged model in the serving image.
+
+It runs as a SageMaker training job on a CPU instance (training jobs cannot use ml.inf2; `--instance_type inf2`
+makes the export target Inferentia2 without the device), with the vLLM Neuron image's own program through
+`ContainerEntrypoint`. Input: the merged model as the `model` channel. Output, uncompressed:
+`models/<training job>/neuron/bs<B>-seq<S>-tp<T>/<compile job>/output/model/`, the prefix serving.model_prefix
+names. `generation_config.json` is copied beside the export, which leaves it out.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+
+from ..config import AppConfig
+from ..shared.bucket_layout import MODELS_PREFIX
+from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
+from ..shared.placement import Placement
+
+MODEL_CHANNEL = "/opt/ml/input/data/model"
+OUTPUT_DIR = "/opt/ml/model"
+
+
+def export_command(config: AppConfig) -> str:
+    """The shell command the job runs: export with serving.neuron's shape, then copy the generation config."""
+    export = [
+        "optimum-cli", "export", "neuron", "--model", MODEL_CHANNEL, "--task", "text-generation",
+        *config.serving.neuron.export_arguments(), "--instance_type", "inf2", OUTPUT_DIR,
+    ]
+    generation_config = f"{MODEL_CHANNEL}/generation_config.json"
+    copy = f"if [ -f {generation_config} ]; then cp {generation_config} {OUTPUT_DIR}/; fi"
+    return f"set -euo pipefail; {shlex.join(export)}; {copy}"
+
+
+def compile_job_name() -> Ref:
+    """`<run>-n-<API retry>`: as long as the training job's `<run>-<attempt>-<retry>`, under the same IAM scope."""
+    return Ref("States.Format('{}-n-{}', $.run.name, $$.State.RetryCount)")
+
+
+def neuron_compile_request(
+    config: AppConfig,
+    *,
+    bucket: s3.IBucket,
+    key: kms.IKey,
+    role: iam.IRole,
+    image_uri: str,
+    placement: Placement | None,
+) -> TrainingJobRequest:
+    """The compile job; `$.training.job_name` / `$.training.model_s3_uri` come from the Train state."""
+    training, compile_config = config.training, config.training.neuron_compile
+    folder = config.serving.neuron.compiled_folder
+    return TrainingJobRequest(
+        job_name=compile_job_name(),
+        role_arn=role.role_arn,
+        image_uri=image_uri,
+        instance_type=compile_config.instance_type,
+        instance_count=1,
+        volume_size_gb=compile_config.volume_size_gb,
+        kms_key_arn=key.key_arn,
+        output_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', "
+                          "$.training.job_name)"),
+        hyperparameters=None,
+        channels=[S3Channel("model", Ref("$.training.model_s3_uri"))],
+        max_runtime_seconds=compile_config.max_runtime_hours * 3600,
+        metric_definitions=(),
+        network_isolation=training.network_isolation or placement is not None,
+        subnet_ids=placement.subnet_ids if placement else training.subnet_ids,
+        security_group_ids=placement.security_group_ids if placement else training.security_group_ids,
+        tags=dict(config.all_tags),
+        container_entrypoint=("/bin/bash", "-c"),
+        container_arguments=(export_command(config),),
+    )
