@@ -13,7 +13,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-ENVIRONMENTS = ("dev", "prod")
+ENVIRONMENTS = ("dev", "prod", "staging")
 
 
 @pytest.fixture(scope="session")

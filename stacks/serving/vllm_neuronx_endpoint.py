@@ -4,7 +4,8 @@ The compiled model (`optimum-cli export neuron` output: config.json, neuron_conf
 tokenizer) is mounted uncompressed at /opt/ml/model (ModelDataSource, S3Prefix). The entrypoint turns every
 `SM_ON_<NAME>` variable into `--<name>` for `optimum-cli neuron serve`, which refuses a batch size, sequence
 length or TP degree other than the compiled ones: all three come from `serving.neuron`, the block the
-Training workflow's compile step exports with, so they cannot diverge.
+Training workflow's compile step exports with, so they cannot diverge. The model runs network-isolated in every
+environment (nothing to download; not verified on AWS that `serve` never looks up the hub cache).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class VllmNeuronxEndpoint(Construct):
                 image_uri=image_uri,
                 environment=vllm_environment(serving),
                 model_data_source_uri=model_uri,
-                network_isolation=placement is not None,
+                # Everything is mounted from S3 (weights, tokenizer, compiled graphs): the container needs no network.
+                network_isolation=True,
                 vpc_subnet_ids=placement.subnet_ids if placement else (),
                 vpc_security_group_ids=placement.security_group_ids if placement else (),
             ),

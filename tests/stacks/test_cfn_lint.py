@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 
-@pytest.mark.parametrize("env", ["dev", "prod"])
+@pytest.mark.parametrize("env", ["dev", "prod", "staging"])
 def test_cfn_lint_clean(assemblies, env):
     paths = sorted(str(Path(assemblies[env].directory) / s.template_file) for s in assemblies[env].stacks)
     assert paths

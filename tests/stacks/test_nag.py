@@ -10,7 +10,7 @@ import pytest
 from stacks import nag
 
 
-@pytest.mark.parametrize("env", ["dev", "prod"])
+@pytest.mark.parametrize("env", ["dev", "prod", "staging"])
 def test_no_unacknowledged_findings(assemblies, env):
     # app.synth() raises on a finding, so reaching here already means none; the report must agree.
     report = json.loads((Path(assemblies[env].directory) / "validation-report.json").read_text())
@@ -49,7 +49,7 @@ def test_a_stale_acknowledgment_fails_the_synth(monkeypatch):
         build_app(App(context=cli_context()), load_config("dev", ROOT / "config"))
 
 
-@pytest.mark.parametrize("env", ["dev", "prod"])
+@pytest.mark.parametrize("env", ["dev", "prod", "staging"])
 def test_a_pinned_account_and_region_keep_the_acknowledgments_matching(tmp_path, env):
     """With `account`/`region` set, findings print them literally instead of `<AWS::Region>`; still clean."""
     import yaml
