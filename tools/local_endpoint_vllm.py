@@ -126,39 +126,52 @@ def parse(payload: Any, kind: str, served_name: str, engine: Engine) -> Request:
     refused = [name for name in UNSUPPORTED if payload.get(name) not in (None, False)]
     if refused or _get(payload, "n", int, 1) != 1:
         raise OpenAIError(f"not supported by the local server: {', '.join(refused) or 'n > 1'}")
-    if kind == "chat":
-        prompt = render_chat(payload, engine)
-    else:
-        prompt = payload.get("prompt")
-        if not isinstance(prompt, str) or not prompt:
-            raise OpenAIError("'prompt' must be a non-empty string (the local server takes one prompt per request)")
-    stop = _get(payload, "stop", (str, list), [])
-    stop = [stop] if isinstance(stop, str) else stop
-    if not all(isinstance(s, str) and s for s in stop):
-        raise OpenAIError("'stop' must be a string or a list of non-empty strings")
-    ids, sequence_length = engine.encode(prompt), engine.n_positions
-    max_tokens = _get(payload, "max_completion_tokens", int) or _get(payload, "max_tokens", int)
-    if max_tokens is not None and max_tokens < 1:
-        raise OpenAIError("'max_tokens' must be at least 1")
-    if len(ids) + (max_tokens or 1) > sequence_length:
-        raise OpenAIError(
-            f"This model's maximum context length is {sequence_length} tokens. However, you requested "
-            f"{len(ids) + (max_tokens or 1)} tokens ({len(ids)} in the messages, {max_tokens or 1} in the "
-            "completion). Please reduce the length of the messages or completion."
-        )
+    prompt = render_chat(payload, engine) if kind == "chat" else _prompt(payload)
+    stop = _stop(payload)
+    ids = engine.encode(prompt)
     stream = _get(payload, "stream", bool, False)
     options = _get(payload, "stream_options", dict, {})
     job = Job(
         prompt=prompt,
         input_ids=ids,
         sampling=sampling_of(payload),
-        max_new_tokens=max_tokens or sequence_length - len(ids),
+        max_new_tokens=_max_tokens(payload, len(ids), engine.n_positions),
         stop=stop,
         details=True,
         return_full_text=False,
         stream=Queue() if stream else None,
     )
     return Request(kind, job, stream, bool(stream and options.get("include_usage")))
+
+
+def _prompt(payload: dict[str, Any]) -> str:
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt:
+        raise OpenAIError("'prompt' must be a non-empty string (the local server takes one prompt per request)")
+    return prompt
+
+
+def _stop(payload: dict[str, Any]) -> list[str]:
+    stop = _get(payload, "stop", (str, list), [])
+    stop = [stop] if isinstance(stop, str) else stop
+    if not all(isinstance(s, str) and s for s in stop):
+        raise OpenAIError("'stop' must be a string or a list of non-empty strings")
+    return stop
+
+
+def _max_tokens(payload: dict[str, Any], prompt_tokens: int, sequence_length: int) -> int:
+    """max_completion_tokens (the newer name) or max_tokens; absent: whatever the sequence length leaves."""
+    requested = _get(payload, "max_completion_tokens", int)
+    requested = requested if requested is not None else _get(payload, "max_tokens", int)
+    if requested is not None and requested < 1:
+        raise OpenAIError("'max_tokens' must be at least 1")
+    if prompt_tokens + (requested or 1) > sequence_length:
+        raise OpenAIError(
+            f"This model's maximum context length is {sequence_length} tokens. However, you requested "
+            f"{prompt_tokens + (requested or 1)} tokens ({prompt_tokens} in the messages, {requested or 1} in the "
+            "completion). Please reduce the length of the messages or completion."
+        )
+    return requested or sequence_length - prompt_tokens
 
 
 def invocations_kind(payload: Any) -> str:

@@ -263,3 +263,14 @@ def test_command_line_serves_the_vllm_contract(chat_model_dir, tmp_path):
         timeout=60,
     )
     assert wrong.returncode == 2 and "vllm_neuronx settings" in wrong.stderr
+
+
+def test_max_tokens_names_and_the_default_up_to_the_sequence_length(vllm_endpoint):
+    api = client(vllm_endpoint)
+    short = api.chat.completions.create(model=SERVED_NAME, messages=MESSAGES, max_completion_tokens=5, temperature=0)
+    assert 1 <= short.usage.completion_tokens <= 5
+    longest = api.chat.completions.create(model=SERVED_NAME, messages=MESSAGES, temperature=0)
+    room = N_POSITIONS - longest.usage.prompt_tokens
+    assert longest.choices[0].message.content.startswith(short.choices[0].message.content)
+    assert longest.usage.completion_tokens <= room
+    assert (longest.choices[0].finish_reason == "length") == (longest.usage.completion_tokens == room)
