@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
@@ -274,3 +275,19 @@ def test_max_tokens_names_and_the_default_up_to_the_sequence_length(vllm_endpoin
     assert longest.choices[0].message.content.startswith(short.choices[0].message.content)
     assert longest.usage.completion_tokens <= room
     assert (longest.choices[0].finish_reason == "length") == (longest.usage.completion_tokens == room)
+
+
+def test_concurrent_requests_are_batched_and_keep_their_own_answers(vllm_endpoint):
+    api = client(vllm_endpoint)
+    questions = ["What is machine learning?", "Explain AWS KMS.", "Give an example of LoRA.", "Why overfitting?"]
+    conversations = [[{"role": "user", "content": q}] for q in questions]
+
+    def ask(messages):
+        return api.chat.completions.create(model=SERVED_NAME, messages=messages, **GREEDY).choices[0].message.content
+
+    alone = [ask(m) for m in conversations]
+    before = len(vllm_endpoint.batcher.batch_sizes)
+    with ThreadPoolExecutor(max_workers=len(conversations) * 2) as pool:
+        together = list(pool.map(ask, conversations * 2))
+    assert together == alone * 2, "left padding in a batch must not change a greedy answer"
+    assert max(vllm_endpoint.batcher.batch_sizes[before:]) > 1
