@@ -26,7 +26,8 @@ help:
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff only"
-	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [PROMPT=...]  send the sample LMI request, print text + latency"
+	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [BACKEND=lmi_neuronx|vllm_neuronx] [PROMPT=...]"
+	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
 	@echo "                             validate the input, then start one run of the Training state machine"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
@@ -66,7 +67,7 @@ deploy: synth
 	esac
 
 invoke: deps
-	$(PY) tools/invoke.py $(if $(URL),--url $(URL),--env $(ENV)) $(if $(PROMPT),--prompt "$(PROMPT)")
+	$(PY) tools/invoke.py $(if $(URL),--url $(URL),--env $(ENV)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(PROMPT),--prompt "$(PROMPT)")
 
 demo: deps
 	$(PY) tools/demo.py $(DEMO_ARGS)

@@ -1,7 +1,13 @@
-"""A local model server with the LMI (DJL Serving) NeuronX container's HTTP contract, for a merged HF model folder.
+"""A local model server with a serving container's HTTP contract, for a merged HF model folder.
 
     python tools/local_endpoint.py --model-dir DIR [--properties serving.properties] [--set KEY=VALUE ...]
                                    [--host 127.0.0.1] [--port 8080]
+    python tools/local_endpoint.py --backend vllm_neuronx --model-dir DIR [--served-model-name NAME]
+                                   [--batch-size 4] [--sequence-length 2048]
+
+--backend lmi_neuronx (the default) speaks LMI (DJL Serving) NeuronX's contract, below; vllm_neuronx speaks the
+Hugging Face vLLM Neuron container's OpenAI contract (tools/local_endpoint_vllm.py). Both share the engine and
+the batching worker.
 
 GET /ping is 200 once the model is loaded. POST /invocations takes
 {"inputs": str | [str], "parameters": {...}, "stream": bool} and answers {"generated_text": ...} (a list of
@@ -41,6 +47,7 @@ from stacks.config.serving_properties import parse as parse_properties  # noqa: 
 
 LOG = logging.getLogger("local_endpoint")
 
+BACKENDS = ("lmi_neuronx", "vllm_neuronx")  # serving.backend values: whose HTTP contract the server speaks
 ERROR_CODE = 424  # what LMI answers for a request it cannot serve
 DEFAULT_MAX_NEW_TOKENS = 30
 DEFAULT_PROPERTIES = {"option.max_rolling_batch_size": "4", "option.n_positions": "2048", "option.dtype": "fp32"}
@@ -282,6 +289,11 @@ class Engine:
             ids.insert(0, self.bos_id)
         return ids
 
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        """The prompt text the tokenizer's own chat template makes of messages, ending in the assistant's turn."""
+        with self.tokenizer_lock:
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
         with self.tokenizer_lock:
             return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
@@ -500,19 +512,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         path = self.path.split("?")[0]
         if path not in ("/invocations", "/predictions", "/predictions/model"):
-            length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(min(length, MAX_BODY_BYTES))
+            self._drain()
             self._error(f"no such path {self.path}", HTTPStatus.NOT_FOUND)
             return
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY_BYTES:
-            self.close_connection = True
-            self._error(f"body must have a Content-Length of at most {MAX_BODY_BYTES} bytes")
+        body = self._read_body()
+        if body is None:
             return
-        body = self.rfile.read(length)
         engine = self.server.engine
         try:
             jobs, is_list, stream = parse_request(body, engine.encode, engine.n_positions)
@@ -524,17 +529,40 @@ class Handler(BaseHTTPRequestHandler):
         if stream:
             self._stream(jobs[0], started)
             return
-        deadline = started + REQUEST_TIMEOUT_S
-        for job in jobs:
-            if not job.done.wait(timeout=max(0.0, deadline - time.perf_counter())):
-                self._error(f"timed out after {REQUEST_TIMEOUT_S:.0f} s")
-                return
-        failed = next((job.error for job in jobs if job.error), None)
+        failed = self._wait(jobs, started)
         if failed:
             self._error(failed)
             return
         results = [job.result for job in jobs]
         self._send_json(HTTPStatus.OK, results if is_list else results[0])
+
+    def _drain(self) -> None:
+        """Read (and drop) a body the server will not serve, so the connection stays usable."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
+        self.rfile.read(min(max(length, 0), MAX_BODY_BYTES))
+
+    def _read_body(self) -> bytes | None:
+        """The request body, or None after answering a missing or oversized Content-Length."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY_BYTES:
+            self.close_connection = True
+            self._error(f"body must have a Content-Length of at most {MAX_BODY_BYTES} bytes")
+            return None
+        return self.rfile.read(length)
+
+    def _wait(self, jobs: list[Job], started: float) -> str | None:
+        """Wait for the worker to finish the jobs; the first failure (or a timeout) as a message, else None."""
+        deadline = started + REQUEST_TIMEOUT_S
+        for job in jobs:
+            if not job.done.wait(timeout=max(0.0, deadline - time.perf_counter())):
+                return f"timed out after {REQUEST_TIMEOUT_S:.0f} s"
+        return next((job.error for job in jobs if job.error), None)
 
     def _stream(self, job: Job, started: float) -> None:
         """jsonlines over chunked transfer: one {"token": ...} per token, then {"generated_text": ...}."""
@@ -566,14 +594,32 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class LocalEndpointServer(ThreadingHTTPServer):
+    """One model behind one container's contract: `backend` picks LMI's (Handler) or vLLM's (VllmHandler)."""
+
     daemon_threads = True
     request_queue_size = 256  # 50+ clients connecting at once must not overflow the listen backlog
 
-    def __init__(self, address: tuple[str, int], engine: Engine, settings: Settings):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        engine: Engine,
+        settings: Settings,
+        backend: str = "lmi_neuronx",
+        served_model_name: str = "model",
+    ):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.engine = engine
         self.settings = settings
+        self.backend = backend
+        self.served_model_name = served_model_name
         self.batcher = Batcher(engine, settings)
-        super().__init__(address, Handler)
+        if backend == "vllm_neuronx":
+            from tools.local_endpoint_vllm_http import VllmHandler
+
+            super().__init__(address, VllmHandler)
+        else:
+            super().__init__(address, Handler)
 
     @property
     def url(self) -> str:
@@ -586,13 +632,31 @@ class LocalEndpointServer(ThreadingHTTPServer):
 
 
 def start(
-    model_dir: str | Path, settings: Settings, host: str = "127.0.0.1", port: int = 0
+    model_dir: str | Path,
+    settings: Settings,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    backend: str = "lmi_neuronx",
+    served_model_name: str | None = None,
 ) -> tuple[LocalEndpointServer, threading.Thread]:
     """Load the model and serve in a background thread; stop with server.shutdown(); server.server_close()."""
-    server = LocalEndpointServer((host, port), Engine(model_dir, settings), settings)
+    name = served_model_name or str(model_dir)  # vLLM's default: the --model argument as given
+    server = LocalEndpointServer((host, port), Engine(model_dir, settings), settings, backend, name)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
     return server, thread
+
+
+def settings_for(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Settings:
+    """LMI's settings come from serving.properties; vLLM Neuron's from its two SM_ON_* sizes."""
+    window = args.batch_window_ms / 1000
+    if args.backend == "lmi_neuronx":
+        if args.batch_size or args.sequence_length or args.served_model_name:
+            parser.error("--batch-size, --sequence-length and --served-model-name are vllm_neuronx settings")
+        return load_settings(args.properties, args.set, batch_window_s=window)
+    if args.properties or args.set:
+        parser.error("--properties and --set are LMI settings; vllm_neuronx takes --batch-size and --sequence-length")
+    return Settings(max_batch=args.batch_size or 4, n_positions=args.sequence_length or 2048, batch_window_s=window)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -603,6 +667,10 @@ def main(argv: list[str] | None = None) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a property, e.g. "
         "option.max_rolling_batch_size=1"
     )
+    parser.add_argument("--backend", choices=BACKENDS, default="lmi_neuronx", help="whose HTTP contract to serve")
+    parser.add_argument("--served-model-name", help="vllm_neuronx: the `model` requests name (SM_ON_SERVED_MODEL_NAME)")
+    parser.add_argument("--batch-size", type=int, help="vllm_neuronx: requests decoded together (SM_ON_BATCH_SIZE)")
+    parser.add_argument("--sequence-length", type=int, help="vllm_neuronx: prompt + max_tokens (SM_ON_SEQUENCE_LENGTH)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     parser.add_argument("--port-file", help="write the bound port here once /ping answers")
@@ -611,16 +679,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(message)s")
-    settings = load_settings(args.properties, args.set, batch_window_s=args.batch_window_ms / 1000)
+    settings = settings_for(parser, args)
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     loaded = time.perf_counter()
-    server = LocalEndpointServer((args.host, args.port), Engine(args.model_dir, settings), settings)
+    name = args.served_model_name or args.model_dir
+    engine = Engine(args.model_dir, settings)
+    server = LocalEndpointServer((args.host, args.port), engine, settings, args.backend, name)
     LOG.info(
-        "model loaded in %.1f s; max batch %d, n_positions %d, dtype %s; listening on %s",
+        "model loaded in %.1f s; %s contract; max batch %d, n_positions %d, dtype %s; listening on %s",
         time.perf_counter() - loaded,
+        args.backend,
         settings.max_batch,
         server.engine.n_positions,
         settings.dtype,
@@ -639,4 +710,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from tools.local_endpoint import main as module_main  # one copy of the classes, shared with the vLLM handler
+
+    module_main()

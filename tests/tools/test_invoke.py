@@ -1,10 +1,11 @@
-"""tools/invoke.py speaks LMI's request/response contract to a URL, to SageMaker, and finds the endpoint."""
+"""tools/invoke.py speaks LMI's and vLLM's request/response contracts to a URL, to SageMaker, and finds the endpoint."""
 
 from __future__ import annotations
 
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
 import pytest
 from botocore.exceptions import ClientError
@@ -128,3 +129,50 @@ def test_endpoint_name_comes_from_the_stack_outputs():
             return {"Stacks": [{"Outputs": [{"OutputKey": "EndpointName", "OutputValue": "ep-123"}]}]}
 
     assert invoke.endpoint_from_stack(_Cfn(), invoke.stack_for_env("dev")) == "ep-123"
+
+
+def test_backend_comes_from_the_flag_then_the_env_config(monkeypatch):
+    assert invoke.parse_args(["--url", "http://x"]).backend == "lmi_neuronx"
+    assert invoke.parse_args(["--env", "dev"]).backend == invoke.backend_of(invoke._config("dev"))
+    vllm_config = SimpleNamespace(serving=SimpleNamespace(backend="vllm_neuronx"))
+    monkeypatch.setattr(invoke, "_config", lambda env: vllm_config)
+    assert invoke.parse_args(["--env", "prod"]).backend == "vllm_neuronx"
+    assert invoke.parse_args(["--env", "prod", "--backend", "lmi_neuronx"]).backend == "lmi_neuronx"
+    assert invoke.backend_of(SimpleNamespace(serving=SimpleNamespace())) == "lmi_neuronx"  # before the field
+
+
+def test_chat_request_maps_the_flags_to_openai_fields():
+    args = invoke.parse_args(["--url", "http://x", "--backend", "vllm_neuronx", "--prompt", "hi", "--top-p", "0.9",
+                              "--temperature", "0.7", "--seed", "3", "--stop", "###", "--max-new-tokens", "20"])
+    assert invoke.build_chat_request(args) == {
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 20,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "seed": 3,
+        "stop": ["###"],
+    }
+    greedy = invoke.parse_args(["--url", "http://x", "--backend", "vllm_neuronx", "--no-do-sample"])
+    assert invoke.build_chat_request(greedy) == {
+        "messages": invoke.SAMPLE_MESSAGES, "max_tokens": 300, "temperature": 0
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('{"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}', ["hi"]),
+        ('{"object": "text_completion", "choices": [{"index": 0, "text": "t"}]}', ["t"]),
+    ],
+)
+def test_parse_chat_response_forms(body, expected):
+    assert invoke.parse_chat_response(body) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["not json", '{"choices": []}', '{"choices": [{"message": {}}]}', '{"error": {"message": "m", "code": 400}}'],
+)
+def test_parse_chat_response_rejects(body):
+    with pytest.raises(invoke.InvokeError):
+        invoke.parse_chat_response(body)

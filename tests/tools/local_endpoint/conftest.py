@@ -1,4 +1,5 @@
-"""A tiny random-init Llama (qlora_tiny) served in-process by tools/local_endpoint.py on a free loopback port."""
+"""Tiny random-init Llamas (qlora_tiny) served in-process by tools/local_endpoint.py on free loopback ports:
+behind the LMI contract (`endpoint`) and, with a chat template, behind the vLLM Neuron one (`vllm_endpoint`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.tools.local_endpoint.serving import ROOT, SERVED_NAME, serving
+
 DATA = ROOT / "data" / "instructions.jsonl"
-MAX_BATCH = 4
-N_POSITIONS = 128
 
 
 def _qlora_tiny():
@@ -23,26 +23,30 @@ def _qlora_tiny():
     return module
 
 
+def _texts() -> list[str]:
+    return [value for line in DATA.read_text(encoding="utf-8").splitlines() for value in json.loads(line).values()]
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    texts = [value for line in DATA.read_text(encoding="utf-8").splitlines() for value in json.loads(line).values()]
-    return _qlora_tiny().build_tiny_llama(tmp_path_factory.mktemp("tiny") / "model", texts, num_layers=1)
+    return _qlora_tiny().build_tiny_llama(tmp_path_factory.mktemp("tiny") / "model", _texts(), num_layers=1)
 
 
 @pytest.fixture(scope="module")
 def endpoint(tiny_model_dir):
-    import torch
-
-    from tools.local_endpoint import Settings, start
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the other xdist worker has the other core
-    server, thread = start(tiny_model_dir, Settings(max_batch=MAX_BATCH, n_positions=N_POSITIONS))
-    try:
+    with serving(tiny_model_dir) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-        torch.set_num_threads(threads)  # the worker process runs other teams' tests next
 
+
+@pytest.fixture(scope="session")
+def chat_model_dir(tmp_path_factory) -> Path:
+    """The same tiny Llama, its tokenizer carrying a ChatML-like chat_template (qlora_tiny.TINY_CHAT_TEMPLATE)."""
+    out = tmp_path_factory.mktemp("tiny-chat") / "model"
+    return _qlora_tiny().build_tiny_llama(out, _texts(), chat_template=True, num_layers=1)
+
+
+@pytest.fixture(scope="module")
+def vllm_endpoint(chat_model_dir):
+    """The chat model behind the vLLM Neuron contract, served as SERVED_NAME with sequence length N_POSITIONS."""
+    with serving(chat_model_dir, backend="vllm_neuronx", served_model_name=SERVED_NAME) as server:
+        yield server
