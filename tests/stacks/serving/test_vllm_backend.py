@@ -1,0 +1,83 @@
+"""The vLLM Neuron backend (config/staging.yaml) on the session's synthesized templates, and its promotion."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from stacks.config import load_config
+from stacks.serving.vllm_neuronx_endpoint import NEURON_AMI
+from tests.stacks.training.test_training_stack import resources_of
+from tests.synth import ROOT, synth
+from tools import review_diff
+
+STAGING = load_config("staging", ROOT / "config")
+
+
+def _one(template: dict, resource_type: str) -> dict:
+    (resource,) = resources_of(template, resource_type).values()
+    return resource["Properties"]
+
+
+def test_model_mounts_the_compiled_prefix_with_the_compiled_shape(templates):
+    serving = STAGING.serving
+    container = _one(templates["staging"]["Serving"], "AWS::SageMaker::Model")["PrimaryContainer"]
+    assert container["Environment"] == {
+        "SM_ON_MODEL": "/opt/ml/model",
+        "SM_ON_SERVED_MODEL_NAME": serving.model_name,
+        "SM_ON_BATCH_SIZE": "4",
+        "SM_ON_SEQUENCE_LENGTH": "4096",
+        "SM_ON_TENSOR_PARALLEL_SIZE": "2",
+    }
+    source = container["ModelDataSource"]["S3DataSource"]
+    assert source["S3DataType"] == "S3Prefix" and source["CompressionType"] == "None"
+    assert source["S3Uri"]["Fn::Join"][1][-1] == f"/{serving.model_prefix}"
+    assert "ModelDataUrl" not in container, "no serving.properties tarball for vLLM"
+    assert "huggingface-vllm-inference-neuronx" in str(templates["staging"]["Serving"]["Mappings"])
+
+
+def test_variant_has_the_neuron_ami_and_the_long_startup(templates):
+    (variant,) = _one(templates["staging"]["Serving"], "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
+    assert variant["InferenceAmiVersion"] == NEURON_AMI == "al2-ami-sagemaker-inference-neuron-2"
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 3600
+    assert variant["ModelDataDownloadTimeoutInSeconds"] == 1800
+    assert variant["InstanceType"] == "ml.inf2.8xlarge" and variant["VolumeSizeInGB"] == 64
+
+
+def test_model_is_network_isolated_and_reads_only_its_prefix(templates):
+    template = templates["staging"]["Serving"]
+    assert _one(template, "AWS::SageMaker::Model")["EnableNetworkIsolation"] is True
+    statements = {
+        s["Sid"]: s for s in _one(template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    }
+    assert statements["ListPinnedModelPrefixes"]["Condition"] == {
+        "StringLike": {"s3:prefix": [f"{STAGING.serving.model_prefix}*"]}
+    }
+    assert "ReadModelTarball" not in statements
+
+
+@pytest.fixture(scope="module")
+def promotion(assemblies, tmp_path_factory):
+    """staging with only serving.model_prefix changed to another compiled model of the same shape."""
+    prefix = "models/llm-inf2-staging-0123456789abcdef0123456789abcdef-0-0/neuron/bs4-seq4096-tp2/x-n-0/output/model/"
+    promoted = dataclasses.replace(STAGING, serving=dataclasses.replace(STAGING.serving, model_prefix=prefix))
+    for name in ("env_name", "source"):
+        object.__setattr__(promoted, name, getattr(STAGING, name))
+    head_dir = Path(synth(promoted, tmp_path_factory.mktemp("staging-promoted")).directory)
+    base = review_diff.read_assembly(Path(assemblies["staging"].directory))
+    head = review_diff.read_assembly(head_dir)
+    return head, review_diff.review(base, head, "promotion")
+
+
+def test_promotion_replaces_model_and_config_and_keeps_the_endpoint(promotion):
+    head, result = promotion
+    serving = "llm-inf2-staging-Serving"
+    template = head[serving].template
+    model, config = (next(iter(resources_of(template, t))) for t in ("AWS::SageMaker::Model",
+                                                                    "AWS::SageMaker::EndpointConfig"))
+    endpoint = next(iter(resources_of(template, "AWS::SageMaker::Endpoint")))
+    assert result.replaced == {serving: sorted([model, config])}
+    markdown = review_diff.render(result)
+    assert f"endpoint `{endpoint}` keeps its name" in markdown and "NEW ENDPOINT" not in markdown
