@@ -242,7 +242,8 @@ class CausalLMCollator:
     """Right-pads a batch to its longest row; padding is never supervised (pad may equal EOS: mask by length).
 
     Unpacked rows get an attention_mask. Packed rows get position_ids instead (restarting per example, and
-    once more for the padding), from which transformers masks attention to each example's own tokens.
+    once more for the padding), from which transformers masks attention to each example's own tokens (only
+    without a KV cache: training sets `use_cache=False`).
     REAL_TOKENS_KEY carries the count of non-padding tokens for throughput figures.
     """
 
