@@ -132,10 +132,13 @@ def _fit_all(examples: list[Tokenized], options: DataOptions, eos: int | None) -
         if fitted is None:
             counts["dropped_too_long"] += 1
             continue
-        counts["truncated_rows"] += fitted is not example
-        if all(label == IGNORE_INDEX for label in fitted.labels[1:]):
+        truncated = fitted is not example
+        # A cut that leaves no answer token would only teach "stop right after the prompt": drop it too.
+        learnable = fitted.labels[1:-1] if truncated else fitted.labels[1:]
+        if all(label == IGNORE_INDEX for label in learnable):
             counts["dropped_no_supervised_tokens"] += 1
             continue
+        counts["truncated_rows"] += truncated
         kept.append(fitted)
     return kept, counts
 

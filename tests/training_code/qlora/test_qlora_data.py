@@ -143,3 +143,67 @@ def test_collator_masks_padding_but_keeps_an_eos_equal_to_pad():
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
     assert batch["labels"].tolist() == [[1, 5, eos], [1, eos, IGNORE_INDEX]]
     assert batch["labels"].dtype == torch.long and int(batch["num_real_tokens"]) == 5
+
+
+def test_a_folder_channel_never_reads_a_test_split_by_accident(tmp_path):
+    folder = tmp_path / "channel"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", text_rows(3))
+    write_jsonl(folder / "test.jsonl", text_rows(5))
+    write_jsonl(folder / "validation.jsonl", text_rows(2))
+    assert {row.source.rsplit("/", 1)[-1] for row in read_rows(folder)} == {"train.jsonl"}
+    assert {row.source.rsplit("/", 1)[-1] for row in read_rows(folder, role="eval")} == {"validation.jsonl"}
+    assert len(read_rows(folder, files="*.jsonl")) == 10  # an explicit glob takes what it says
+    single = tmp_path / "single"
+    single.mkdir()
+    write_jsonl(single / "data.jsonl", text_rows(4))
+    assert len(read_rows(single)) == 4  # the only file of a channel is its data, whatever its name
+    (folder / "train.jsonl").unlink()
+    with pytest.raises(DataError, match=r"several data files and none named train\*; pass --train_files"):
+        read_rows(folder)
+
+
+def test_saved_dataset_dicts_give_train_and_validation_splits_never_test(tmp_path):
+    import datasets
+
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({
+        "train": datasets.Dataset.from_list(text_rows(6)),
+        "validation": datasets.Dataset.from_list(text_rows(2, seed=8)),
+        "test": datasets.Dataset.from_list(text_rows(3, seed=9)),
+    }).save_to_disk(str(saved))
+    assert len(read_rows(saved)) == 6 and read_rows(saved)[0].source.endswith("[train]")
+    assert len(read_rows(saved, role="eval")) == 2
+    assert len(read_rows(saved, split="test", role="eval")) == 3  # only when asked for by name
+    only_test = tmp_path / "only_test"
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(text_rows(2)),
+                          "test": datasets.Dataset.from_list(text_rows(2))}).save_to_disk(str(only_test))
+    with pytest.raises(DataError, match=r"no 'validation' or 'valid' or 'eval' or 'dev' split .*--eval_split"):
+        read_rows(only_test, role="eval")
+
+
+def _prepared(tmp_path, tokenizer, rows, **options):
+    path = write_jsonl(tmp_path / "train.jsonl", rows)
+    return prepare_data(tokenizer, DataSources(str(path)),
+                        DataOptions(template=LLAMA2_CHAT_TEMPLATE, **options), seed=0)
+
+
+def test_long_rows_are_dropped_and_counted_or_cut_keeping_their_eos(tmp_path, tokenizer):
+    rows = [{"instruction": "explain llama", "response": "alpha " * n} for n in (3, 60, 4, 80)]
+    dropped = _prepared(tmp_path, tokenizer, rows, max_seq_length=48, packing=False)
+    assert dropped.summary["train"]["dropped_too_long"] == 2 and dropped.summary["train"]["examples"] == 2
+    kept = _prepared(tmp_path, tokenizer, rows, max_seq_length=48, packing=False, truncation="keep_eos")
+    assert kept.summary["train"]["truncated_rows"] == 2 and kept.summary["train"]["examples"] == 4
+    for example in kept.train:
+        assert len(example["input_ids"]) <= 48
+        assert example["input_ids"][-1] == example["labels"][-1] == tokenizer.eos_token_id
+
+
+def test_a_row_whose_prompt_fills_max_seq_length_is_dropped_and_all_dropped_is_one_line(tmp_path, tokenizer):
+    rows = [{"instruction": "explain " * 60, "response": "ok"}, {"instruction": "why", "response": "because"}]
+    prepared = _prepared(tmp_path, tokenizer, rows, max_seq_length=32, packing=True, truncation="keep_eos")
+    # Cut to part of its prompt + EOS, it would teach stopping before answering: dropped and counted instead.
+    assert prepared.summary["train"]["dropped_no_supervised_tokens"] == 1
+    assert prepared.summary["train"]["truncated_rows"] == 0 and prepared.summary["train"]["rows"] == 2
+    with pytest.raises(DataError, match=r"^training data: all 2 rows were dropped .* raise --max_seq_length"):
+        _prepared(tmp_path, tokenizer, rows * 1, max_seq_length=4, packing=False)
