@@ -161,6 +161,8 @@ class MetricLinesCallback(TrainerCallback):
         }
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero:  # one line per step for the metric scraper, not one per rank
+            return
         logs = logs or {}
         if "loss" in logs:
             print(
