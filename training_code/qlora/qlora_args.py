@@ -107,7 +107,15 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
         "best-fit whole examples into blocks of up to max_seq_length, positions restarting per example so "
         "attention never crosses an example boundary",
     )
-    add_bool_flag(data, "group_by_length", False, "batch rows of similar length (the seed recipe's choice)")
+    data.add_argument(
+        "--pack_length",
+        default="auto",
+        help="longest packed row; `auto`: the token-weighted mean example length (rounded up to 64), which "
+        "keeps attention cost per token as without packing; at most max_seq_length",
+    )
+    add_bool_flag(
+        data, "group_by_length", True, "batch rows (or packed rows) of similar length, so batches carry little padding"
+    )
     add_bool_flag(
         data,
         "train_on_inputs",
@@ -255,9 +263,19 @@ def parse_args(argv: Sequence[str] | None = None, env: Mapping[str, str] | None 
     if not 0.0 <= args.eval_fraction < 1.0:
         parser.error("--eval_fraction must be in [0, 1)")
     _check_eval_options(parser, args)
+    args.pack_length = _pack_length(parser, args.pack_length, args.max_seq_length)
     if args.fsdp and args.method != "qlora":
         parser.error("--fsdp is implemented for --method qlora only")
     return args
+
+
+def _pack_length(parser: argparse.ArgumentParser, value: str, max_seq_length: int) -> int | None:
+    """None for `auto`, else an integer from 16 to max_seq_length."""
+    if value == "auto":
+        return None
+    if not value.isdigit() or not 16 <= int(value) <= max_seq_length:
+        parser.error(f"--pack_length must be `auto` or an integer from 16 to --max_seq_length ({max_seq_length})")
+    return int(value)
 
 
 def _check_eval_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

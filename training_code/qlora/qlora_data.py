@@ -2,8 +2,9 @@
 
 Labels are -100 (ignored) outside the supervised spans of qlora_format, so by default the loss is on the
 answers (and their end-of-turn/EOS tokens) only. Packing is best-fit: whole examples go into blocks of at most
-max_seq_length tokens, never split, and each example's position_ids restart at 0 so that attention stays inside
-its own example (transformers builds a block-diagonal causal mask from reset position_ids).
+the pack length (auto_pack_length, or --pack_length up to max_seq_length), never split, and each example's
+position_ids restart at 0 so that attention stays inside its own example (transformers builds a block-diagonal
+causal mask from reset position_ids).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class DataOptions:
     train_on_inputs: bool = False
     truncation: str = "drop"
     template: str = ""
+    pack_length: int | None = None  # None: auto_pack_length of the training examples
 
 
 def tokenize_text(text: str, tokenizer: Any) -> list[int]:
@@ -110,6 +112,20 @@ def best_fit_bins(lengths: list[int], capacity: int) -> list[list[int]]:
     return bins
 
 
+def auto_pack_length(lengths: list[int], max_seq_length: int, multiple: int = 64) -> int:
+    """The token-weighted mean example length (sum l^2 / sum l), rounded up to `multiple`, at most max_seq_length.
+
+    That is the row length the average token sits in when rows are single examples grouped by length (the
+    seed recipe). Packing to it keeps attention cost per token where it was (attention over a packed row
+    costs row length per token with a dense block-diagonal mask) while removing the padding; examples longer
+    than it keep a row of their own.
+    """
+    if not lengths:
+        return max_seq_length
+    weighted = sum(length * length for length in lengths) / sum(lengths)
+    return min(max_seq_length, max(multiple, -(-int(weighted) // multiple) * multiple))
+
+
 def pack(examples: list[Tokenized], block_size: int) -> list[dict[str, list[int]]]:
     """Whole examples in best-fit blocks, with position_ids restarting at each example."""
     packed = []
@@ -144,7 +160,7 @@ def _fit_all(examples: list[Tokenized], options: DataOptions, eos: int | None) -
 
 
 def build_examples(
-    kind: str, rows: list[Tokenized], options: DataOptions, eos: int | None, part: str
+    kind: str, rows: list[Tokenized], options: DataOptions, eos: int | None, part: str, pack_length: int | None
 ) -> tuple[list[dict[str, list[int]]], dict[str, Any]]:
     kept, counts = _fit_all(rows, options, eos)
     if rows and not kept:
@@ -153,7 +169,7 @@ def build_examples(
             "--truncation keep_eos"
         )
     if options.packing:
-        examples = pack(kept, options.max_seq_length)
+        examples = pack(kept, pack_length or options.max_seq_length)
     else:
         examples = [{"input_ids": example.input_ids, "labels": example.labels} for example in kept]
     summary = DataSummary(
@@ -210,12 +226,16 @@ def prepare_data(tokenizer: Any, sources: DataSources, options: DataOptions, see
         eval_kind = kind
         train_rows, eval_rows = split_for_eval(train_rows, sources.eval_fraction, seed)
     eos = tokenizer.eos_token_id
-    train, train_summary = build_examples(kind, train_rows, options, eos, "training")
-    evaluation, eval_summary = build_examples(eval_kind, eval_rows, options, eos, "evaluation")
+    pack_length = options.pack_length or auto_pack_length(
+        [min(len(row.input_ids), options.max_seq_length) for row in train_rows], options.max_seq_length
+    )
+    train, train_summary = build_examples(kind, train_rows, options, eos, "training", pack_length)
+    evaluation, eval_summary = build_examples(eval_kind, eval_rows, options, eos, "evaluation", pack_length)
     summary = {
         "train": train_summary,
         "eval": eval_summary,
         "packing": options.packing,
+        "pack_length": pack_length if options.packing else None,
         "max_seq_length": options.max_seq_length,
         "train_on_inputs": options.train_on_inputs,
         "truncation": options.truncation,

@@ -32,7 +32,8 @@ def _load(args, report):
     tokenizer.chat_template = template  # saved with the model: serving formats prompts as training did
     sources = DataSources(args.train_data, args.eval_data, args.eval_fraction, args.train_split, args.eval_split,
                           args.train_files, args.eval_files)
-    options = DataOptions(args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template)
+    options = DataOptions(args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template,
+                          args.pack_length)
     data = prepare_data(tokenizer, sources, options, args.seed)
     model = load_base_model(args.model_id, args.method, args.compute_dtype, args.double_quant, args.quant_type,
                             args.gradient_checkpointing, args.fsdp)

@@ -101,3 +101,23 @@ def _members(block: dict, examples: list[Tokenized]) -> list[int]:
         found.append(index)
         start += len(examples[index].input_ids)
     return found
+
+
+def test_auto_pack_length_is_the_token_weighted_mean_length_rounded_up():
+    from qlora_data import auto_pack_length
+
+    # sum l^2 / sum l = (100^2 * 3 + 1000^2) / 1300 = 792.3 -> 832
+    assert auto_pack_length([100, 100, 100, 1000], max_seq_length=2048) == 832
+    assert auto_pack_length([100, 100, 100, 1000], max_seq_length=512) == 512
+    assert auto_pack_length([10, 12], max_seq_length=512) == 64
+
+
+def test_pack_length_flag_is_auto_or_bounded_by_max_seq_length(capsys):
+    from qlora_args import parse_args
+
+    local = ["--model_id", "m", "--train_data", "d", "--output_dir", "o", "--max_seq_length", "256"]
+    assert parse_args(local, env={}).pack_length is None
+    assert parse_args([*local, "--pack_length", "128"], env={}).pack_length == 128
+    with pytest.raises(SystemExit):
+        parse_args([*local, "--pack_length", "512"], env={})
+    assert "--pack_length must be `auto` or an integer from 16 to --max_seq_length (256)" in capsys.readouterr().err
