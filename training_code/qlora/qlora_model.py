@@ -75,12 +75,20 @@ def load_base_model(
     quant_type: str,
     gradient_checkpointing: bool,
     fsdp: bool = False,
+    packed: bool = False,
 ):
-    """The base model ready for training: quantized and prepared for k-bit training when method is qlora."""
+    """The base model ready for training: quantized and prepared for k-bit training when method is qlora.
+
+    packed: batches are packed rows, attended example by example (qlora_attention).
+    """
     from qlora_distributed import current_world, device_map
     from transformers import AutoModelForCausalLM
 
     kwargs: dict[str, Any] = {"device_map": device_map(current_world(), fsdp, has_gpu())}
+    if packed:
+        from qlora_attention import register
+
+        kwargs["attn_implementation"] = register()
     if method == "qlora":
         check_4bit_shapes(model_id, has_gpu())
         kwargs["quantization_config"] = quantization_config(compute_dtype, double_quant, quant_type, fsdp)

@@ -36,7 +36,7 @@ def _load(args, report):
                           args.pack_length)
     data = prepare_data(tokenizer, sources, options, args.seed)
     model = load_base_model(args.model_id, args.method, args.compute_dtype, args.double_quant, args.quant_type,
-                            args.gradient_checkpointing, args.fsdp)
+                            args.gradient_checkpointing, args.fsdp, packed=args.packing)
     weights_gb = model.get_memory_footprint() / 1024**3  # before LoRA: the base weights as stored
     targets = None
     if args.method != "full":
@@ -127,6 +127,7 @@ def _merge(args, report, trained: dict[str, Any]) -> Any:
     trained.pop("trainer")
     with report.timed("merge"):
         if args.method == "full":
+            model.config._attn_implementation = "sdpa"  # the packed-row attention is for training only
             saved = save_for_serving(
                 model.to(DTYPES[args.merge_dtype]), tokenizer, args.model_dir, args.max_shard_size
             )

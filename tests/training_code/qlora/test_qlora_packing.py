@@ -49,10 +49,12 @@ def per_token_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor
     return losses
 
 
-@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("attention", ["sdpa", "eager", "qlora_packed_sdpa"])
 def test_packed_batch_gives_each_example_its_unpacked_loss(tiny_llama, attention):
+    from qlora_attention import register
     from transformers import AutoModelForCausalLM
 
+    register()  # the per-example attention train.py uses with packing
     model = AutoModelForCausalLM.from_pretrained(tiny_llama, attn_implementation=attention).eval()
     model.config.use_cache = False  # as in training: with a KV cache transformers ignores the position resets
     rng = random.Random(3)
@@ -121,3 +123,10 @@ def test_pack_length_flag_is_auto_or_bounded_by_max_seq_length(capsys):
     with pytest.raises(SystemExit):
         parse_args([*local, "--pack_length", "512"], env={})
     assert "--pack_length must be `auto` or an integer from 16 to --max_seq_length (256)" in capsys.readouterr().err
+
+
+def test_segments_split_rows_at_position_resets():
+    from qlora_attention import segments
+
+    assert segments(torch.tensor([[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 4, 5]])) == [
+        [(0, 3), (3, 5), (5, 6)], [(0, 6)]]
