@@ -35,6 +35,7 @@ def _load(args, report):
     options = DataOptions(args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template,
                           args.pack_length)
     data = prepare_data(tokenizer, sources, options, args.seed)
+    _print_data_losses(data.summary, args.max_seq_length)
     model = load_base_model(args.model_id, args.method, args.compute_dtype, args.double_quant, args.quant_type,
                             args.gradient_checkpointing, args.fsdp, packed=args.packing)
     weights_gb = model.get_memory_footprint() / 1024**3  # before LoRA: the base weights as stored
@@ -45,6 +46,17 @@ def _load(args, report):
     report.set(data=data.summary, chat_template_source=template_source, target_modules=targets,
                parameters=parameter_counts(model), base_weights_gb=round(weights_gb, 4))
     return tokenizer, data, model
+
+
+def _print_data_losses(summary: dict[str, Any], max_seq_length: int) -> None:
+    """One line per split that lost rows, so a too-short max_seq_length is seen in the job log, not only later."""
+    for part in ("train", "eval"):
+        counts = summary[part]
+        if counts["dropped_too_long"] or counts["dropped_no_supervised_tokens"] or counts["truncated_rows"]:
+            print(f"{part} data: {counts['rows']} rows, {counts['dropped_too_long']} dropped as longer than "
+                  f"max_seq_length {max_seq_length}, {counts['dropped_no_supervised_tokens']} dropped with no "
+                  f"answer token left, {counts['truncated_rows']} cut keeping their EOS (see --truncation)",
+                  flush=True)
 
 
 def _fit(args, report, trainer, stop_callback) -> None:
