@@ -95,6 +95,7 @@ def run_mode(name: str, model: Path, data: Path, workdir: Path, steps: int, seq_
         "peak_gpu_reserved_gb": report["peak_memory_gb"]["total"].get("gpu_reserved"),  # None on CPU
         "peak_rss_after_load_gb": report["peak_memory_gb"]["load"]["rss"],
         "base_weights_gb": report["base_weights_gb"],
+        "linear_weights_gb": report["linear_weights_gb"],
         "tokens_per_second": throughput["tokens_per_second"],
         "tokens_per_second_after_first_step": throughput["tokens_per_second_after_first_step"],
         "tokens_per_cpu_second_after_first_step": throughput["tokens_per_cpu_second_after_first_step"],
@@ -129,6 +130,7 @@ def ratios(results: dict[str, dict]) -> dict[str, float]:
 
     found = {
         "base_weights qlora/lora": ratio("qlora", "lora", "base_weights_gb"),
+        "quantized_linear_weights qlora/lora": ratio("qlora", "lora", "linear_weights_gb"),
         "peak_rss qlora/full": ratio("qlora", "full", "peak_rss_gb"),
         "peak_rss lora/full": ratio("lora", "full", "peak_rss_gb"),
         "peak_rss qlora/lora": ratio("qlora", "lora", "peak_rss_gb"),

@@ -136,6 +136,35 @@ def linear_module_names(model: torch.nn.Module) -> list[str]:
     return sorted(names - head_names)
 
 
+def _quant_state_bytes(weight) -> int:
+    """Bytes of a 4-bit weight's quantization constants (absmax, and its own constants under double quant)."""
+    state = getattr(weight, "quant_state", None)
+    total = 0
+    while state is not None:
+        for name in ("absmax", "code", "offset"):
+            tensor = getattr(state, name, None)
+            if isinstance(tensor, torch.Tensor):
+                total += tensor.numel() * tensor.element_size()
+        state = getattr(state, "state2", None)
+    return total
+
+
+def linear_weight_bytes(model: torch.nn.Module) -> int:
+    """Stored bytes of the linear layers that QLoRA quantizes (all but the output head), constants included.
+
+    The honest 4-bit vs 16-bit comparison: embeddings and head stay unquantized (and prepare_model_for_kbit_
+    training upcasts them to fp32), so whole-model footprints mix in what 4-bit never touches.
+    """
+    head = model.get_output_embeddings()
+    total = 0
+    for module in model.modules():
+        if module is head or not isinstance(module, torch.nn.Linear):
+            continue
+        for parameter in module.parameters(recurse=False):
+            total += parameter.numel() * parameter.element_size() + _quant_state_bytes(parameter)
+    return total
+
+
 def resolve_target_modules(model: torch.nn.Module, requested: str) -> list[str]:
     if requested.strip().lower() in ("auto", "all-linear", ""):
         names = linear_module_names(model)

@@ -24,7 +24,14 @@ from qlora_metrics import format_metrics  # noqa: E402
 def _load(args, report):
     """Tokenizer (with the chat template that renders the data), data and base model (+ LoRA)."""
     from qlora_data import DataOptions, DataSources, prepare_data
-    from qlora_model import attach_lora, load_base_model, load_tokenizer, parameter_counts, resolve_target_modules
+    from qlora_model import (
+        attach_lora,
+        linear_weight_bytes,
+        load_base_model,
+        load_tokenizer,
+        parameter_counts,
+        resolve_target_modules,
+    )
     from qlora_templates import resolve_chat_template
 
     tokenizer = load_tokenizer(args.model_id)
@@ -39,12 +46,14 @@ def _load(args, report):
     model = load_base_model(args.model_id, args.method, args.compute_dtype, args.double_quant, args.quant_type,
                             args.gradient_checkpointing, args.fsdp, packed=args.packing)
     weights_gb = model.get_memory_footprint() / 1024**3  # before LoRA: the base weights as stored
+    linear_gb = linear_weight_bytes(model) / 1024**3
     targets = None
     if args.method != "full":
         targets = resolve_target_modules(model, args.target_modules)
         model = attach_lora(model, targets, args.lora_r, args.lora_alpha, args.lora_dropout)
     report.set(data=data.summary, chat_template_source=template_source, target_modules=targets,
-               parameters=parameter_counts(model), base_weights_gb=round(weights_gb, 4))
+               parameters=parameter_counts(model), base_weights_gb=round(weights_gb, 4),
+               linear_weights_gb=round(linear_gb, 4))
     return tokenizer, data, model
 
 
