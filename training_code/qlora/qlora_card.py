@@ -43,7 +43,7 @@ def base_license(model_id: str) -> str:
         licence = re.search(r"^license:\s*(\S.*)$", match.group(1), re.M) if match else None
         if licence:
             return licence.group(1).strip().strip("'\"")
-    return "unknown: check the base model's license before serving"
+    return "unknown"
 
 
 def model_card(report: dict[str, Any], kind: str) -> str:
@@ -56,9 +56,11 @@ def model_card(report: dict[str, Any], kind: str) -> str:
         if "eval_loss" in evaluation
         else "no evaluation data"
     )
+    licence = base_license(arguments["model_id"])
+    # JSON strings are valid YAML: paths and ids with colons stay one value (PEFT re-reads this front matter).
     return f"""---
-license: {base_license(arguments["model_id"])}
-base_model: {arguments["model_id"]}
+license: {json.dumps(licence)}
+base_model: {json.dumps(arguments["model_id"])}
 tags: [qlora, peft]
 ---
 
@@ -67,7 +69,8 @@ tags: [qlora, peft]
 - Training data: `{arguments.get("train_data")}` ({data.get("train", {}).get("rows", "?")} rows,
   format {data.get("train", {}).get("format", "?")}, {data.get("train", {}).get("supervised_tokens", "?")}
   supervised tokens); evaluation: {eval_line}.
-- Chat template: {report.get("chat_template_source", "?")}; it is saved in `tokenizer_config.json`.
+- License: {licence if licence != "unknown" else "not found in the base's config or model card; check it"}.
+- Chat template: {report.get("chat_template_source", "?")}; it is saved with the tokenizer.
 - Loss on {"every token" if arguments.get("train_on_inputs") else "answers only (prompts masked)"}.
 
 | hyperparameter | value |

@@ -42,9 +42,20 @@ def test_merged_model_is_marked_servable_with_card_and_the_training_chat_templat
     model_dir = tmp_path / "out" / "model"
     assert json.loads((model_dir / MODEL_KIND_FILE).read_text())["kind"] == "merged"
     card = (model_dir / "README.md").read_text()
-    assert card.startswith("---\nlicense: llama2\nbase_model: ") and "eval_loss" in card and "| lora_r | 8 |" in card
+    assert card.startswith('---\nlicense: "llama2"\nbase_model: ') and "eval_loss" in card and "| lora_r | 8 |" in card
     assert AutoTokenizer.from_pretrained(tiny_llama).chat_template is None  # the base had none ...
     assert AutoTokenizer.from_pretrained(model_dir).chat_template == LLAMA2_CHAT_TEMPLATE  # ... the served one has
+
+
+def test_a_rerun_into_the_same_model_dir_rereads_the_card_as_peft_does(tiny_llama, data, tmp_path):
+    from huggingface_hub import ModelCard
+
+    (tiny_llama / "README.md").unlink(missing_ok=True)  # a base without a card: license unknown
+    argv = tiny_run_args(tiny_llama, data, tmp_path / "out", "--max_steps", "1", "--no-merge", "--no-resume")
+    run(argv)
+    card = ModelCard.load(tmp_path / "out" / "model" / "README.md")
+    assert card.data.license == "unknown" and card.data.base_model == str(tiny_llama)
+    run(argv)  # PEFT's save_pretrained updates the README it finds: it must parse
 
 
 def test_resume_skips_an_incomplete_newest_checkpoint(tiny_llama, data, tmp_path):
