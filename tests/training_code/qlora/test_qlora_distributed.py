@@ -40,3 +40,22 @@ def test_two_process_torchrun_trains_and_merges_the_same_adapter_shape(tiny_llam
     one = load_file(tmp_path / "single" / "adapter" / "adapter_model.safetensors")
     two = load_file(tmp_path / "ddp" / "adapter" / "adapter_model.safetensors")
     assert {k: v.shape for k, v in one.items()} == {k: v.shape for k, v in two.items()}
+
+
+def test_fsdp_settings_store_4bit_weights_in_the_compute_dtype_and_shard_checkpoints():
+    import argparse
+
+    import torch
+    from qlora_distributed import fsdp_config
+    from qlora_model import quantization_config
+    from qlora_trainer import _parallel_arguments
+
+    storage = quantization_config("bfloat16", True, "nf4", fsdp=True).bnb_4bit_quant_storage
+    assert storage == torch.bfloat16  # FSDP can only shard parameters of one float dtype with the rest
+    assert quantization_config("bfloat16", True, "nf4").bnb_4bit_quant_storage == torch.uint8
+    config = fsdp_config(gradient_checkpointing=True)
+    assert config["state_dict_type"] == "SHARDED_STATE_DICT" and config["cpu_ram_efficient_loading"] is True
+    assert config["activation_checkpointing"] is True and config["version"] == 2
+    parallel = _parallel_arguments(argparse.Namespace(fsdp=True, gradient_checkpointing=False))
+    assert parallel["fsdp"] is True and parallel["fsdp_config"]["activation_checkpointing"] is False
+    assert "ddp_backend" not in parallel  # a single process never waits for ranks that will not come
