@@ -1,4 +1,4 @@
-"""Peak memory and throughput of QLoRA vs LoRA vs full fine-tuning, and of our recipe vs the seed's, on CPU.
+"""Peak memory and throughput of QLoRA vs LoRA (bf16 base) vs full fine-tuning, and of our batching vs the seed's.
 
 A ~100M-parameter Llama (random init, tokenizer trained offline) runs the same few steps through the real
 entry point, training_code/qlora/train.py, once per mode, each in its own process so that each peak RSS is
@@ -6,6 +6,8 @@ its own. Figures come from each run's training_report.json; ratios are taken wit
 
     .venv/bin/python bench/qlora_memory.py [--steps 4] [--workdir /tmp/qlora_bench] [--json results.json]
 
+On a GPU the same command measures GPU memory (torch.cuda.max_memory_reserved, in each mode's own process) and
+GPU speed; on CPU, RSS and CPU speed (bitsandbytes dequantizes every 4-bit weight on every step there).
 Not a test: it takes minutes, and its figures depend on the machine and on what else runs on it.
 """
 
@@ -23,22 +25,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 QLORA_DIR = ROOT / "training_code" / "qlora"
-sys.path.insert(0, str(QLORA_DIR))
+sys.path[:0] = [str(QLORA_DIR), str(ROOT / "bench")]
 
 # ~97M parameters: 12 layers of 7.1M (hidden 768, MLP 2048) + 2 x 6.1M for embeddings and head (vocab 8000).
 MODEL_SHAPE = {"hidden_size": 768, "num_layers": 12, "num_heads": 12, "intermediate_size": 2048}
 MODEL_VOCAB = 8000
 TOKENIZER_VOCAB = 4000
 
-# name -> extra train.py flags. The first three differ only in what is trained; "seed" is the seed notebook's
-# recipe (fp16 compute, no double quant, no packing, group_by_length) against our default, "qlora".
+# name -> extra train.py flags. The first three differ only in what is trained (LoRA's frozen base in bf16, the
+# compute dtype, as a 16-bit LoRA run holds it); "seed" is the seed notebook's batching (no packing,
+# group_by_length) in the same dtype as our default, so the comparison is not bf16 against fp16.
 MODES: dict[str, list[str]] = {
     "qlora": [],
     "lora": ["--method", "lora"],
     "full": ["--method", "full"],
-    "seed": ["--compute_dtype", "float16", "--no-double_quant", "--no-packing", "--group_by_length"],
-    # Our recipe without packing: splits the default/seed gap into packing and precision settings.
-    "unpacked": ["--no-packing", "--group_by_length"],
+    "seed": ["--no-packing", "--group_by_length"],
 }
 
 
@@ -91,8 +92,10 @@ def run_mode(name: str, model: Path, data: Path, workdir: Path, steps: int, seq_
         "mode": name,
         "flags": " ".join(MODES[name]) or "(defaults)",
         "peak_rss_gb": report["peak_memory_gb"]["total"]["rss"],
+        "peak_gpu_reserved_gb": report["peak_memory_gb"]["total"].get("gpu_reserved"),  # None on CPU
         "peak_rss_after_load_gb": report["peak_memory_gb"]["load"]["rss"],
         "base_weights_gb": report["base_weights_gb"],
+        "linear_weights_gb": report["linear_weights_gb"],
         "tokens_per_second": throughput["tokens_per_second"],
         "tokens_per_second_after_first_step": throughput["tokens_per_second_after_first_step"],
         "tokens_per_cpu_second_after_first_step": throughput["tokens_per_cpu_second_after_first_step"],
@@ -104,85 +107,17 @@ def run_mode(name: str, model: Path, data: Path, workdir: Path, steps: int, seq_
     }
 
 
-class InterleavedRunner:
-    """One mode's model, data and optimizer in this process, stepped in turn with the other modes.
-
-    Mirrors what the Trainer does on CPU (same loading code, sampler, bf16 autocast or none, AdamW, clipping),
-    so that the modes' step times share the same moments of machine load and their ratios stay meaningful.
-    """
-
-    def __init__(self, name: str, model: Path, data: Path, seq_len: int) -> None:
-        import torch
-        from qlora_args import parse_args
-        from qlora_data import CausalLMCollator, ExampleDataset, prepare_data
-        from qlora_model import attach_lora, load_base_model, load_tokenizer, resolve_target_modules
-        from transformers.trainer_pt_utils import LengthGroupedSampler
-
-        args = parse_args(["--model_id", str(model), "--train_data", str(data), "--output_dir", "/dev/null",
-                           "--max_seq_length", str(seq_len), *MODES[name]], env={})
-        tokenizer = load_tokenizer(args.model_id)
-        examples = prepare_data(tokenizer, args.train_data, None, 0.0, seq_len, args.packing, args.seed).train
-        dataset = ExampleDataset(examples)
-        generator = torch.Generator().manual_seed(args.seed)
-        sampler = (LengthGroupedSampler(4, dataset=dataset, generator=generator) if args.group_by_length
-                   else torch.utils.data.RandomSampler(dataset, generator=generator))
-        self.batches = iter(torch.utils.data.DataLoader(
-            dataset, batch_size=4, sampler=sampler, collate_fn=CausalLMCollator(tokenizer.pad_token_id)))
-        model_ = load_base_model(args.model_id, args.method, args.compute_dtype, args.double_quant,
-                                 args.quant_type, gradient_checkpointing=True)
-        if args.method != "full":
-            model_ = attach_lora(model_, resolve_target_modules(model_, "auto"), args.lora_r, args.lora_alpha,
-                                 args.lora_dropout)
-        self.model = model_.train()
-        self.trainable = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(self.trainable, lr=args.learning_rate, weight_decay=args.weight_decay)
-        self.autocast_bf16 = args.compute_dtype == "bfloat16"
-        self.max_grad_norm = args.max_grad_norm
-        self.samples: list[tuple[int, float, float]] = []  # (tokens, wall seconds, CPU seconds) per step
-
-    def step(self) -> None:
-        import torch
-
-        batch = next(self.batches)
-        wall, cpu = time.perf_counter(), time.process_time()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast_bf16):
-            loss = self.model(**batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.trainable, self.max_grad_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        tokens = int(batch["attention_mask"].sum())
-        self.samples.append((tokens, time.perf_counter() - wall, time.process_time() - cpu))
-
-    def throughput(self) -> dict[str, float]:
-        """Tokens per second over all steps but the first (warm-up)."""
-        measured = self.samples[1:]
-        tokens = sum(sample[0] for sample in measured)
-        return {
-            "tokens_per_second": round(tokens / sum(sample[1] for sample in measured), 2),
-            "tokens_per_cpu_second": round(tokens / sum(sample[2] for sample in measured), 2),
-            "mean_tokens_per_step": round(tokens / len(measured), 1),
-            "steps_measured": len(measured),
-        }
-
-
 def interleaved(model: Path, data: Path, rounds: int, seq_len: int, threads: int) -> dict[str, dict]:
     """All modes in one process, one step each per round, the order rotating every round."""
     import torch
+    from qlora_steps import RecipeRunner, interleave
 
     torch.set_num_threads(threads)
-    runners = {name: InterleavedRunner(name, model, data, seq_len) for name in MODES}
-    names = list(runners)
-    for round_index in range(rounds):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
-            runners[name].step()
-    return {name: runner.throughput() for name, runner in runners.items()}
+    return interleave({name: RecipeRunner(model, data, seq_len, 4, MODES[name]) for name in MODES}, rounds)
 
 
 def interleaved_ratios(figures: dict[str, dict]) -> dict[str, float]:
-    pairs = [("qlora", "full"), ("lora", "full"), ("qlora", "lora"), ("qlora", "seed"), ("qlora", "unpacked"),
-             ("unpacked", "seed")]
+    pairs = [("qlora", "full"), ("lora", "full"), ("qlora", "lora"), ("qlora", "seed")]
     return {f"tokens/s {a}/{b}": round(figures[a]["tokens_per_second"] / figures[b]["tokens_per_second"], 3)
             for a, b in pairs}
 
@@ -195,12 +130,12 @@ def ratios(results: dict[str, dict]) -> dict[str, float]:
 
     found = {
         "base_weights qlora/lora": ratio("qlora", "lora", "base_weights_gb"),
+        "quantized_linear_weights qlora/lora": ratio("qlora", "lora", "linear_weights_gb"),
         "peak_rss qlora/full": ratio("qlora", "full", "peak_rss_gb"),
         "peak_rss lora/full": ratio("lora", "full", "peak_rss_gb"),
         "peak_rss qlora/lora": ratio("qlora", "lora", "peak_rss_gb"),
     }
-    pairs = [("qlora", "full"), ("lora", "full"), ("qlora", "lora"), ("qlora", "seed"), ("qlora", "unpacked"),
-             ("unpacked", "seed")]
+    pairs = [("qlora", "full"), ("lora", "full"), ("qlora", "lora"), ("qlora", "seed")]
     for a, b in pairs:
         found[f"tokens/cpu-s {a}/{b}"] = ratio(a, b, "tokens_per_cpu_second_after_first_step")
         found[f"tokens/s {a}/{b}"] = ratio(a, b, "tokens_per_second_after_first_step")

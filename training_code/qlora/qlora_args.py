@@ -100,8 +100,51 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
         help="share of training rows held out for evaluation when no --eval_data is given",
     )
     data.add_argument("--max_seq_length", type=int, default=512)
-    add_bool_flag(data, "packing", True, "concatenate examples into fixed-length blocks of max_seq_length")
-    add_bool_flag(data, "group_by_length", False, "batch rows of similar length (the seed recipe's choice)")
+    add_bool_flag(
+        data,
+        "packing",
+        True,
+        "best-fit whole examples into blocks of up to max_seq_length, positions restarting per example so "
+        "attention never crosses an example boundary",
+    )
+    data.add_argument(
+        "--pack_length",
+        default="auto",
+        help="longest packed row; `auto`: the token-weighted mean example length (rounded up to 64), which "
+        "keeps attention cost per token as without packing; at most max_seq_length",
+    )
+    add_bool_flag(
+        data, "group_by_length", True, "batch rows (or packed rows) of similar length, so batches carry little padding"
+    )
+    add_bool_flag(
+        data,
+        "train_on_inputs",
+        False,
+        "compute the loss on prompts and system text too; default: on answers (and their EOS) only",
+    )
+    data.add_argument(
+        "--truncation",
+        choices=["drop", "keep_eos"],
+        default="drop",
+        help="a row longer than max_seq_length is dropped (counted in the report) or cut keeping its final EOS",
+    )
+    data.add_argument(
+        "--chat_template",
+        default="auto",
+        help="`auto`: the tokenizer's own, else Llama 2 [INST]; `llama2`; or a Jinja file. Saved with the model",
+    )
+    for role, default_split in (("train", "train"), ("eval", "validation, valid, eval or dev")):
+        data.add_argument(
+            f"--{role}_split",
+            default="auto",
+            help=f"split of a saved DatasetDict; `auto`: {default_split} (never test)",
+        )
+        data.add_argument(
+            f"--{role}_files",
+            default="auto",
+            help=f"glob of the files to read in a folder channel; `auto`: its only data file, else {role}* "
+            + ("" if role == "train" else "(validation*, valid*, eval*, dev*)"),
+        )
 
     training = parser.add_argument_group("training")
     training.add_argument(
@@ -132,7 +175,37 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
         "--eval_steps", type=int, default=0, help="evaluate every N steps; 0: at the end only"
     )
     add_bool_flag(training, "gradient_checkpointing", True, "recompute activations to save memory")
-    add_bool_flag(training, "resume", True, "resume from the newest checkpoint in --checkpoint_dir")
+    add_bool_flag(training, "resume", True, "resume from the newest complete checkpoint in --checkpoint_dir")
+    training.add_argument(
+        "--early_stopping_patience",
+        type=int,
+        default=0,
+        help="stop after this many evaluations without a lower eval_loss; 0: off (needs --eval_steps)",
+    )
+    add_bool_flag(
+        training,
+        "load_best_model",
+        False,
+        "end with the checkpoint of the lowest eval_loss instead of the last (needs --eval_steps)",
+    )
+
+    distributed = parser.add_argument_group(
+        "multi-GPU / multi-node (ranks come from torchrun's LOCAL_RANK, RANK, WORLD_SIZE)"
+    )
+    add_bool_flag(
+        distributed,
+        "fsdp",
+        False,
+        "shard the 4-bit model over the ranks (FSDP + QLoRA, 70B class); default with WORLD_SIZE > 1: DDP, "
+        "a whole model per GPU",
+    )
+    add_bool_flag(
+        distributed,
+        "sagemaker_torch_distributed_enabled",
+        False,
+        "SageMaker's switch to launch this script with torchrun on every GPU of every instance (read by the "
+        "container, accepted here so the same hyperparameters run locally)",
+    )
 
     lora = parser.add_argument_group("LoRA and quantization")
     lora.add_argument("--lora_r", type=int, default=64)
@@ -189,4 +262,32 @@ def parse_args(argv: Sequence[str] | None = None, env: Mapping[str, str] | None 
     args.checkpoint_dir = args.checkpoint_dir or os.path.join(args.output_dir, "checkpoints")
     if not 0.0 <= args.eval_fraction < 1.0:
         parser.error("--eval_fraction must be in [0, 1)")
+    _check_eval_options(parser, args)
+    args.pack_length = _pack_length(parser, args.pack_length, args.max_seq_length)
+    if args.fsdp and args.method != "qlora":
+        parser.error("--fsdp is implemented for --method qlora only")
     return args
+
+
+def _pack_length(parser: argparse.ArgumentParser, value: str, max_seq_length: int) -> int | None:
+    """None for `auto`, else an integer from 16 to max_seq_length."""
+    if value == "auto":
+        return None
+    if not value.isdigit() or not 16 <= int(value) <= max_seq_length:
+        parser.error(f"--pack_length must be `auto` or an integer from 16 to --max_seq_length ({max_seq_length})")
+    return int(value)
+
+
+def _check_eval_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Early stopping and best-checkpoint selection need periodic evaluation on checkpoints they can pick."""
+    wanted = [flag for flag, on in (("--early_stopping_patience", args.early_stopping_patience > 0),
+                                    ("--load_best_model", args.load_best_model)) if on]
+    if not wanted:
+        return
+    if not (args.eval_data or args.eval_fraction > 0):
+        parser.error(f"{wanted[0]} needs evaluation data: an `eval` channel, --eval_data or --eval_fraction")
+    if args.eval_steps <= 0:
+        parser.error(f"{wanted[0]} needs --eval_steps > 0")
+    if args.save_steps % args.eval_steps:
+        parser.error(f"{wanted[0]} needs --save_steps ({args.save_steps}) to be a multiple of --eval_steps "
+                     f"({args.eval_steps})")

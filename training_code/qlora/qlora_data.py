@@ -1,19 +1,32 @@
-"""Training and evaluation examples: read, render, tokenize, split, optionally pack, and collate.
+"""Training and evaluation examples: read, render, tokenize with completion-only labels, split, pack, collate.
 
-Packing concatenates examples into blocks of exactly max_seq_length tokens, so no step is spent on padding.
+Labels are -100 (ignored) outside the supervised spans of qlora_format, so by default the loss is on the
+answers (and their end-of-turn/EOS tokens) only. Packing is best-fit: whole examples go into blocks of at most
+the pack length (auto_pack_length, or --pack_length up to max_seq_length), never split, and each example's
+position_ids restart at 0 so that attention stays inside its own example (transformers builds a block-diagonal
+causal mask from reset position_ids).
 """
 
 from __future__ import annotations
 
+import bisect
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from qlora_format import render_rows
+from qlora_format import RenderedRow, render_rows
 from qlora_rows import DataError, read_rows
 
 IGNORE_INDEX = -100
+REAL_TOKENS_KEY = "num_real_tokens"  # counted by the trainer, never passed to the model
+TRUNCATION_CHOICES = ("drop", "keep_eos")
+
+
+@dataclass
+class Tokenized:
+    input_ids: list[int]
+    labels: list[int]
 
 
 @dataclass
@@ -22,8 +35,10 @@ class DataSummary:
     rows: int
     examples: int
     tokens: int
+    supervised_tokens: int
     truncated_rows: int = 0
-    dropped_tail_tokens: int = 0
+    dropped_too_long: int = 0
+    dropped_no_supervised_tokens: int = 0
 
 
 @dataclass
@@ -33,42 +48,144 @@ class PreparedData:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class DataOptions:
+    max_seq_length: int
+    packing: bool
+    train_on_inputs: bool = False
+    truncation: str = "drop"
+    template: str = ""
+    pack_length: int | None = None  # None: auto_pack_length of the training examples
+
+
 def tokenize_text(text: str, tokenizer: Any) -> list[int]:
     """Token ids with exactly one leading BOS and a trailing EOS, whether or not the text spelled them out."""
-    ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return tokenize_row(RenderedRow(text, [(0, len(text))], True), tokenizer, train_on_inputs=True).input_ids
+
+
+def tokenize_row(row: RenderedRow, tokenizer: Any, train_on_inputs: bool) -> Tokenized:
+    """Ids and labels: a token is supervised when its first character lies in a supervised span.
+
+    One leading BOS is ensured; rows that need it (text, prompt/completion) end with a supervised EOS. Chat
+    rows end as their template ends them (its end-of-turn marks are inside the assistant spans).
+    """
+    encoded = tokenizer(row.text, add_special_tokens=False, return_offsets_mapping=True)
+    ids = list(encoded["input_ids"])
+    starts = [start for start, _ in encoded["offset_mapping"]]
+    supervised = [any(low <= start < high for low, high in row.spans) for start in starts]
     bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
     if bos is not None and (not ids or ids[0] != bos):
         ids.insert(0, bos)
-    if eos is not None and ids[-1] != eos:
+        supervised.insert(0, False)
+    if row.needs_eos and eos is not None and ids[-1] != eos:
         ids.append(eos)
-    return ids
+        supervised.append(True)
+    if train_on_inputs:
+        return Tokenized(ids, list(ids))
+    return Tokenized(ids, [i if keep else IGNORE_INDEX for i, keep in zip(ids, supervised, strict=True)])
 
 
-def pack(sequences: list[list[int]], block_size: int) -> tuple[list[list[int]], int]:
-    """Blocks of block_size tokens from the concatenated sequences, and how many tail tokens were dropped.
+def fit_length(example: Tokenized, max_length: int, truncation: str, eos: int | None) -> Tokenized | None:
+    """The example cut to max_length with its final EOS kept (`keep_eos`), or None when it must be dropped."""
+    if len(example.input_ids) <= max_length:
+        return example
+    if truncation == "drop":
+        return None
+    last_id = eos if eos is not None else example.input_ids[-1]
+    return Tokenized(example.input_ids[: max_length - 1] + [last_id], example.labels[: max_length - 1] + [last_id])
 
-    A corpus shorter than one block becomes one short block rather than nothing.
+
+def best_fit_bins(lengths: list[int], capacity: int) -> list[list[int]]:
+    """Best-fit decreasing: each item, longest first, goes where it leaves the least room. Returns index lists."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    room: list[tuple[int, int]] = []  # (free space, bin number), kept sorted
+    bins: list[list[int]] = []
+    for index in order:
+        slot = bisect.bisect_left(room, (lengths[index], -1))
+        if slot == len(room):
+            bins.append([index])
+            bisect.insort(room, (capacity - lengths[index], len(bins) - 1))
+            continue
+        free, number = room.pop(slot)
+        bins[number].append(index)
+        bisect.insort(room, (free - lengths[index], number))
+    return bins
+
+
+def auto_pack_length(lengths: list[int], max_seq_length: int, multiple: int = 64) -> int:
+    """The token-weighted mean example length (sum l^2 / sum l), rounded up to `multiple`, at most max_seq_length.
+
+    That is the row length the average token sits in when rows are single examples grouped by length (the
+    seed recipe). Packing to it keeps attention cost per token where it was (attention over a packed row
+    costs row length per token with a dense block-diagonal mask) while removing the padding; examples longer
+    than it keep a row of their own.
     """
-    stream = [token for sequence in sequences for token in sequence]
-    full = len(stream) // block_size
-    if full == 0:
-        return [stream], 0
-    return [stream[i * block_size : (i + 1) * block_size] for i in range(full)], len(
-        stream
-    ) - full * block_size
+    if not lengths:
+        return max_seq_length
+    weighted = sum(length * length for length in lengths) / sum(lengths)
+    return min(max_seq_length, max(multiple, -(-int(weighted) // multiple) * multiple))
 
 
-def _to_examples(sequences: list[list[int]], max_seq_length: int, packing: bool) -> tuple[list, int, int]:
-    if packing:
-        blocks, dropped = pack(sequences, max_seq_length)
-        return [{"input_ids": block} for block in blocks], 0, dropped
-    truncated = sum(len(sequence) > max_seq_length for sequence in sequences)
-    return [{"input_ids": sequence[:max_seq_length]} for sequence in sequences], truncated, 0
+def pack(examples: list[Tokenized], block_size: int) -> list[dict[str, list[int]]]:
+    """Whole examples in best-fit blocks, with position_ids restarting at each example."""
+    packed = []
+    for members in best_fit_bins([len(example.input_ids) for example in examples], block_size):
+        block: dict[str, list[int]] = {"input_ids": [], "labels": [], "position_ids": []}
+        for index in members:
+            block["input_ids"] += examples[index].input_ids
+            # An example's first token is never predicted from the example before it.
+            block["labels"] += [IGNORE_INDEX, *examples[index].labels[1:]]
+            block["position_ids"] += list(range(len(examples[index].input_ids)))
+        packed.append(block)
+    return packed
 
 
-def _tokenized(location: str, tokenizer: Any) -> tuple[str, list[list[int]]]:
-    kind, texts = render_rows(read_rows(location), tokenizer)
-    return kind, [tokenize_text(text, tokenizer) for text in texts]
+def _fit_all(examples: list[Tokenized], options: DataOptions, eos: int | None) -> tuple[list[Tokenized], dict]:
+    counts = {"truncated_rows": 0, "dropped_too_long": 0, "dropped_no_supervised_tokens": 0}
+    kept = []
+    for example in examples:
+        fitted = fit_length(example, options.max_seq_length, options.truncation, eos)
+        if fitted is None:
+            counts["dropped_too_long"] += 1
+            continue
+        truncated = fitted is not example
+        # A cut that leaves no answer token would only teach "stop right after the prompt": drop it too.
+        learnable = fitted.labels[1:-1] if truncated else fitted.labels[1:]
+        if all(label == IGNORE_INDEX for label in learnable):
+            counts["dropped_no_supervised_tokens"] += 1
+            continue
+        counts["truncated_rows"] += truncated
+        kept.append(fitted)
+    return kept, counts
+
+
+def build_examples(
+    kind: str, rows: list[Tokenized], options: DataOptions, eos: int | None, part: str, pack_length: int | None
+) -> tuple[list[dict[str, list[int]]], dict[str, Any]]:
+    kept, counts = _fit_all(rows, options, eos)
+    if rows and not kept:
+        raise DataError(
+            f"{part} data: all {len(rows)} rows were dropped ({counts}); raise --max_seq_length or pass "
+            "--truncation keep_eos"
+        )
+    if options.packing:
+        examples = pack(kept, pack_length or options.max_seq_length)
+    else:
+        examples = [{"input_ids": example.input_ids, "labels": example.labels} for example in kept]
+    summary = DataSummary(
+        kind,
+        len(rows),
+        len(examples),
+        sum(len(example["input_ids"]) for example in examples),
+        sum(label != IGNORE_INDEX for example in examples for label in example["labels"]),
+        **counts,
+    )
+    return examples, summary.__dict__
+
+
+def _tokenized(location: str, role: str, split: str, files: str, tokenizer: Any, options: DataOptions):
+    kind, rendered = render_rows(read_rows(location, split, files, role), tokenizer, options.template)
+    return kind, [tokenize_row(row, tokenizer, options.train_on_inputs) for row in rendered]
 
 
 def split_for_eval(items: list, fraction: float, seed: int) -> tuple[list, list]:
@@ -86,44 +203,42 @@ def split_for_eval(items: list, fraction: float, seed: int) -> tuple[list, list]
     ]
 
 
-def prepare_data(
-    tokenizer: Any,
-    train_data: str,
-    eval_data: str | None,
-    eval_fraction: float,
-    max_seq_length: int,
-    packing: bool,
-    seed: int,
-) -> PreparedData:
-    kind, train_sequences = _tokenized(train_data, tokenizer)
-    if eval_data:
-        eval_kind, eval_sequences = _tokenized(eval_data, tokenizer)
+@dataclass
+class DataSources:
+    train_data: str
+    eval_data: str | None = None
+    eval_fraction: float = 0.0
+    train_split: str = "auto"
+    eval_split: str = "auto"
+    train_files: str = "auto"
+    eval_files: str = "auto"
+
+
+def prepare_data(tokenizer: Any, sources: DataSources, options: DataOptions, seed: int) -> PreparedData:
+    kind, train_rows = _tokenized(
+        sources.train_data, "train", sources.train_split, sources.train_files, tokenizer, options
+    )
+    if sources.eval_data:
+        eval_kind, eval_rows = _tokenized(
+            sources.eval_data, "eval", sources.eval_split, sources.eval_files, tokenizer, options
+        )
     else:
         eval_kind = kind
-        train_sequences, eval_sequences = split_for_eval(train_sequences, eval_fraction, seed)
-    train, truncated, dropped = _to_examples(train_sequences, max_seq_length, packing)
-    evaluation, eval_truncated, eval_dropped = (
-        _to_examples(eval_sequences, max_seq_length, packing) if eval_sequences else ([], 0, 0)
+        train_rows, eval_rows = split_for_eval(train_rows, sources.eval_fraction, seed)
+    eos = tokenizer.eos_token_id
+    pack_length = options.pack_length or auto_pack_length(
+        [min(len(row.input_ids), options.max_seq_length) for row in train_rows], options.max_seq_length
     )
+    train, train_summary = build_examples(kind, train_rows, options, eos, "training", pack_length)
+    evaluation, eval_summary = build_examples(eval_kind, eval_rows, options, eos, "evaluation", pack_length)
     summary = {
-        "train": DataSummary(
-            kind,
-            len(train_sequences),
-            len(train),
-            sum(len(x["input_ids"]) for x in train),
-            truncated,
-            dropped,
-        ).__dict__,
-        "eval": DataSummary(
-            eval_kind,
-            len(eval_sequences),
-            len(evaluation),
-            sum(len(x["input_ids"]) for x in evaluation),
-            eval_truncated,
-            eval_dropped,
-        ).__dict__,
-        "packing": packing,
-        "max_seq_length": max_seq_length,
+        "train": train_summary,
+        "eval": eval_summary,
+        "packing": options.packing,
+        "pack_length": pack_length if options.packing else None,
+        "max_seq_length": options.max_seq_length,
+        "train_on_inputs": options.train_on_inputs,
+        "truncation": options.truncation,
     }
     return PreparedData(train, evaluation, summary)
 
@@ -147,7 +262,13 @@ class ExampleDataset(torch.utils.data.Dataset):
 
 @dataclass
 class CausalLMCollator:
-    """Right-pads a batch; labels copy input_ids minus padding (pad may equal EOS, so mask by length)."""
+    """Right-pads a batch to its longest row; padding is never supervised (pad may equal EOS: mask by length).
+
+    Unpacked rows get an attention_mask. Packed rows get position_ids instead (restarting per example, and
+    once more for the padding), from which transformers masks attention to each example's own tokens (only
+    without a KV cache: training sets `use_cache=False`).
+    REAL_TOKENS_KEY carries the count of non-padding tokens for throughput figures.
+    """
 
     pad_token_id: int
     pad_to_multiple_of: int | None = None
@@ -156,11 +277,23 @@ class CausalLMCollator:
         longest = max(len(feature["input_ids"]) for feature in features)
         if self.pad_to_multiple_of:
             longest = -(-longest // self.pad_to_multiple_of) * self.pad_to_multiple_of
-        input_ids = torch.full((len(features), longest), self.pad_token_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(features), longest), dtype=torch.long)
+        shape = (len(features), longest)
+        input_ids = torch.full(shape, self.pad_token_id, dtype=torch.long)
+        labels = torch.full(shape, IGNORE_INDEX, dtype=torch.long)
+        real = torch.zeros(shape, dtype=torch.long)
+        packed = "position_ids" in features[0]
+        positions = torch.zeros(shape, dtype=torch.long)
         for row, feature in enumerate(features):
-            ids = torch.tensor(feature["input_ids"], dtype=torch.long)
-            input_ids[row, : len(ids)] = ids
-            attention_mask[row, : len(ids)] = 1
-        labels = input_ids.masked_fill(attention_mask == 0, IGNORE_INDEX)
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+            length = len(feature["input_ids"])
+            input_ids[row, :length] = torch.tensor(feature["input_ids"])
+            labels[row, :length] = torch.tensor(feature.get("labels", feature["input_ids"]))
+            real[row, :length] = 1
+            if packed:
+                positions[row, :length] = torch.tensor(feature["position_ids"])
+                positions[row, length:] = torch.arange(longest - length)
+        batch = {"input_ids": input_ids, "labels": labels, REAL_TOKENS_KEY: real.sum()}
+        if packed:
+            batch["position_ids"] = positions
+        else:
+            batch["attention_mask"] = real
+        return batch

@@ -9,26 +9,51 @@ import torch
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
+BNB_CPU_BLOCK = 64  # bitsandbytes' CPU 4-bit kernels quantize rows in blocks of 64 input features
+
+
+class ModelShapeError(ValueError):
+    """A layer shape the chosen method cannot run; the message names the layer and the fix."""
+
+
 def has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
-def device_map() -> dict[str, int | str]:
-    """The whole model on this process's GPU (or the CPU); QLoRA on one device needs no sharding."""
-    if has_gpu():
-        return {"": torch.cuda.current_device()}
-    return {"": "cpu"}
-
-
-def quantization_config(compute_dtype: str, double_quant: bool, quant_type: str = "nf4"):
+def quantization_config(compute_dtype: str, double_quant: bool, quant_type: str = "nf4", fsdp: bool = False):
+    """NF4 settings; under FSDP the packed 4-bit weights are stored in the compute dtype so they can be sharded."""
     from transformers import BitsAndBytesConfig
 
+    extra = {"bnb_4bit_quant_storage": DTYPES[compute_dtype]} if fsdp else {}
     return BitsAndBytesConfig(
         load_in_4bit=True,
         bnb_4bit_quant_type=quant_type,
         bnb_4bit_compute_dtype=DTYPES[compute_dtype],
         bnb_4bit_use_double_quant=double_quant,
+        **extra,
     )
+
+
+def check_4bit_shapes(model_id: str, gpu: bool) -> None:
+    """Fail before loading when a layer to quantize cannot run on bitsandbytes' CPU kernels.
+
+    Inside bitsandbytes the same case ends in `RuntimeError: shape '[96, 1]' is invalid for input of size ...`.
+    The model is built on the meta device: no weights are read.
+    """
+    if gpu:
+        return
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with init_empty_weights():
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_id))
+    head = model.get_output_embeddings()
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and module is not head and module.in_features % BNB_CPU_BLOCK:
+            raise ModelShapeError(
+                f"layer {name}: in_features {module.in_features} is not a multiple of {BNB_CPU_BLOCK}, which "
+                "4-bit bitsandbytes needs on CPU; train on a GPU or pass --method lora"
+            )
 
 
 def load_tokenizer(model_id: str):
@@ -49,13 +74,27 @@ def load_base_model(
     double_quant: bool,
     quant_type: str,
     gradient_checkpointing: bool,
+    fsdp: bool = False,
+    packed: bool = False,
 ):
-    """The base model ready for training: quantized and prepared for k-bit training when method is qlora."""
+    """The base model ready for training: quantized and prepared for k-bit training when method is qlora.
+
+    packed: batches are packed rows, attended example by example (qlora_attention).
+    """
+    from qlora_distributed import current_world, device_map
     from transformers import AutoModelForCausalLM
 
-    kwargs: dict[str, Any] = {"device_map": device_map()}
+    kwargs: dict[str, Any] = {"device_map": device_map(current_world(), fsdp, has_gpu())}
+    if packed:
+        from qlora_attention import register
+
+        kwargs["attn_implementation"] = register()
     if method == "qlora":
-        kwargs["quantization_config"] = quantization_config(compute_dtype, double_quant, quant_type)
+        check_4bit_shapes(model_id, has_gpu())
+        kwargs["quantization_config"] = quantization_config(compute_dtype, double_quant, quant_type, fsdp)
+        kwargs["dtype"] = DTYPES[compute_dtype]
+    elif method == "lora":
+        # The frozen base in the compute dtype, as a 16-bit LoRA run would hold it; LoRA weights stay float32.
         kwargs["dtype"] = DTYPES[compute_dtype]
     else:
         # Trainable full-precision weights stay float32; the Trainer's autocast gives the compute dtype.
@@ -67,7 +106,8 @@ def load_base_model(
 
         model = prepare_model_for_kbit_training(
             model,
-            use_gradient_checkpointing=gradient_checkpointing,
+            # FSDP checkpoints activations itself (fsdp_config), which avoids a second all-gather.
+            use_gradient_checkpointing=gradient_checkpointing and not fsdp,
             gradient_checkpointing_kwargs={"use_reentrant": False},
         )
     elif gradient_checkpointing:
@@ -94,6 +134,35 @@ def linear_module_names(model: torch.nn.Module) -> list[str]:
     }
     head_names = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if module is head}
     return sorted(names - head_names)
+
+
+def _quant_state_bytes(weight) -> int:
+    """Bytes of a 4-bit weight's quantization constants (absmax, and its own constants under double quant)."""
+    state = getattr(weight, "quant_state", None)
+    total = 0
+    while state is not None:
+        for name in ("absmax", "code", "offset"):
+            tensor = getattr(state, name, None)
+            if isinstance(tensor, torch.Tensor):
+                total += tensor.numel() * tensor.element_size()
+        state = getattr(state, "state2", None)
+    return total
+
+
+def linear_weight_bytes(model: torch.nn.Module) -> int:
+    """Stored bytes of the linear layers that QLoRA quantizes (all but the output head), constants included.
+
+    The honest 4-bit vs 16-bit comparison: embeddings and head stay unquantized (and prepare_model_for_kbit_
+    training upcasts them to fp32), so whole-model footprints mix in what 4-bit never touches.
+    """
+    head = model.get_output_embeddings()
+    total = 0
+    for module in model.modules():
+        if module is head or not isinstance(module, torch.nn.Linear):
+            continue
+        for parameter in module.parameters(recurse=False):
+            total += parameter.numel() * parameter.element_size() + _quant_state_bytes(parameter)
+    return total
 
 
 def resolve_target_modules(model: torch.nn.Module, requested: str) -> list[str]:

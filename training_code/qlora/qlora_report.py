@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from qlora_resources import peak_gpu_gb, peak_rss_gb, versions
+from qlora_resources import peak_gpu_gb, peak_gpu_reserved_gb, peak_rss_gb, versions
 
 REPORT_NAME = "training_report.json"
 
@@ -46,7 +46,11 @@ class RunReport:
 
     def record_memory(self, label: str) -> None:
         memory = self.data.setdefault("peak_memory_gb", {})
-        memory[label] = {"rss": round(peak_rss_gb(), 4), "gpu": _rounded(peak_gpu_gb())}
+        memory[label] = {
+            "rss": round(peak_rss_gb(), 4),
+            "gpu": _rounded(peak_gpu_gb()),
+            "gpu_reserved": _rounded(peak_gpu_reserved_gb()),
+        }
 
     def write(self, output_dir: str) -> Path:
         path = Path(output_dir) / REPORT_NAME

@@ -32,6 +32,15 @@ def peak_gpu_gb() -> float | None:
     return torch.cuda.max_memory_allocated() / 1024**3
 
 
+def peak_gpu_reserved_gb() -> float | None:
+    """What the caching allocator held at its peak: the figure that decides whether a job fits a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.max_memory_reserved() / 1024**3
+
+
 def peak_memory_gb() -> float:
     """GPU peak when training on a GPU, else the process's peak RSS."""
     gpu = peak_gpu_gb()

@@ -62,13 +62,28 @@ def _read_parquet(path: Path) -> list[SourcedRow]:
     return [_as_row(str(path), index, fields) for index, fields in enumerate(table.to_pylist(), start=1)]
 
 
-def _read_saved_dataset(path: Path, split: str) -> list[SourcedRow]:
+# Split names an evaluation set goes by; `test` is never among them: it is kept for the final, unseen check.
+EVAL_SPLITS = ("validation", "valid", "eval", "dev")
+SPLIT_PREFIXES = {"train": ("train",), "eval": EVAL_SPLITS}
+
+
+def _choose_split(path: Path, available: list[str], split: str, role: str) -> str:
+    wanted = [split] if split != "auto" else list(SPLIT_PREFIXES[role])
+    found = next((name for name in wanted if name in available), None)
+    if found is None:
+        raise DataError(
+            f"{path}: saved DatasetDict has no {' or '.join(map(repr, wanted))} split (has {sorted(available)}); "
+            f"pass --{role}_split"
+        )
+    return found
+
+
+def _read_saved_dataset(path: Path, split: str, role: str) -> list[SourcedRow]:
     import datasets
 
     loaded = datasets.load_from_disk(str(path))
     if isinstance(loaded, datasets.DatasetDict):
-        if split not in loaded:
-            raise DataError(f"{path}: saved DatasetDict has no {split!r} split (has {sorted(loaded)})")
+        split = _choose_split(path, list(loaded), split, role)
         loaded = loaded[split]
         source = f"{path}[{split}]"
     else:
@@ -97,22 +112,41 @@ def is_saved_dataset(path: Path) -> bool:
     return path.is_dir() and any((path / marker).exists() for marker in _SAVED_DATASET_MARKERS)
 
 
-def read_rows(location: str | Path, split: str = "train") -> list[SourcedRow]:
-    """All rows of a file, of every supported file under a folder (sorted), or of a saved dataset."""
+def data_files(folder: Path, pattern: str, role: str) -> list[Path]:
+    """The files of a folder channel that hold this role's rows, so that a test split is never trained on.
+
+    `auto`: the only data file, else those whose name starts with the role's split name (train*; validation*,
+    valid*, eval*, dev*). Any other pattern is a glob relative to the folder (e.g. `*.jsonl`, `part-*.parquet`).
+    """
+    candidates = sorted(
+        file
+        for file in folder.rglob("*" if pattern == "auto" else pattern)
+        if file.is_file() and file.suffix.lower() in SUPPORTED_SUFFIXES and not file.name.startswith(".")
+    )
+    if pattern == "auto" and len(candidates) > 1:
+        prefixes = SPLIT_PREFIXES[role]
+        candidates = [file for file in candidates if file.name.lower().startswith(prefixes)]
+        if not candidates:
+            raise DataError(
+                f"{folder}: several data files and none named {'/'.join(p + '*' for p in prefixes)}; "
+                f"pass --{role}_files with a glob"
+            )
+    if not candidates:
+        raise DataError(f"{folder}: no {', '.join(SUPPORTED_SUFFIXES)} file matches {pattern!r}")
+    return candidates
+
+
+def read_rows(
+    location: str | Path, split: str = "auto", files: str = "auto", role: str = "train"
+) -> list[SourcedRow]:
+    """Rows of a file, of a folder's selected files (sorted), or of a saved dataset's split, for `role`."""
     path = Path(location)
     if not path.exists():
         raise DataError(f"{path}: no such file or folder")
     if is_saved_dataset(path):
-        rows = _read_saved_dataset(path, split)
+        rows = _read_saved_dataset(path, split, role)
     elif path.is_dir():
-        files = sorted(
-            file
-            for file in path.rglob("*")
-            if file.is_file() and file.suffix.lower() in SUPPORTED_SUFFIXES and not file.name.startswith(".")
-        )
-        if not files:
-            raise DataError(f"{path}: folder holds no {', '.join(SUPPORTED_SUFFIXES)} file")
-        rows = [row for file in files for row in _read_file(file)]
+        rows = [row for file in data_files(path, files, role) for row in _read_file(file)]
     else:
         rows = _read_file(path)
     if not rows:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any
 
-from qlora_data import CausalLMCollator, ExampleDataset
+from qlora_checkpoints import newest_complete_checkpoint
+from qlora_data import REAL_TOKENS_KEY, CausalLMCollator, ExampleDataset
+from qlora_distributed import current_world, ddp_backend, fsdp_config
 from qlora_metrics import format_metrics
 from qlora_model import has_gpu
 from qlora_resources import peak_memory_gb
-from transformers import Trainer, TrainerCallback, TrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
+from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments
 
 
 def resolve_optimizer(requested: str) -> str:
@@ -32,8 +32,33 @@ def precision_flags(compute_dtype: str) -> dict[str, bool]:
     }
 
 
-def training_arguments(args: argparse.Namespace, has_eval: bool) -> TrainingArguments:
+def _evaluation_arguments(args: argparse.Namespace, has_eval: bool) -> dict[str, Any]:
     eval_every = args.eval_steps if has_eval and args.eval_steps > 0 else None
+    selecting = bool(eval_every) and (args.load_best_model or args.early_stopping_patience > 0)
+    return {
+        "eval_strategy": "steps" if eval_every else "no",
+        "eval_steps": eval_every,
+        "load_best_model_at_end": selecting,
+        "metric_for_best_model": "eval_loss" if selecting else None,
+        "greater_is_better": False if selecting else None,
+    }
+
+
+def _parallel_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """DDP settings when torchrun started several ranks (a backend set in one process would make it wait for
+    others), or FSDP + QLoRA."""
+    parallel: dict[str, Any] = {}
+    if current_world().distributed:
+        parallel["ddp_backend"] = ddp_backend(has_gpu())
+        # LoRA leaves every trainable parameter in the graph; searching for unused ones costs a traversal.
+        parallel["ddp_find_unused_parameters"] = False
+    if args.fsdp:
+        parallel["fsdp"] = True
+        parallel["fsdp_config"] = fsdp_config(args.gradient_checkpointing)
+    return parallel
+
+
+def training_arguments(args: argparse.Namespace, has_eval: bool) -> TrainingArguments:
     return TrainingArguments(
         output_dir=args.checkpoint_dir,
         num_train_epochs=args.epochs,
@@ -54,16 +79,37 @@ def training_arguments(args: argparse.Namespace, has_eval: bool) -> TrainingArgu
         save_strategy="steps",
         save_steps=args.save_steps,
         save_total_limit=args.save_total_limit,
-        eval_strategy="steps" if eval_every else "no",
-        eval_steps=eval_every,
         include_num_input_tokens_seen="non_padding",
         seed=args.seed,
         remove_unused_columns=False,
         dataloader_pin_memory=has_gpu(),
         disable_tqdm=True,
         report_to="none",
+        **_evaluation_arguments(args, has_eval),
+        **_parallel_arguments(args),
         **precision_flags(args.compute_dtype),
     )
+
+
+class QLoRATrainer(Trainer):
+    """The Trainer, counting the collator's real (non-padding) tokens, which the model must not receive.
+
+    Packed batches carry position_ids and no attention_mask, so the Trainer's own non-padding count (pad id,
+    which equals EOS for Llama) would be wrong.
+    """
+
+    def compute_loss(self, model, inputs, *args, **kwargs):
+        model_inputs = {key: value for key, value in inputs.items() if key != REAL_TOKENS_KEY}
+        return super().compute_loss(model, model_inputs, *args, **kwargs)
+
+    def _track_num_input_tokens(self, inputs):
+        import torch
+
+        if REAL_TOKENS_KEY not in inputs:
+            return super()._track_num_input_tokens(inputs)
+        tokens = torch.as_tensor(inputs[REAL_TOKENS_KEY], device=self.args.device, dtype=torch.int64)
+        self.state.num_input_tokens_seen += self.accelerator.gather(tokens).sum().item()
+        return None
 
 
 class MetricLinesCallback(TrainerCallback):
@@ -115,6 +161,8 @@ class MetricLinesCallback(TrainerCallback):
         }
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero:  # one line per step for the metric scraper, not one per rank
+            return
         logs = logs or {}
         if "loss" in logs:
             print(
@@ -147,9 +195,12 @@ def build_trainer(
     pad_token_id: int,
     callbacks: list[TrainerCallback],
 ) -> Trainer:
-    return Trainer(
+    training_args = training_arguments(args, has_eval=bool(evaluation))
+    if training_args.load_best_model_at_end and args.early_stopping_patience > 0:
+        callbacks = [*callbacks, EarlyStoppingCallback(early_stopping_patience=args.early_stopping_patience)]
+    return QLoRATrainer(
         model=model,
-        args=training_arguments(args, has_eval=bool(evaluation)),
+        args=training_args,
         train_dataset=ExampleDataset(train),
         eval_dataset=ExampleDataset(evaluation) if evaluation else None,
         data_collator=CausalLMCollator(pad_token_id, pad_to_multiple_of=8 if has_gpu() else None),
@@ -157,10 +208,11 @@ def build_trainer(
     )
 
 
-def newest_checkpoint(checkpoint_dir: str, resume: bool) -> str | None:
-    if not resume or not os.path.isdir(checkpoint_dir):
-        return None
-    return get_last_checkpoint(checkpoint_dir)
+def resume_checkpoint(checkpoint_dir: str, resume: bool) -> tuple[str | None, list[dict[str, str]]]:
+    """The newest complete checkpoint (None when starting over) and the incomplete newer ones skipped."""
+    if not resume:
+        return None, []
+    return newest_complete_checkpoint(checkpoint_dir)
 
 
 def train_model(trainer: Trainer, resume_from: str | None) -> dict[str, Any]:

@@ -60,3 +60,24 @@ def test_cpu_gets_a_working_optimizer_and_no_fp16_autocast():
     assert resolve_optimizer("auto") == "adamw_torch" and resolve_optimizer("adafactor") == "adafactor"
     assert precision_flags("float16") == {"bf16": False, "fp16": False, "use_cpu": True}
     assert precision_flags("bfloat16")["bf16"]
+
+
+def test_quantized_linear_weights_take_about_a_quarter_of_bf16(quantized, tiny_llama):
+    from qlora_model import linear_weight_bytes
+    from transformers import AutoModelForCausalLM
+
+    bf16 = AutoModelForCausalLM.from_pretrained(tiny_llama, dtype=torch.bfloat16)
+    ratio = linear_weight_bytes(quantized) / linear_weight_bytes(bf16)
+    # 4 bits + absmax constants against 16 bits; the fixed 1 KiB lookup table per tensor weighs on tiny layers
+    assert 0.25 < ratio < 0.4, ratio
+
+
+def test_a_layer_the_cpu_kernels_cannot_quantize_is_named_before_loading(tmp_path):
+    from qlora_model import ModelShapeError, check_4bit_shapes
+    from qlora_test_helpers import vocab_texts
+    from qlora_tiny import build_tiny_llama
+
+    odd = build_tiny_llama(tmp_path / "odd", vocab_texts(), vocab_size=320, hidden_size=96, num_heads=4)
+    check_4bit_shapes(str(odd), gpu=True)  # GPU kernels take any shape
+    with pytest.raises(ModelShapeError, match=r"^layer model.layers.0.self_attn.q_proj: in_features 96"):
+        check_4bit_shapes(str(odd), gpu=False)

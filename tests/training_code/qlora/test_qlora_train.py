@@ -45,7 +45,8 @@ def test_report_records_what_ran(merged_run):
     assert report["data"]["train"]["format"] == "text" and report["data"]["eval"]["rows"] > 0
     assert [point["step"] for point in report["loss_curve"]["train"]] == [1, 2, 3, 4]
     assert report["loss_curve"]["eval"] and report["eval_metrics"]["eval_loss"] > 0
-    assert report["throughput"]["train_tokens"] == 4 * 4 * 64  # 4 steps of 4 packed blocks of 64 tokens
+    # 4 steps of 4 best-fit blocks of up to 64 real tokens each, padding not counted
+    assert 0.9 * 4 * 4 * 64 <= report["throughput"]["train_tokens"] <= 4 * 4 * 64
     assert report["throughput"]["tokens_per_second"] > 0
     assert report["throughput"]["tokens_per_cpu_second_after_first_step"] > 0
     assert 0 < report["base_weights_gb"] < 0.01
@@ -147,7 +148,7 @@ def test_rerun_after_interruption_resumes_and_ends_with_the_same_adapter(tiny_ll
     assert resumed["resumed_from"] == str(tmp_path / "interrupted" / "checkpoints" / "checkpoint-4")
     assert "resuming from" in stdout
     # Only steps 5 and 6 ran in the resumed session.
-    assert resumed["throughput"]["train_tokens"] == uninterrupted["throughput"]["train_tokens"] // 3
+    assert 0 < resumed["throughput"]["train_tokens"] < uninterrupted["throughput"]["train_tokens"] / 2
     assert [p["step"] for p in resumed["loss_curve"]["train"]] == [1, 2, 3, 4, 5, 6]
     losses = [[p["loss"] for p in run["loss_curve"]["train"]] for run in (resumed, uninterrupted)]
     assert losses[0] == losses[1]
