@@ -18,7 +18,8 @@ import csv
 import json
 from pathlib import Path
 
-from nas_search_space import ModelDims, config_from_hyperparameters
+from nas_params import EncoderShape, count_parameters
+from nas_search_space import ModelDims, SubnetConfig, config_from_hyperparameters
 
 METRICS = ("validation_error", "num_parameters", "latency_ms")
 _COMPLETED = {"completed", "Completed"}
@@ -57,6 +58,7 @@ _BOOKKEEPING_COLUMNS = {
     "TrainingStartTime",
     "TrainingEndTime",
     "TrainingElapsedTimeSeconds",
+    "num_parameters_reported",
 }
 
 
@@ -108,9 +110,15 @@ def read_trials(path: str | Path) -> list[dict]:
 
 
 def complete_rows(
-    rows: list[dict], space: str, dims: ModelDims | None, objectives: tuple[str, ...]
+    rows: list[dict],
+    space: str,
+    dims: ModelDims | None,
+    objectives: tuple[str, ...],
+    shape: EncoderShape | None = None,
 ) -> list[dict]:
-    """Adds ``subnet`` from the hyperparameters and marks rows missing an objective as failed."""
+    """Adds ``subnet`` from the hyperparameters, marks rows missing an objective as failed and, given the
+    model's ``shape``, recomputes ``num_parameters`` exactly from the configuration: SageMaker metrics
+    are 32-bit floats, so a count above 2**24 arrives rounded (kept as ``num_parameters_reported``)."""
     for row in rows:
         if row.get("status") == "completed" and any(row.get(o) is None for o in objectives):
             row.update(status="failed", error=f"missing one of {list(objectives)}")
@@ -122,4 +130,10 @@ def complete_rows(
         for name in METRICS:
             if row.get(name) is not None:
                 row[name] = float(row[name]) if name != "num_parameters" else int(float(row[name]))
+        if shape is not None and row.get("subnet") is not None:
+            exact = count_parameters(shape, SubnetConfig.from_dict(row["subnet"]))
+            if row.get("num_parameters") is not None and row["num_parameters"] != exact:
+                row["num_parameters_reported"] = row["num_parameters"]
+            if row.get("num_parameters") is not None or row.get("status") == "completed":
+                row["num_parameters"] = exact
     return rows

@@ -20,6 +20,7 @@ from nas_cli import (
     apply_runtime,
     load_classifier,
     load_data,
+    resolve_split,
     sm_default,
     supernet_metadata,
 )
@@ -30,12 +31,8 @@ from nas_search_space import SPACES, SubnetConfig, largest_config
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder"
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
     parser.add_argument("--output-dir", default=sm_default("SM_OUTPUT_DATA_DIR", "out/search"))
     parser.add_argument("--search-space", choices=SPACES, default=None, help="default: the training space")
     parser.add_argument("--searcher", choices=SEARCHERS, default="morea")
@@ -48,7 +45,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--latency-batch-size", type=int, default=8)
     parser.add_argument("--latency-repeats", type=int, default=10)
     parser.add_argument("--no-test-rescore", action="store_true", help="skip re-scoring the front on test")
-    add_data_arguments(parser)
+    add_data_arguments(parser, split_from_metadata=True)
     add_runtime_arguments(parser)
     args = parser.parse_args(argv)
     args.objectives = [o.strip() for o in args.objectives.split(",") if o.strip()]
@@ -57,6 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--objectives needs validation_error and one more of {OBJECTIVES}")
     if not args.model_dir:
         parser.error("--model-dir (or SM_CHANNEL_MODEL) is required")
+    resolve_split(args, supernet_metadata(args.model_dir))
     return args
 
 
@@ -90,7 +88,11 @@ def main(argv=None) -> int:
             )
         return dict(cache[subnet])
 
-    unpruned = {"subnet": largest_config(dims).to_dict(), **evaluate(largest_config(dims))}
+    unpruned = {
+        "subnet": largest_config(dims).to_dict(),
+        **evaluate(largest_config(dims)),
+        "validation_error_source": "search_subnetworks.py (full network, validation split)",
+    }
     rows = run_search(
         evaluate,
         space,
@@ -109,6 +111,7 @@ def main(argv=None) -> int:
         unpruned,
         output_dir,
         title=f"{args.searcher} search, {space} space, {args.num_samples} samples",
+        num_labels=model.config.num_labels,
     )
     if not args.no_test_rescore:
         test = splits["test"]
