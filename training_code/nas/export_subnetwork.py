@@ -7,6 +7,8 @@ reference, else the super-network's own from nas_supernet.json; never the worst 
 The output folder loads with ``AutoModelForSequenceClassification.from_pretrained(dir,
 trust_remote_code=True)`` (the flag only matters when layers differ from a plain BERT layout) and holds
 the tokenizer, saved with the training max length, and ``nas_export.json``, read by the inference handler.
+With --quantize dynamic_int8 the handler serves the Linear layers in int8 (``nas_compress``); the export
+re-measures the validation error of the int8 model when --data-dir is given.
 
     python export_subnetwork.py --model-dir out/supernet --pareto-file out/search/pareto.json \\
         --max-error-increase 0.01 --output-dir out/export
@@ -18,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nas_cli import read_json, sm_default, supernet_metadata
+from nas_cli import SPLIT_DEFAULTS, read_json, sm_default, supernet_metadata
 from nas_data import LABELS
 from nas_pareto import select_from_front
 from nas_search_space import SubnetConfig
@@ -46,6 +48,17 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=("num_parameters", "latency_ms"),
         default="num_parameters",
         help="what the error-budget pick minimises (latency_ms: search with it as an objective)",
+    )
+    parser.add_argument(
+        "--quantize",
+        choices=("none", "dynamic_int8"),
+        default="none",
+        help="dynamic_int8: the handler serves the Linear layers in int8 (accuracy re-measured with --data-dir)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=sm_default("SM_CHANNEL_TRAINING", None),
+        help="the super-network's data: re-measures the validation error after compression",
     )
     parser.add_argument(
         "--inference-code-dir",
@@ -89,6 +102,28 @@ def choose(summary: dict, args, metadata: dict) -> tuple[dict, dict]:
     return select_from_front(front, max_error=max_error, minimise=args.minimise), how
 
 
+def compression_check(args, pruned, tokenizer, metadata: dict, max_length: int) -> dict:
+    """The quantization record of nas_export.json, with the error re-measured on the super-network's own
+    validation split when --data-dir is given (the metadata's split, as for the trials)."""
+    from nas_compress import compare_logits, quantize_dynamic_int8
+
+    record = {"method": args.quantize, "modules": ["Linear"], "dtype": "qint8"}
+    if args.data_dir:
+        from nas_cli import load_data
+
+        split = argparse.Namespace(data_dir=args.data_dir, max_rows=None)
+        for name, value in SPLIT_DEFAULTS.items():
+            setattr(split, name, metadata.get(name, value))
+        validation = load_data(split)["validation"]
+        record.update(compare_logits(pruned, quantize_dynamic_int8(pruned), tokenizer, validation, max_length))
+        print(
+            f"{args.quantize}: validation error {record['validation_error_fp32']:.4f} -> "
+            f"{record['validation_error']:.4f}, largest logit difference {record['max_abs_logit_difference']:.4f}",
+            flush=True,
+        )
+    return record
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     from nas_cli import load_classifier
@@ -114,6 +149,8 @@ def main(argv=None) -> int:
         "selection": how,
         **{k: chosen[k] for k in ("validation_error", "test_error", "latency_ms") if k in chosen},
     }
+    if args.quantize != "none":
+        export_metadata["quantization"] = compression_check(args, pruned, tokenizer, metadata, max_length)
     save_pruned_model(pruned, tokenizer, args.output_dir, export_metadata, args.inference_code_dir)
     print(f"exported {subnet.to_dict()} ({num_parameters} parameters) to {args.output_dir}", flush=True)
     return 0
