@@ -2,7 +2,8 @@
 
 The sub-network comes as hyperparameters whose names are ``nas_search_space.parameter_specs`` (uniform:
 ``--num_layers --num_heads --num_units``; per_layer: ``--num_layers --num_heads_<i> --num_units_<i>``).
-Prints ``num_parameters=...; validation_error=...; latency_ms=...`` and writes ``evaluation.json`` (the
+Prints ``num_parameters=...; validation_error=...; macs=...; latency_ms=...`` (MACs of one sequence of
+the split's mean tokenized length: a deterministic latency objective) and writes ``evaluation.json`` (the
 configuration and its metrics in one record) to --output-data-dir. The train/validation cut (--dataset,
 --split-seed, --validation-fraction) is the one recorded in the super-network's ``nas_supernet.json``.
 
@@ -111,7 +112,7 @@ def main(argv=None) -> int:
         raise SystemExit("--model-dir (or SM_CHANNEL_MODEL) is required")
     apply_runtime(args)
     from nas_cli import load_classifier
-    from nas_evaluation import evaluate_subnetwork, latency_batch
+    from nas_evaluation import evaluate_subnetwork, latency_batch, mean_tokens
 
     specs = parameter_specs(args.search_space, dims)
     hyperparameters = {spec.name: getattr(args, spec.name) for spec in specs}
@@ -119,8 +120,9 @@ def main(argv=None) -> int:
     pairs = load_data(args)[args.split]
     model, tokenizer = load_classifier(args.model_dir)
     timing = latency_batch(tokenizer, pairs, args.latency_batch_size, args.max_length)
+    tokens = mean_tokens(tokenizer, pairs, args.max_length)
     metrics = evaluate_subnetwork(
-        model, tokenizer, subnet, pairs, args.max_length, timing, repeats=args.latency_repeats
+        model, tokenizer, subnet, pairs, args.max_length, timing, repeats=args.latency_repeats, tokens=tokens
     )
     print(format_metrics(**metrics), flush=True)
     if args.output_data_dir:
@@ -132,6 +134,7 @@ def main(argv=None) -> int:
                 "split": args.split,
                 "search_space": args.search_space,
                 "dims": asdict(dims),
+                "macs_tokens": tokens,
                 **metrics,
             },
         )

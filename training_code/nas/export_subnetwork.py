@@ -45,9 +45,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--minimise",
-        choices=("num_parameters", "latency_ms"),
+        choices=("num_parameters", "latency_ms", "macs", "latency_ms_final"),
         default="num_parameters",
-        help="what the error-budget pick minimises (latency_ms: search with it as an objective)",
+        help="what the error-budget pick minimises (latency_ms / macs: search with it as an objective; "
+        "latency_ms_final: the front re-timed by search_subnetworks.py)",
     )
     parser.add_argument(
         "--quantize",
@@ -147,7 +148,11 @@ def main(argv=None) -> int:
         "num_parameters": num_parameters,
         "base_model": metadata.get("base_model"),
         "selection": how,
-        **{k: chosen[k] for k in ("validation_error", "test_error", "latency_ms") if k in chosen},
+        **{
+            k: chosen[k]
+            for k in ("validation_error", "test_error", "latency_ms", "macs", "latency_ms_final")
+            if k in chosen
+        },
     }
     if args.quantize != "none":
         export_metadata["quantization"] = compression_check(args, pruned, tokenizer, metadata, max_length)

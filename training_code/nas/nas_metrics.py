@@ -13,7 +13,7 @@ _NUMBER = r"([-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|nan|inf))"
 
 METRIC_DEFINITIONS = [
     {"Name": name, "Regex": rf"(?:^|[\s;]){name}={_NUMBER}"}
-    for name in ("epoch", "train_loss", "num_parameters", "validation_error", "latency_ms")
+    for name in ("epoch", "train_loss", "num_parameters", "validation_error", "latency_ms", "macs")
 ]
 
 

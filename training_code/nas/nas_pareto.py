@@ -1,10 +1,10 @@
 """Pareto front, hypervolume and the pick of one sub-network from it (standard library only).
 
 All objectives are minimised. The hypervolume is computed on normalised objectives so it is comparable
-between runs: ``validation_error`` as is, ``num_parameters`` and ``latency_ms`` divided by the unpruned
-model's value. The reference point is the chance-level error (``1 - 1/num_labels``: 0.5 on a binary
-task; a sub-network no better than guessing adds nothing) and 1.0 in the other normalised objectives
-(the unpruned model's size and latency); points beyond it contribute nothing.
+between runs: ``validation_error`` as is, ``num_parameters``, ``latency_ms`` and ``macs`` divided by the
+unpruned model's value. The reference point is the chance-level error (``1 - 1/num_labels``: 0.5 on a
+binary task; a sub-network no better than guessing adds nothing) and 1.0 in the other normalised
+objectives (the unpruned model's size, latency and MACs); points beyond it contribute nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-OBJECTIVES = ("validation_error", "num_parameters", "latency_ms")
+OBJECTIVES = ("validation_error", "num_parameters", "latency_ms", "macs")
 REFERENCE_POINT = 1.0
 
 

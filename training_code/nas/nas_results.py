@@ -18,10 +18,10 @@ import csv
 import json
 from pathlib import Path
 
-from nas_params import EncoderShape, count_parameters
+from nas_params import EncoderShape, count_macs, count_parameters, tokens_for_macs
 from nas_search_space import ModelDims, SubnetConfig, config_from_hyperparameters
 
-METRICS = ("validation_error", "num_parameters", "latency_ms")
+METRICS = ("validation_error", "num_parameters", "latency_ms", "macs")
 _COMPLETED = {"completed", "Completed"}
 
 
@@ -59,6 +59,7 @@ _BOOKKEEPING_COLUMNS = {
     "TrainingEndTime",
     "TrainingElapsedTimeSeconds",
     "num_parameters_reported",
+    "macs_tokens",
 }
 
 
@@ -129,11 +130,16 @@ def complete_rows(
                 row.update(status="failed", error=str(error))
         for name in METRICS:
             if row.get(name) is not None:
-                row[name] = float(row[name]) if name != "num_parameters" else int(float(row[name]))
+                row[name] = int(float(row[name])) if name in ("num_parameters", "macs") else float(row[name])
         if shape is not None and row.get("subnet") is not None:
             exact = count_parameters(shape, SubnetConfig.from_dict(row["subnet"]))
             if row.get("num_parameters") is not None and row["num_parameters"] != exact:
                 row["num_parameters_reported"] = row["num_parameters"]
             if row.get("num_parameters") is not None or row.get("status") == "completed":
                 row["num_parameters"] = exact
+            if row.get("macs") is not None:
+                subnet = SubnetConfig.from_dict(row["subnet"])
+                tokens = tokens_for_macs(shape, subnet, row["macs"])
+                if tokens is not None:
+                    row["macs"], row["macs_tokens"] = count_macs(shape, subnet, tokens), tokens
     return rows

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from nas_cli import read_json, sm_default, supernet_metadata
-from nas_params import EncoderShape, count_parameters
+from nas_params import EncoderShape, count_macs, count_parameters
 from nas_pareto import OBJECTIVES
 from nas_report import write_pareto, write_trials
 from nas_results import complete_rows, read_trials
@@ -82,8 +82,12 @@ def unpruned_reference(args, rows: list[dict], config: dict | None, metadata: di
         reference["validation_error"] = float(metadata["validation_error"])
         reference["validation_error_source"] = "nas_supernet.json"
     if config is not None:
-        reference["subnet"] = largest_config(dims).to_dict()
-        reference["num_parameters"] = count_parameters(EncoderShape.from_config(config), largest_config(dims))
+        shape, largest = EncoderShape.from_config(config), largest_config(dims)
+        reference["subnet"] = largest.to_dict()
+        reference["num_parameters"] = count_parameters(shape, largest)
+        tokens = next((r["macs_tokens"] for r in rows if r.get("macs_tokens")), None)
+        if tokens is not None:  # the full network's MACs at the length the trials were counted at
+            reference["macs"] = count_macs(shape, largest, tokens)
     done = [r for r in rows if r.get("status") == "completed"]
     for name in args.objectives:
         if name not in reference and name != "validation_error":

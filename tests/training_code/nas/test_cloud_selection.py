@@ -148,3 +148,19 @@ def test_unpruned_json_wins(recording, minilm_path, tmp_path):
          "--output-dir", str(out)]
     )  # fmt: skip
     assert json.loads((out / "pareto.json").read_text())["unpruned"]["validation_error"] == 0.125
+
+
+def test_macs_survive_a_float32_round_trip():
+    from nas_params import count_macs, tokens_for_macs
+
+    shape = EncoderShape.from_config(BERT_BASE_CASED)
+    subnet = SubnetConfig((5,) * 9, (1001,) * 9)
+    exact = count_macs(shape, subnet, 97)
+    assert float32(exact) != exact
+    (row,) = complete_rows(
+        [{"trial_id": 1, "status": "completed", "subnet": subnet.to_dict(), "validation_error": 0.3,
+          "num_parameters": 1.0, "macs": float32(exact)}],
+        "uniform", ModelDims.from_config(BERT_BASE_CASED), ("validation_error", "macs"), shape,
+    )  # fmt: skip
+    assert (row["macs"], row["macs_tokens"]) == (exact, 97)
+    assert tokens_for_macs(shape, SubnetConfig((), ()), 5.0) is None

@@ -108,16 +108,19 @@ def test_metric_lines_round_trip_through_the_sagemaker_regexes():
         "num_parameters",
         "validation_error",
         "latency_ms",
+        "macs",
     ]
     line = format_metrics(
-        epoch=3, train_loss=0.4123456, num_parameters=108311810, validation_error=0.25, latency_ms=12.5
-    )
+        epoch=3, train_loss=0.4123456, num_parameters=108311810, validation_error=0.25, latency_ms=12.5,
+        macs=1_262_000_128,
+    )  # fmt: skip
     assert parse_metrics(line) == {
         "epoch": 3.0,
         "train_loss": pytest.approx(0.412346),
         "num_parameters": 108311810.0,
         "validation_error": 0.25,
         "latency_ms": 12.5,
+        "macs": 1_262_000_128.0,
     }
     assert parse_metrics(f"INFO step done; {format_metrics(validation_error=1e-7)}") == {"validation_error": 1e-7}
     assert parse_metrics("num_epochs=5 max_epoch=3") == {}
