@@ -1,12 +1,15 @@
-"""Stepped Locust load test against one or more targets, one after the other, then the comparison plot.
+"""Stepped Locust load test against one or more targets, interleaved in rounds, then the comparison plot.
 
     python loadtest/run.py --target base=http://127.0.0.1:8081 --target pruned=http://127.0.0.1:8082
     python loadtest/run.py --target pruned=sagemaker:<endpoint name>     # a real endpoint, your AWS credentials
     make loadtest TARGET="base=http://127.0.0.1:8081 pruned=http://127.0.0.1:8082" [LOADTEST_ARGS=...]
 
-For each target Locust runs headless with loadtest/locustfile.py's StepShape (--step-users, 2x, ... up to
---max-users, --step-seconds each) and writes <out>/<name>_stats.csv, _stats_history.csv and _failures.csv;
-then loadtest/plot.py draws p50/p95 against users and reports each knee (p95 above --slo-ms, or failures).
+For each target Locust runs headless with loadtest/locustfile.py's StepShape (--step-users, 2x --step-users,
+... up to --max-users, --step-seconds each step) and writes <out>/<name>_stats.csv, _stats_history.csv and
+_failures.csv; then loadtest/plot.py draws p50/p95 against users and reports each knee (p95 above --slo-ms,
+or failures). With --rounds R > 1 the targets alternate as whole runs with the same steps, reversing the
+order every round (A B, B A, A B, ...: a drift in machine load hits both alike); the files are then named
+<name>_r<k>, and each target's knee is the median over its rounds.
 HTTP targets must be loopback; every run is bounded (users, seconds, and a hard timeout).
 """
 
@@ -59,6 +62,35 @@ def locust_command(name: str, where: str, out: Path) -> tuple[list[str], dict[st
     return command, env
 
 
+def run_order(names: list[str], rounds: int) -> list[tuple[str, str]]:
+    """(target, run name) in the order they run: ABBA... so that neither target always goes first."""
+    order = []
+    for k in range(rounds):
+        for name in names if k % 2 == 0 else list(reversed(names)):
+            order.append((name, name if rounds == 1 else f"{name}_r{k + 1}"))
+    return order
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def combine_rounds(summary: dict, order: list[tuple[str, str]]) -> dict:
+    """Per target: the knee of each round and their median; a run that never degraded counts as its
+    highest step (so the median is then a lower bound, flagged ``at_least``)."""
+    targets: dict[str, dict] = {}
+    for name, run_name in order:
+        run = summary["runs"][run_name]
+        entry = targets.setdefault(name, {"knees": [], "at_least": False})
+        entry["knees"].append(run["knee_users"] if run["knee_users"] is not None else run["max_users"])
+        entry["at_least"] |= run["knee_users"] is None
+    for entry in targets.values():
+        entry["median_knee"] = median(entry["knees"])
+    return targets
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", type=parse_target, action="append", required=True)
@@ -66,6 +98,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--step-users", type=int, default=2)
     parser.add_argument("--step-seconds", type=int, default=15, help="> 10: Locust's percentiles cover 10 s")
     parser.add_argument("--max-users", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=1, help="whole runs per target, alternating ABBA")
     parser.add_argument("--user-rps", type=float, default=1.0, help="requests per second per user (at most)")
     parser.add_argument("--pairs", type=int, default=1, help="sentence pairs per request")
     parser.add_argument("--data", default=None, help="jsonl with sentence1/sentence2 (default: NAS sample test set)")
@@ -88,20 +121,26 @@ def main(argv=None) -> dict:
         "LOADTEST_STOP_P95_MS": str(args.stop_factor * args.slo_ms),
         **({"LOADTEST_DATA": str(Path(args.data).resolve())} if args.data else {}),
     }
-    for name, where in args.target:
-        command, extra = locust_command(name, where, out)
-        print(f"[{name}] {where}: {steps} steps of {args.step_seconds} s up to {args.max_users} users", flush=True)
+    where_of = dict(args.target)
+    order = run_order([name for name, _ in args.target], args.rounds)
+    for name, run_name in order:
+        command, extra = locust_command(run_name, where_of[name], out)
+        where = where_of[name]
+        print(f"[{run_name}] {where}: {steps} steps of {args.step_seconds} s up to {args.max_users} users", flush=True)
         subprocess.run(
             command, env={**os.environ, **shape, **extra}, check=True, timeout=steps * args.step_seconds + 120
         )
         for suffix in ("_stats.csv", "_stats_history.csv", "_failures.csv"):
-            if not (out / f"{name}{suffix}").exists():
-                raise SystemExit(f"locust wrote no {name}{suffix}")
-    runs = [f"{name}={out / name}" for name, _ in args.target]
-    return plot.main(
+            if not (out / f"{run_name}{suffix}").exists():
+                raise SystemExit(f"locust wrote no {run_name}{suffix}")
+    runs = [f"{run_name}={out / run_name}" for _, run_name in order]
+    summary = plot.main(
         [arg for run in runs for arg in ("--run", run)]
         + ["--slo-ms", str(args.slo_ms), "--output", str(out / "loadtest.png")]
     )
+    summary["order"] = [run_name for _, run_name in order]
+    summary["targets"] = combine_rounds(summary, order)
+    return summary
 
 
 if __name__ == "__main__":

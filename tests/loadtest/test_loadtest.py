@@ -119,6 +119,20 @@ def test_knee_is_where_p95_crosses_the_slo_or_failures_start(tmp_path):
     assert plot.summarise({"base": failing, "pruned": base}, 1000)["knee_ratio_at_least"] == pytest.approx(1.0)
 
 
+def test_rounds_alternate_the_targets_and_take_the_median_knee():
+    assert runner.run_order(["base", "pruned"], 1) == [("base", "base"), ("pruned", "pruned")]
+    assert [r for _, r in runner.run_order(["base", "pruned"], 3)] == [
+        "base_r1", "pruned_r1", "pruned_r2", "base_r2", "base_r3", "pruned_r3"
+    ]  # fmt: skip
+    runs = {
+        "base_r1": {"knee_users": 48, "max_users": 150}, "pruned_r1": {"knee_users": None, "max_users": 150},
+        "pruned_r2": {"knee_users": 96, "max_users": 150}, "base_r2": {"knee_users": 54, "max_users": 150},
+    }  # fmt: skip
+    targets = runner.combine_rounds({"runs": runs}, runner.run_order(["base", "pruned"], 2))
+    assert targets["base"] == {"knees": [48, 54], "at_least": False, "median_knee": 51}
+    assert targets["pruned"] == {"knees": [150, 96], "at_least": True, "median_knee": 123}
+
+
 @pytest.mark.parametrize("target", ["base=http://10.0.0.5:8080", "http://example.com/", "base=ftp://127.0.0.1/"])
 def test_only_loopback_or_sagemaker_targets(target):
     with pytest.raises(Exception, match="loopback|expected"):

@@ -2,8 +2,10 @@
 
 The sub-network comes as hyperparameters whose names are ``nas_search_space.parameter_specs`` (uniform:
 ``--num_layers --num_heads --num_units``; per_layer: ``--num_layers --num_heads_<i> --num_units_<i>``).
-Prints ``num_parameters=...; validation_error=...; latency_ms=...`` and writes ``evaluation.json`` (the
-configuration and its metrics in one record) to --output-data-dir.
+Prints ``num_parameters=...; validation_error=...; macs=...; latency_ms=...`` (MACs of one sequence of
+the split's mean tokenized length: a deterministic latency objective) and writes ``evaluation.json`` (the
+configuration and its metrics in one record) to --output-data-dir. The train/validation cut (--dataset,
+--split-seed, --validation-fraction) is the one recorded in the super-network's ``nas_supernet.json``.
 
     python evaluate_subnetwork.py --model-dir out/supernet --data-dir sample_data --num_layers 3 \\
         --num_heads 6 --num_units 512
@@ -24,6 +26,7 @@ from nas_cli import (
     apply_runtime,
     load_data,
     read_json,
+    resolve_split,
     sm_default,
     supernet_metadata,
     write_json,
@@ -53,7 +56,7 @@ def base_parser() -> argparse.ArgumentParser:
     parser.add_argument("--split", choices=("validation", "test"), default="validation")
     parser.add_argument("--latency-batch-size", type=int, default=8)
     parser.add_argument("--latency-repeats", type=int, default=20)
-    add_data_arguments(parser)
+    add_data_arguments(parser, split_from_metadata=True)
     add_runtime_arguments(parser)
     return parser
 
@@ -73,8 +76,7 @@ def unpack_model_dir(model_dir: str) -> Path:
 def model_dims_from(model_dir: Path | None) -> ModelDims:
     if model_dir is None or not (model_dir / "config.json").exists():
         return HELP_DIMS
-    config = read_json(model_dir / "config.json")
-    return ModelDims(config["num_hidden_layers"], config["num_attention_heads"], config["intermediate_size"])
+    return ModelDims.from_config(read_json(model_dir / "config.json"))
 
 
 def parse_args(argv=None):
@@ -100,6 +102,7 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     args.model_dir, args.search_space = model_dir, space
     args.max_length = args.max_length or metadata.get("max_length", 128)
+    resolve_split(args, metadata)
     return args, dims
 
 
@@ -109,7 +112,7 @@ def main(argv=None) -> int:
         raise SystemExit("--model-dir (or SM_CHANNEL_MODEL) is required")
     apply_runtime(args)
     from nas_cli import load_classifier
-    from nas_evaluation import evaluate_subnetwork, latency_batch
+    from nas_evaluation import evaluate_subnetwork, latency_batch, mean_tokens
 
     specs = parameter_specs(args.search_space, dims)
     hyperparameters = {spec.name: getattr(args, spec.name) for spec in specs}
@@ -117,8 +120,9 @@ def main(argv=None) -> int:
     pairs = load_data(args)[args.split]
     model, tokenizer = load_classifier(args.model_dir)
     timing = latency_batch(tokenizer, pairs, args.latency_batch_size, args.max_length)
+    tokens = mean_tokens(tokenizer, pairs, args.max_length)
     metrics = evaluate_subnetwork(
-        model, tokenizer, subnet, pairs, args.max_length, timing, repeats=args.latency_repeats
+        model, tokenizer, subnet, pairs, args.max_length, timing, repeats=args.latency_repeats, tokens=tokens
     )
     print(format_metrics(**metrics), flush=True)
     if args.output_data_dir:
@@ -130,6 +134,7 @@ def main(argv=None) -> int:
                 "split": args.split,
                 "search_space": args.search_space,
                 "dims": asdict(dims),
+                "macs_tokens": tokens,
                 **metrics,
             },
         )

@@ -2,10 +2,13 @@
 
 Pick it by --index in the size-sorted front (0 = smallest, -1 = largest), or as the smallest one (fewest
 parameters, or lowest latency with --minimise latency_ms) with validation error at most --max-error
-(absolute) or --max-error-increase above the unpruned model's.
+(absolute) or --max-error-increase above the unpruned network's measured validation error (pareto.json's
+reference, else the super-network's own from nas_supernet.json; never the worst trial's).
 The output folder loads with ``AutoModelForSequenceClassification.from_pretrained(dir,
 trust_remote_code=True)`` (the flag only matters when layers differ from a plain BERT layout) and holds
 the tokenizer, saved with the training max length, and ``nas_export.json``, read by the inference handler.
+With --quantize dynamic_int8 the handler serves the Linear layers in int8 (``nas_compress``); the export
+re-measures the validation error of the int8 model when --data-dir is given.
 
     python export_subnetwork.py --model-dir out/supernet --pareto-file out/search/pareto.json \\
         --max-error-increase 0.01 --output-dir out/export
@@ -17,24 +20,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from nas_cli import read_json, sm_default, supernet_metadata
+from nas_cli import SPLIT_DEFAULTS, read_json, sm_default, supernet_metadata
 from nas_data import LABELS
 from nas_pareto import select_from_front
 from nas_search_space import SubnetConfig
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder"
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
     parser.add_argument(
         "--pareto-file",
         default=None,
-        help="pareto.json of search_subnetworks.py or select_pareto.py "
-        "(default: $SM_CHANNEL_PARETO/pareto.json)",
+        help="pareto.json of search_subnetworks.py or select_pareto.py (default: $SM_CHANNEL_PARETO/pareto.json)",
     )
     parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/export"))
     choice = parser.add_mutually_exclusive_group(required=True)
@@ -47,9 +45,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--minimise",
-        choices=("num_parameters", "latency_ms"),
+        choices=("num_parameters", "latency_ms", "macs", "latency_ms_final"),
         default="num_parameters",
-        help="what the error-budget pick minimises (latency_ms: search with it as an objective)",
+        help="what the error-budget pick minimises (latency_ms / macs: search with it as an objective; "
+        "latency_ms_final: the front re-timed by search_subnetworks.py)",
+    )
+    parser.add_argument(
+        "--quantize",
+        choices=("none", "dynamic_int8"),
+        default="none",
+        help="dynamic_int8: the handler serves the Linear layers in int8 (accuracy re-measured with --data-dir)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=sm_default("SM_CHANNEL_TRAINING", None),
+        help="the super-network's data: re-measures the validation error after compression",
     )
     parser.add_argument(
         "--inference-code-dir",
@@ -64,14 +74,55 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def choose(summary: dict, args) -> dict:
+def reference_error(summary: dict, metadata: dict) -> tuple[float, str]:
+    """The unpruned network's measured validation error: pareto.json's reference, else the
+    super-network's own (nas_supernet.json). Never the worst trial: that budget admits every member."""
+    unpruned = summary.get("unpruned") or {}
+    if unpruned.get("validation_error") is not None:
+        return float(unpruned["validation_error"]), unpruned.get("validation_error_source", "pareto.json")
+    if metadata.get("validation_error") is not None:
+        return float(metadata["validation_error"]), "nas_supernet.json"
+    raise SystemExit(
+        "--max-error-increase needs the unpruned network's validation error: neither pareto.json nor the "
+        "super-network's nas_supernet.json has one; give --max-error or --index"
+    )
+
+
+def choose(summary: dict, args, metadata: dict) -> tuple[dict, dict]:
+    """(front member, how it was chosen)."""
     front = summary["pareto"]
     if args.index is not None:
-        return select_from_front(front, index=args.index)
+        return select_from_front(front, index=args.index), {"index": args.index}
+    how = {"minimise": args.minimise}
     max_error = args.max_error
     if max_error is None:
-        max_error = float(summary["unpruned"]["validation_error"]) + args.max_error_increase
-    return select_from_front(front, max_error=max_error, minimise=args.minimise)
+        error, source = reference_error(summary, metadata)
+        max_error = error + args.max_error_increase
+        how.update(reference_error=error, reference_source=source, max_error_increase=args.max_error_increase)
+    how["max_error"] = max_error
+    return select_from_front(front, max_error=max_error, minimise=args.minimise), how
+
+
+def compression_check(args, pruned, tokenizer, metadata: dict, max_length: int) -> dict:
+    """The quantization record of nas_export.json, with the error re-measured on the super-network's own
+    validation split when --data-dir is given (the metadata's split, as for the trials)."""
+    from nas_compress import compare_logits, quantize_dynamic_int8
+
+    record = {"method": args.quantize, "modules": ["Linear"], "dtype": "qint8"}
+    if args.data_dir:
+        from nas_cli import load_data
+
+        split = argparse.Namespace(data_dir=args.data_dir, max_rows=None)
+        for name, value in SPLIT_DEFAULTS.items():
+            setattr(split, name, metadata.get(name, value))
+        validation = load_data(split)["validation"]
+        record.update(compare_logits(pruned, quantize_dynamic_int8(pruned), tokenizer, validation, max_length))
+        print(
+            f"{args.quantize}: validation error {record['validation_error_fp32']:.4f} -> "
+            f"{record['validation_error']:.4f}, largest logit difference {record['max_abs_logit_difference']:.4f}",
+            flush=True,
+        )
+    return record
 
 
 def main(argv=None) -> int:
@@ -80,17 +131,15 @@ def main(argv=None) -> int:
     from nas_export import build_pruned_model, count_model_parameters, save_pruned_model
 
     summary = read_json(args.pareto_file)
-    chosen = choose(summary, args)
+    metadata = supernet_metadata(args.model_dir)
+    chosen, how = choose(summary, args, metadata)
     subnet = SubnetConfig.from_dict(chosen["subnet"])
     model, tokenizer = load_classifier(args.model_dir)
-    metadata = supernet_metadata(args.model_dir)
     max_length = int(metadata.get("max_length", 128))
     pruned = build_pruned_model(model, subnet)
     num_parameters = count_model_parameters(pruned)
     if "num_parameters" in chosen and int(chosen["num_parameters"]) != num_parameters:
-        raise RuntimeError(
-            f"pruned model has {num_parameters} parameters, the front says {chosen['num_parameters']}"
-        )
+        raise RuntimeError(f"pruned model has {num_parameters} parameters, the front says {chosen['num_parameters']}")
     tokenizer.model_max_length = max_length
     export_metadata = {
         "subnet": subnet.to_dict(),
@@ -98,8 +147,15 @@ def main(argv=None) -> int:
         "labels": list(LABELS),
         "num_parameters": num_parameters,
         "base_model": metadata.get("base_model"),
-        **{k: chosen[k] for k in ("validation_error", "test_error", "latency_ms") if k in chosen},
+        "selection": how,
+        **{
+            k: chosen[k]
+            for k in ("validation_error", "test_error", "latency_ms", "macs", "latency_ms_final")
+            if k in chosen
+        },
     }
+    if args.quantize != "none":
+        export_metadata["quantization"] = compression_check(args, pruned, tokenizer, metadata, max_length)
     save_pruned_model(pruned, tokenizer, args.output_dir, export_metadata, args.inference_code_dir)
     print(f"exported {subnet.to_dict()} ({num_parameters} parameters) to {args.output_dir}", flush=True)
     return 0

@@ -15,12 +15,24 @@ def sm_default(variable: str, fallback: str | None) -> str | None:
     return os.environ.get(variable, fallback)
 
 
-def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+# The train/validation cut: chosen when the super-network is trained and recorded in nas_supernet.json;
+# every later job (trials, search, export) must reuse it or its validation rows overlap training rows.
+SPLIT_DEFAULTS = {"dataset": "jsonl", "validation_fraction": 0.3, "split_seed": 42}
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, split_from_metadata: bool = False) -> None:
+    """Data flags. With ``split_from_metadata`` the split flags default to None and ``resolve_split``
+    fills them from the super-network's metadata (a differing value is an error, not an override)."""
+
+    def default(name):
+        return None if split_from_metadata else SPLIT_DEFAULTS[name]
+
+    recorded = " (default: the value in nas_supernet.json)" if split_from_metadata else ""
     parser.add_argument(
         "--dataset",
         choices=("jsonl", "glue_rte"),
-        default="jsonl",
-        help="jsonl: train.jsonl/test.jsonl in --data-dir; glue_rte: GLUE RTE (HF hub)",
+        default=default("dataset"),
+        help="jsonl: train.jsonl/test.jsonl in --data-dir; glue_rte: GLUE RTE (HF hub)" + recorded,
     )
     parser.add_argument(
         "--data-dir",
@@ -30,16 +42,31 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--validation-fraction",
         type=float,
-        default=0.3,
-        help="share of the train split held out for validation",
+        default=default("validation_fraction"),
+        help="share of the train split held out for validation" + recorded,
     )
-    parser.add_argument("--split-seed", type=int, default=42, help="seed of the train/validation cut")
+    parser.add_argument(
+        "--split-seed", type=int, default=default("split_seed"), help="seed of the train/validation cut" + recorded
+    )
     parser.add_argument(
         "--max-rows",
         type=int,
         default=None,
         help="use only the first N rows of each split (quick local runs and tests)",
     )
+
+
+def resolve_split(args, metadata: dict) -> None:
+    """Fills the split flags left at None from the super-network's metadata; fails on a contradiction."""
+    for name, fallback in SPLIT_DEFAULTS.items():
+        given, recorded = getattr(args, name), metadata.get(name)
+        if given is not None and recorded is not None and given != recorded:
+            flag = "--" + name.replace("_", "-")
+            raise SystemExit(
+                f"{flag} {given} differs from the super-network's {recorded} (nas_supernet.json): trials must "
+                f"validate on the rows the super-network held out; drop {flag}"
+            )
+        setattr(args, name, given if given is not None else recorded if recorded is not None else fallback)
 
 
 def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:

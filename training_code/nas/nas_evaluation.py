@@ -1,4 +1,4 @@
-"""Scores one sub-network: validation error, exact parameter count and measured CPU latency.
+"""Scores one sub-network: validation error, exact parameter count, MACs and measured CPU latency.
 
 The sub-network is pruned physically first (a cheap weight copy): its logits equal the masked
 super-network's, so the error is the same, and unlike a masked model its latency reflects its size.
@@ -12,7 +12,7 @@ import time
 import torch
 from nas_data import Pair, tokenize_pairs
 from nas_export import build_pruned_model, count_model_parameters
-from nas_params import EncoderShape, count_parameters
+from nas_params import EncoderShape, count_macs, count_parameters
 from nas_search_space import SubnetConfig
 from nas_training import error_rate
 
@@ -22,6 +22,13 @@ def latency_batch(tokenizer, pairs: list[Pair], batch_size: int, max_length: int
     chosen = [pairs[i % len(pairs)] for i in range(batch_size)]
     first, second = [p.sentence1 for p in chosen], [p.sentence2 for p in chosen]
     return dict(tokenize_pairs(tokenizer, first, second, max_length))
+
+
+def mean_tokens(tokenizer, pairs: list[Pair], max_length: int) -> int:
+    """The mean tokenized pair length (truncated like training): the sequence length MACs are counted at."""
+    first, second = [p.sentence1 for p in pairs], [p.sentence2 for p in pairs]
+    encoded = tokenizer(first, second, truncation=True, max_length=max_length)
+    return round(sum(len(ids) for ids in encoded["input_ids"]) / len(pairs))
 
 
 @torch.inference_mode()
@@ -49,10 +56,13 @@ def evaluate_subnetwork(
     timing_batch: dict | None = None,
     repeats: int = 20,
     batch_size: int = 32,
+    tokens: int | None = None,
 ) -> dict:
-    """One no-gradient pass over ``pairs``; latency (p50, ms) on ``timing_batch`` when given."""
+    """One no-gradient pass over ``pairs``; latency (p50, ms) on ``timing_batch`` and MACs of one
+    ``tokens``-token sequence when given."""
     pruned = build_pruned_model(super_model, subnet)
-    num_parameters = count_parameters(EncoderShape.from_config(super_model.config), subnet)
+    shape = EncoderShape.from_config(super_model.config)
+    num_parameters = count_parameters(shape, subnet)
     if num_parameters != count_model_parameters(pruned):
         actual = count_model_parameters(pruned)
         raise AssertionError(f"parameter formula {num_parameters} != pruned model {actual}")
@@ -60,6 +70,25 @@ def evaluate_subnetwork(
         "validation_error": error_rate(pruned, tokenizer, pairs, max_length, batch_size),
         "num_parameters": num_parameters,
     }
+    if tokens is not None:
+        result["macs"] = count_macs(shape, subnet, tokens)
     if timing_batch is not None:
         result["latency_ms"] = measure_latency_ms(pruned, timing_batch, repeats)["p50"]
     return result
+
+
+@torch.inference_mode()
+def interleaved_latency_ms(models: list, batch: dict, repeats: int, warmup: int = 3) -> list[float]:
+    """p50 wall time (ms) of each model, timed in rounds (one pass of every model per round) so that a
+    change in machine load hits all of them alike: the final front's latency, measured for real."""
+    for model in models:
+        model.eval()
+        for _ in range(warmup):
+            model(**batch)
+    times: list[list[float]] = [[] for _ in models]
+    for _ in range(repeats):
+        for i, model in enumerate(models):
+            start = time.perf_counter()
+            model(**batch)
+            times[i].append((time.perf_counter() - start) * 1000.0)
+    return [statistics.median(t) for t in times]

@@ -6,9 +6,11 @@ come first. It is a reparametrisation: the full network computes the same functi
 moves whole heads: Q/K/V rows and the output projection's columns; whole units: the FFN input rows and
 output columns), only the sub-networks change.
 
-Importance is the first-order Taylor estimate of Michel et al. (2019): the mean absolute gradient of the
-loss with respect to a gate of 1.0 multiplied into each head's context and each unit's activation, over
-labelled batches of the training split.
+Importance is the first-order Taylor estimate of Michel et al. (2019): for each example the absolute
+gradient of its own loss with respect to a gate of 1.0 multiplied into each head's context and each unit's
+activation, summed over the labelled batches of the training split (the order, which is all rewiring uses,
+is that of the mean). Each example gets its own gates, so one backward pass per batch yields per-example
+gradients; the absolute value of a batch-mean gradient would let examples cancel each other out.
 """
 
 from __future__ import annotations
@@ -19,12 +21,10 @@ from torch import nn
 
 
 def importance_scores(masks: SubnetworkMasks, batches) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """(head scores, unit scores) per layer of ``masks.model``, from |dLoss/dgate| summed over ``batches``
-    (with labels); the gates ride on the masks' hooks, scaled by 1.0, so the outputs are unchanged."""
+    """(head scores, unit scores) per layer of ``masks.model``: sum over examples of |dLoss_x/dgate|,
+    with one gate of 1.0 per example, head and unit riding on the masks' hooks (outputs unchanged)."""
     model, dims = masks.model, masks.dims
     device = model.device
-    head_gates = [torch.ones(dims.num_heads, device=device, requires_grad=True) for _ in range(dims.num_layers)]
-    unit_gates = [torch.ones(dims.intermediate_size, device=device, requires_grad=True) for _ in range(dims.num_layers)]
     head_scores = [torch.zeros(dims.num_heads, device=device) for _ in range(dims.num_layers)]
     unit_scores = [torch.zeros(dims.intermediate_size, device=device) for _ in range(dims.num_layers)]
     was_training = model.training
@@ -32,12 +32,19 @@ def importance_scores(masks: SubnetworkMasks, batches) -> tuple[list[torch.Tenso
     try:
         for batch in batches:
             inputs = {k: v for k, v in batch.items() if k != "labels"}
+            size = batch["labels"].shape[0]
+            head_gates = [torch.ones(size, dims.num_heads, device=device, requires_grad=True) for _ in head_scores]
+            unit_gates = [
+                torch.ones(size, dims.intermediate_size, device=device, requires_grad=True) for _ in unit_scores
+            ]
             with masks.scaled(head_gates, unit_gates):
-                loss = nn.functional.cross_entropy(model(**inputs).logits, batch["labels"])
+                logits = model(**inputs).logits
+            # Summed per-example losses: the gradient at example x's gates is dLoss_x/dgate.
+            loss = nn.functional.cross_entropy(logits, batch["labels"], reduction="sum")
             gradients = torch.autograd.grad(loss, head_gates + unit_gates)
             for i in range(dims.num_layers):
-                head_scores[i] += gradients[i].abs()
-                unit_scores[i] += gradients[dims.num_layers + i].abs()
+                head_scores[i] += gradients[i].abs().sum(0)
+                unit_scores[i] += gradients[dims.num_layers + i].abs().sum(0)
     finally:
         model.train(was_training)
     return head_scores, unit_scores

@@ -66,10 +66,13 @@ class SubnetworkMasks:
     @contextlib.contextmanager
     def scaled(self, head_factors: list[torch.Tensor], unit_factors: list[torch.Tensor]):
         """Within the block, each layer's head contexts and FFN units are multiplied by per-head and per-unit
-        factors (gates that autograd can differentiate: ``nas_importance`` reads their gradients)."""
+        factors (gates that autograd can differentiate: ``nas_importance`` reads their gradients). Factors
+        are ``[heads]``/``[units]`` for the whole batch or ``[batch, heads]``/``[batch, units]`` per example."""
         for i in range(self.dims.num_layers):
-            self._head_masks[i] = head_factors[i].repeat_interleave(self.head_size)
-            self._unit_masks[i] = unit_factors[i]
+            heads = head_factors[i].repeat_interleave(self.head_size, dim=-1)
+            units = unit_factors[i]
+            self._head_masks[i] = heads[:, None, :] if heads.dim() == 2 else heads
+            self._unit_masks[i] = units[:, None, :] if units.dim() == 2 else units
         try:
             yield
         finally:

@@ -11,12 +11,9 @@ import re
 
 _NUMBER = r"([-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|nan|inf))"
 
-TRAINING_METRICS = ("epoch", "train_loss", "num_parameters", "validation_error")
-EVALUATION_METRICS = ("num_parameters", "validation_error", "latency_ms")
-
 METRIC_DEFINITIONS = [
     {"Name": name, "Regex": rf"(?:^|[\s;]){name}={_NUMBER}"}
-    for name in ("epoch", "train_loss", "num_parameters", "validation_error", "latency_ms")
+    for name in ("epoch", "train_loss", "num_parameters", "validation_error", "latency_ms", "macs")
 ]
 
 

@@ -1,9 +1,10 @@
 """Pareto front, hypervolume and the pick of one sub-network from it (standard library only).
 
 All objectives are minimised. The hypervolume is computed on normalised objectives so it is comparable
-between runs: ``validation_error`` as is, ``num_parameters`` and ``latency_ms`` divided by the unpruned
-model's value. The reference point is 1.0 in every normalised objective (error 100 %, the unpruned
-model's size and latency); points beyond it contribute nothing.
+between runs: ``validation_error`` as is, ``num_parameters``, ``latency_ms`` and ``macs`` divided by the
+unpruned model's value. The reference point is the chance-level error (``1 - 1/num_labels``: 0.5 on a
+binary task; a sub-network no better than guessing adds nothing) and 1.0 in the other normalised
+objectives (the unpruned model's size, latency and MACs); points beyond it contribute nothing.
 """
 
 from __future__ import annotations
@@ -11,8 +12,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-OBJECTIVES = ("validation_error", "num_parameters", "latency_ms")
+OBJECTIVES = ("validation_error", "num_parameters", "latency_ms", "macs")
 REFERENCE_POINT = 1.0
+
+
+def chance_error(num_labels: int = 2) -> float:
+    """The error of guessing uniformly among ``num_labels`` balanced classes."""
+    return 1.0 - 1.0 / num_labels
+
+
+def reference_point(objectives: Sequence[str], num_labels: int = 2) -> list[float]:
+    return [chance_error(num_labels) if name == "validation_error" else REFERENCE_POINT for name in objectives]
 
 
 def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -52,9 +62,7 @@ def normalise(row: dict, objectives: Sequence[str], unpruned: dict) -> tuple[flo
 def pareto_front(rows: list[dict], objectives: Sequence[str]) -> list[dict]:
     """Completed rows on the front, one per distinct sub-network, sorted by parameters (then error)."""
     done = [
-        r
-        for r in rows
-        if r.get("status", "completed") == "completed" and all(r.get(o) is not None for o in objectives)
+        r for r in rows if r.get("status", "completed") == "completed" and all(r.get(o) is not None for o in objectives)
     ]
     mask = pareto_mask([[float(r[o]) for o in objectives] for r in done])
     front, seen = [], set()
@@ -67,9 +75,9 @@ def pareto_front(rows: list[dict], objectives: Sequence[str]) -> list[dict]:
     return sorted(front, key=lambda r: (float(r["num_parameters"]), float(r["validation_error"])))
 
 
-def front_hypervolume(front: list[dict], objectives: Sequence[str], unpruned: dict) -> float:
+def front_hypervolume(front: list[dict], objectives: Sequence[str], unpruned: dict, num_labels: int = 2) -> float:
     points = [normalise(r, objectives, unpruned) for r in front]
-    return hypervolume(points, [REFERENCE_POINT] * len(objectives))
+    return hypervolume(points, reference_point(objectives, num_labels))
 
 
 def select_from_front(

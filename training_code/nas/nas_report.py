@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from nas_pareto import REFERENCE_POINT, front_hypervolume, pareto_front
+from nas_pareto import front_hypervolume, pareto_front, reference_point
 
 TRIALS_JSON, TRIALS_CSV, PARETO_JSON, FRONT_PNG = (
     "trials.json",
@@ -89,15 +89,16 @@ def write_pareto(
     output_dir: Path,
     title: str = "Sub-network search",
     mark_unpruned: bool = True,
+    num_labels: int = 2,
 ) -> dict:
     """Computes the front (sorted by size), its hypervolume, writes pareto.json and the plot."""
     output_dir.mkdir(parents=True, exist_ok=True)
     front = pareto_front(rows, objectives)
     summary = {
         "objectives": list(objectives),
-        "hypervolume": front_hypervolume(front, objectives, unpruned),
-        "reference_point": {name: REFERENCE_POINT for name in objectives},
-        "normalisation": "validation_error as is; num_parameters, latency_ms divided by the unpruned model's",
+        "hypervolume": front_hypervolume(front, objectives, unpruned, num_labels),
+        "reference_point": dict(zip(objectives, reference_point(objectives, num_labels), strict=True)),
+        "normalisation": "validation_error as is (reference: chance); other objectives divided by the unpruned model's",
         "unpruned": unpruned,
         "num_trials": len(rows),
         "num_failed": sum(r.get("status") == "failed" for r in rows),

@@ -18,9 +18,10 @@ import csv
 import json
 from pathlib import Path
 
-from nas_search_space import ModelDims, config_from_hyperparameters
+from nas_params import EncoderShape, count_macs, count_parameters, tokens_for_macs
+from nas_search_space import ModelDims, SubnetConfig, config_from_hyperparameters
 
-METRICS = ("validation_error", "num_parameters", "latency_ms")
+METRICS = ("validation_error", "num_parameters", "latency_ms", "macs")
 _COMPLETED = {"completed", "Completed"}
 
 
@@ -57,6 +58,8 @@ _BOOKKEEPING_COLUMNS = {
     "TrainingStartTime",
     "TrainingEndTime",
     "TrainingElapsedTimeSeconds",
+    "num_parameters_reported",
+    "macs_tokens",
 }
 
 
@@ -108,9 +111,15 @@ def read_trials(path: str | Path) -> list[dict]:
 
 
 def complete_rows(
-    rows: list[dict], space: str, dims: ModelDims | None, objectives: tuple[str, ...]
+    rows: list[dict],
+    space: str,
+    dims: ModelDims | None,
+    objectives: tuple[str, ...],
+    shape: EncoderShape | None = None,
 ) -> list[dict]:
-    """Adds ``subnet`` from the hyperparameters and marks rows missing an objective as failed."""
+    """Adds ``subnet`` from the hyperparameters, marks rows missing an objective as failed and, given the
+    model's ``shape``, recomputes ``num_parameters`` exactly from the configuration: SageMaker metrics
+    are 32-bit floats, so a count above 2**24 arrives rounded (kept as ``num_parameters_reported``)."""
     for row in rows:
         if row.get("status") == "completed" and any(row.get(o) is None for o in objectives):
             row.update(status="failed", error=f"missing one of {list(objectives)}")
@@ -121,5 +130,16 @@ def complete_rows(
                 row.update(status="failed", error=str(error))
         for name in METRICS:
             if row.get(name) is not None:
-                row[name] = float(row[name]) if name != "num_parameters" else int(float(row[name]))
+                row[name] = int(float(row[name])) if name in ("num_parameters", "macs") else float(row[name])
+        if shape is not None and row.get("subnet") is not None:
+            exact = count_parameters(shape, SubnetConfig.from_dict(row["subnet"]))
+            if row.get("num_parameters") is not None and row["num_parameters"] != exact:
+                row["num_parameters_reported"] = row["num_parameters"]
+            if row.get("num_parameters") is not None or row.get("status") == "completed":
+                row["num_parameters"] = exact
+            if row.get("macs") is not None:
+                subnet = SubnetConfig.from_dict(row["subnet"])
+                tokens = tokens_for_macs(shape, subnet, row["macs"])
+                if tokens is not None:
+                    row["macs"], row["macs_tokens"] = count_macs(shape, subnet, tokens), tokens
     return rows

@@ -8,8 +8,10 @@ prefix of its FFN units. 0 heads or 0 units are allowed: the block's weights go 
 LayerNorm stay (which is what the physically pruned model computes too).
 
 Spaces:
-- ``uniform`` (the seed's space): ``num_layers`` 0..L, ``num_heads`` in the divisors of the head count,
-  ``num_units`` 0..intermediate size, the same for every kept layer.
+- ``uniform`` (the seed's space): ``num_layers`` 0..L, ``num_heads`` an *ordinal* choice among the
+  divisors of the head count (1, 2, 3, 4, 6, 12 for 12 heads: the seed's {1, 3, 6, 12} steps and the two
+  between), ``num_units`` 0..intermediate size, the same for every kept layer. Ordinal means the searcher
+  mutates heads to a neighbouring value; SageMaker has no ordinal type, so there it is categorical.
 - ``per_layer``: ``num_layers`` 0..L and, for each layer i, ``num_heads_<i>`` 0..H and
   ``num_units_<i>`` 0..intermediate size (values of dropped layers are ignored).
 """
@@ -29,6 +31,24 @@ class ModelDims:
     num_layers: int
     num_heads: int
     intermediate_size: int
+
+    @classmethod
+    def from_config(cls, config: dict) -> ModelDims:
+        """From a Hugging Face ``config.json`` dict (BERT key names)."""
+        return cls(config["num_hidden_layers"], config["num_attention_heads"], config["intermediate_size"])
+
+
+def check_model_dims(expected: ModelDims, config: dict) -> None:
+    """Raises ValueError naming every dimension where ``expected`` (e.g. typed into a stack's config)
+    differs from the model's ``config.json``; the tuning job's ranges would otherwise be wrong."""
+    actual = ModelDims.from_config(config)
+    wrong = [
+        f"{name} is {getattr(expected, name)}, the model's config.json says {getattr(actual, name)}"
+        for name in ("num_layers", "num_heads", "intermediate_size")
+        if getattr(expected, name) != getattr(actual, name)
+    ]
+    if wrong:
+        raise ValueError("; ".join(wrong))
 
 
 @dataclass(frozen=True)
@@ -65,7 +85,7 @@ class SubnetConfig:
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One hyperparameter: an integer range or a categorical set of integers."""
+    """One hyperparameter: an integer range or an ordered set of integers (``choices``, ascending)."""
 
     name: str
     low: int = 0

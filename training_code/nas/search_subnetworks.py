@@ -2,7 +2,10 @@
 
 Writes to --output-dir: trials.json / trials.csv (every trial, configuration and metrics in one record),
 pareto.json (the front sorted by size, its hypervolume and reference point, the unpruned model, and each
-front member re-scored on the test split as ``test_error``) and pareto_front.png.
+front member re-scored on the test split as ``test_error``) and pareto_front.png. With the deterministic
+``macs`` objective (MACs at the validation split's mean length) in place of the noisy ``latency_ms``, the
+final front is still timed for real: ``latency_ms_final``, every member and the unpruned network
+interleaved round by round on the same batch.
 
     python search_subnetworks.py --model-dir out/supernet --data-dir sample_data --num-samples 100
 """
@@ -20,6 +23,7 @@ from nas_cli import (
     apply_runtime,
     load_classifier,
     load_data,
+    resolve_split,
     sm_default,
     supernet_metadata,
 )
@@ -30,12 +34,8 @@ from nas_search_space import SPACES, SubnetConfig, largest_config
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder"
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
     parser.add_argument("--output-dir", default=sm_default("SM_OUTPUT_DATA_DIR", "out/search"))
     parser.add_argument("--search-space", choices=SPACES, default=None, help="default: the training space")
     parser.add_argument("--searcher", choices=SEARCHERS, default="morea")
@@ -46,9 +46,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-length", type=int, default=None, help="default: the training max length")
     parser.add_argument("--latency-batch-size", type=int, default=8)
-    parser.add_argument("--latency-repeats", type=int, default=10)
+    parser.add_argument(
+        "--latency-repeats", type=int, default=10, help="per trial; 0: no latency_ms (e.g. with the macs objective)"
+    )
+    parser.add_argument(
+        "--final-latency-repeats",
+        type=int,
+        default=30,
+        help="re-times the front and the unpruned network, interleaved, as latency_ms_final (0: skip)",
+    )
     parser.add_argument("--no-test-rescore", action="store_true", help="skip re-scoring the front on test")
-    add_data_arguments(parser)
+    add_data_arguments(parser, split_from_metadata=True)
     add_runtime_arguments(parser)
     args = parser.parse_args(argv)
     args.objectives = [o.strip() for o in args.objectives.split(",") if o.strip()]
@@ -57,13 +65,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--objectives needs validation_error and one more of {OBJECTIVES}")
     if not args.model_dir:
         parser.error("--model-dir (or SM_CHANNEL_MODEL) is required")
+    resolve_split(args, supernet_metadata(args.model_dir))
     return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     apply_runtime(args)
-    from nas_evaluation import evaluate_subnetwork, latency_batch
+    from nas_evaluation import evaluate_subnetwork, interleaved_latency_ms, latency_batch, mean_tokens
     from nas_export import build_pruned_model
     from nas_masks import model_dims
     from nas_training import error_rate
@@ -75,6 +84,7 @@ def main(argv=None) -> int:
     model, tokenizer = load_classifier(args.model_dir)
     dims = model_dims(model.config)
     timing = latency_batch(tokenizer, splits["validation"], args.latency_batch_size, max_length)
+    tokens = mean_tokens(tokenizer, splits["validation"], max_length)
     cache: dict[SubnetConfig, dict] = {}
 
     def evaluate(subnet: SubnetConfig) -> dict:
@@ -85,12 +95,17 @@ def main(argv=None) -> int:
                 subnet,
                 splits["validation"],
                 max_length,
-                timing,
+                timing if args.latency_repeats else None,
                 repeats=args.latency_repeats,
+                tokens=tokens,
             )
         return dict(cache[subnet])
 
-    unpruned = {"subnet": largest_config(dims).to_dict(), **evaluate(largest_config(dims))}
+    unpruned = {
+        "subnet": largest_config(dims).to_dict(),
+        **evaluate(largest_config(dims)),
+        "validation_error_source": "search_subnetworks.py (full network, validation split)",
+    }
     rows = run_search(
         evaluate,
         space,
@@ -109,7 +124,15 @@ def main(argv=None) -> int:
         unpruned,
         output_dir,
         title=f"{args.searcher} search, {space} space, {args.num_samples} samples",
+        num_labels=model.config.num_labels,
     )
+    if args.final_latency_repeats:
+        members = [summary["unpruned"], *summary["pareto"]]
+        networks = [build_pruned_model(model, SubnetConfig.from_dict(r["subnet"])) for r in members]
+        for row, p50 in zip(members, interleaved_latency_ms(networks, timing, args.final_latency_repeats), strict=True):
+            row["latency_ms_final"] = p50
+        summary["macs_tokens"] = tokens
+        (output_dir / PARETO_JSON).write_text(json.dumps(summary, indent=2))
     if not args.no_test_rescore:
         test = splits["test"]
         for row in summary["pareto"]:

@@ -36,9 +36,7 @@ TRAINER_STATE = "trainer_state.pt"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--model-name-or-path",
         default="bert-base-cased",
@@ -117,6 +115,15 @@ def resume_point(checkpoint_dir: str | None):
     return folder, state["epoch"] + 1, state
 
 
+def initial_model(path, seed: int):
+    """The encoder with its fresh classifier head drawn from ``seed`` (the head is built while loading,
+    so the seed must be set before it, not only before the first epoch)."""
+    import torch
+
+    torch.manual_seed(seed)
+    return load_classifier(path)
+
+
 def save_supernet(model, tokenizer, folder: Path, metadata: dict) -> None:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -136,7 +143,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"train_supernetwork.py: {error}") from None
     splits = load_data(args)
     resume_folder, start_epoch, optimizer_state = resume_point(args.checkpoint_dir)
-    model, tokenizer = load_classifier(resume_folder or args.model_name_or_path)
+    model, tokenizer = initial_model(resume_folder or args.model_name_or_path, args.seed)
     num_parameters = count_model_parameters(model)
     dims = model_dims(model.config)
     metadata = {
@@ -158,9 +165,7 @@ def main(argv=None) -> int:
 
     def on_epoch_end(epoch, loss, error, optimizer, scheduler):
         print(
-            format_metrics(
-                epoch=epoch, train_loss=loss, num_parameters=num_parameters, validation_error=error
-            ),
+            format_metrics(epoch=epoch, train_loss=loss, num_parameters=num_parameters, validation_error=error),
             flush=True,
         )
         metadata.update(epochs_done=epoch, validation_error=error)

@@ -9,6 +9,7 @@ label), in request order.
 
 Tokenization matches training (``nas_data.tokenize_pairs``): both sentences with token types and attention
 mask, truncated to the training max length from ``nas_export.json``, padded to the longest pair only.
+An export made with ``--quantize dynamic_int8`` is served with its Linear layers in int8.
 The four functions are plain functions of their arguments (no SageMaker imports), so a local HTTP server
 can reuse them: ``bundle = model_fn(dir); output_fn(predict_fn(input_fn(body, ct), bundle), accept)``.
 """
@@ -16,6 +17,7 @@ can reuse them: ``bundle = model_fn(dir); output_fn(predict_fn(input_fn(body, ct
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import torch
@@ -34,7 +36,7 @@ def model_fn(model_dir: str, context=None) -> dict:
     config = json.loads((folder / "config.json").read_text())
     # Pruned layouts that a plain BertConfig cannot describe ship their model class next to the weights.
     model = AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code="auto_map" in config)
-    model.eval()
+    model = quantize_if_requested(model.eval(), metadata)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     labels = metadata.get("labels") or [model.config.id2label[i] for i in range(model.config.num_labels)]
     return {
@@ -43,6 +45,19 @@ def model_fn(model_dir: str, context=None) -> dict:
         "labels": list(labels),
         "max_length": int(metadata.get("max_length", DEFAULT_MAX_LENGTH)),
     }
+
+
+def quantize_if_requested(model, metadata: dict):
+    """``nas_export.json`` with ``"quantization": {"method": "dynamic_int8"}``: Linear layers in int8, the
+    same call as ``training_code/nas/nas_compress.quantize_dynamic_int8`` (a test keeps them equal)."""
+    method = (metadata.get("quantization") or {}).get("method", "none")
+    if method == "none":
+        return model
+    if method != "dynamic_int8":
+        raise ValueError(f"unknown quantization method {method!r} in {EXPORT_METADATA}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao deprecation notices
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 def _pair(item, where: str) -> tuple[str, str]:

@@ -58,3 +58,37 @@ def test_labels_accept_names_and_ids(tmp_path):
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     assert [p.label for p in read_pairs_jsonl(path)] == [0, 1, 0, 1]
+
+
+def _shipped_rows(sample_data_dir, name):
+    return [json.loads(line) for line in (sample_data_dir / name).read_text().splitlines() if line.strip()]
+
+
+def test_shipped_task_is_rte_like_and_balanced_per_construction(sample_data_dir, minilm_path):
+    from transformers import AutoTokenizer
+
+    rows = _shipped_rows(sample_data_dir, "test.jsonl")
+    families = Counter((r["family"], r["label"]) for r in rows)
+    assert len({f for f, _ in families}) == 6
+    for (family, _), count in families.items():
+        assert abs(count - families[(family, "entailment")]) <= 1  # each construction: half entailed
+    words = sorted(len(r["sentence1"].split()) for r in rows)
+    assert 35 <= words[len(words) // 2] <= 60  # RTE premises: ~40-50 words
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path)
+    lengths = sorted(len(tokenizer(r["sentence1"], r["sentence2"])["input_ids"]) for r in rows[:400])
+    assert 60 <= lengths[len(lengths) // 2] <= 120 and lengths[-1] <= 128
+
+
+def test_shipped_task_is_not_solved_by_words(sample_data_dir):
+    """Bag of words and hypothesis-only baselines stay at or below 0.70 (the issue's bar) on the test split."""
+    import importlib.util
+
+    from nas_test_helpers import REPO
+
+    spec = importlib.util.spec_from_file_location("nas_baselines", REPO / "bench" / "nas_baselines.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.baselines(sample_data_dir)
+    assert result["test_rows"] == 4000
+    for name in ("bag_of_words", "hypothesis_only", "word_overlap"):
+        assert result[name]["accuracy"] <= 0.70, (name, result[name])

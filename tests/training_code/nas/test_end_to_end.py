@@ -48,9 +48,7 @@ def metric_lines(text: str) -> list[dict]:
 
 def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir, tmp_path, capsys):
     data = f"--data-dir {sample_data_dir} --max-rows 16".split()
-    supernet, search, selected, export = (
-        tmp_path / name for name in ("supernet", "search", "selected", "export")
-    )
+    supernet, search, selected, export = (tmp_path / name for name in ("supernet", "search", "selected", "export"))
     train = (
         f"--model-name-or-path {minilm_path} --output-dir {supernet} --checkpoint-dir {tmp_path / 'ckpt'} "
         "--strategy kd --search-space per_layer --batch-size 4 --max-length 64 --max-steps 1 "
@@ -69,32 +67,32 @@ def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir,
     trial = f"--model-dir {supernet} --latency-repeats 1 --output-data-dir {tmp_path / 'trial'}".split()
     layers = {0: (6, 200), 1: (0, 30), **{i: (1, 1) for i in range(2, 6)}}  # layers 2.. are dropped
     trial += ["--num_layers", "2"]
-    trial += [
-        a for i, (h, u) in layers.items() for a in (f"--num_heads_{i}", str(h), f"--num_units_{i}", str(u))
-    ]
+    trial += [a for i, (h, u) in layers.items() for a in (f"--num_heads_{i}", str(h), f"--num_units_{i}", str(u))]
     assert evaluate_subnetwork.main([*data, *trial]) == 0
     metrics = metric_lines(capsys.readouterr().out)[-1]
-    assert set(metrics) == {"num_parameters", "validation_error", "latency_ms"} and metrics["latency_ms"] > 0
+    assert set(metrics) == {"num_parameters", "validation_error", "latency_ms", "macs"} and metrics["latency_ms"] > 0
     evaluation = json.loads((tmp_path / "trial" / "evaluation.json").read_text())
     assert evaluation["subnet"] == {"heads": [6, 0], "units": [200, 30]}
 
     searching = (
-        f"--model-dir {supernet} --output-dir {search} --num-samples 10 --searcher morea --latency-repeats 1"
+        f"--model-dir {supernet} --output-dir {search} --num-samples 10 --searcher morea --latency-repeats 0 "
+        "--objectives validation_error,num_parameters,macs --final-latency-repeats 2"
     )
     assert search_subnetworks.main([*data, *searching.split()]) == 0
     trials = json.loads((search / "trials.json").read_text())
     assert len(trials) == 10 and len((search / "trials.csv").read_text().splitlines()) == 11
     summary = json.loads((search / "pareto.json").read_text())
-    assert 0 < summary["hypervolume"] <= 1
-    assert summary["reference_point"] == {"validation_error": 1.0, "num_parameters": 1.0}
+    assert 0 <= summary["hypervolume"] <= 0.5
+    assert summary["reference_point"] == {"validation_error": 0.5, "num_parameters": 1.0, "macs": 1.0}
+    assert all(r["macs"] > 0 and "latency_ms" not in r for r in trials if r["status"] == "completed")
+    assert all(r["latency_ms_final"] > 0 for r in [summary["unpruned"], *summary["pareto"]])
     sizes = [r["num_parameters"] for r in summary["pareto"]]
     assert sizes == sorted(sizes) and all("test_error" in r for r in summary["pareto"])
     assert (search / "pareto_front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     assert (
-        select_pareto.main(
-            f"--trials {search / 'trials.csv'} --model-dir {supernet} --output-dir {selected}".split()
-        )
+        select_pareto.main(f"--trials {search / 'trials.csv'} --model-dir {supernet} --output-dir {selected} "
+            "--objectives validation_error,num_parameters,macs".split())
         == 0
     )
     reread = json.loads((selected / "pareto.json").read_text())

@@ -69,3 +69,24 @@ def test_rewired_prefix_keeps_the_most_important_head(classifier, sample_data_di
         got = model(**inputs).logits
     masks.remove()
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+
+
+def test_scores_are_per_example_gradient_magnitudes(classifier, sample_data_dir):
+    """Michel et al.: the sum over examples of |dLoss_x/dgate|. Scoring a batch of 4 must equal scoring the
+    same 4 examples one at a time; |gradient of the batch loss| would let examples cancel out (smaller)."""
+    model, tokenizer = copy.deepcopy(classifier[0]), classifier[1]
+    rows = load_splits("jsonl", sample_data_dir)["train"][:4]
+    together = _scores(model, list(batches(rows, tokenizer, 4, 32)))
+    alone = _scores(model, list(batches(rows, tokenizer, 1, 32)))
+    for got, expected in zip(together[0] + together[1], alone[0] + alone[1], strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-7)
+    masks = SubnetworkMasks(model)
+    batch = next(batches(rows, tokenizer, 4, 32))
+    gates = [torch.ones(model.config.num_attention_heads, requires_grad=True) for _ in range(len(together[0]))]
+    units = [torch.ones(model.config.intermediate_size, requires_grad=True) for _ in range(len(together[0]))]
+    with masks.scaled(gates, units):
+        logits = model(**{k: v for k, v in batch.items() if k != "labels"}).logits
+    loss = torch.nn.functional.cross_entropy(logits, batch["labels"], reduction="sum")
+    pooled = torch.autograd.grad(loss, gates)
+    masks.remove()
+    assert sum(float(g.abs().sum()) for g in pooled) < sum(float(h.sum()) for h in together[0])

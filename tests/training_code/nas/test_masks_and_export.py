@@ -46,10 +46,7 @@ def test_bert_base_count_matches_the_seed_fact():
 def test_output_projection_shrinks_with_the_heads():
     shape = EncoderShape(28996, 768, 12, 512, 2, 2)
     # One head fewer removes 64 columns of Q, K, V (weights + biases) and 64 input rows of O; O's bias stays.
-    assert (
-        layer_parameters(shape, 12, 3072) - layer_parameters(shape, 11, 3072)
-        == 3 * (768 * 64 + 64) + 64 * 768
-    )
+    assert layer_parameters(shape, 12, 3072) - layer_parameters(shape, 11, 3072) == 3 * (768 * 64 + 64) + 64 * 768
     assert layer_parameters(shape, 0, 0) == 768 + 2 * 768 + 768 + 2 * 768
 
 
@@ -95,3 +92,27 @@ def test_saved_model_loads_with_auto_class_and_keeps_logits(classifier, tmp_path
         assert count_model_parameters(loaded) == count_model_parameters(pruned)
         assert loaded.config.num_hidden_layers == subnet.num_layers
         assert ("auto_map" in loaded.config.to_dict()) == (i != 2)
+
+
+@pytest.mark.parametrize("heads, units", [((12,) * 6, (1536,) * 6), ((3, 6, 0), (207, 0, 50)), ((), ())])
+def test_mac_count_matches_torch_flop_counter(classifier, heads, units):
+    """Every Linear's multiply-accumulates as torch counts them (FLOPs = 2 x MACs); the attention products
+    (scores and weighted values: 2 n^2 h d per layer) run in kernels the counter skips, so they are added
+    by formula."""
+    from nas_params import EncoderShape, count_macs
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, tokenizer = classifier
+    subnet = SubnetConfig(heads, units)
+    pruned = build_pruned_model(model, subnet)
+    batch = tokenizer(
+        ["Anna bought a bike in Paris on Monday after work."], ["Anna purchased a bicycle."], return_tensors="pt"
+    )
+    tokens = batch["input_ids"].shape[1]
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        pruned(**batch)
+    head_size = model.config.hidden_size // model.config.num_attention_heads
+    attention = sum(2 * tokens * tokens * h * head_size for h in heads)
+    assert counter.get_total_flops() == 2 * (
+        count_macs(EncoderShape.from_config(model.config), subnet, tokens) - attention
+    )

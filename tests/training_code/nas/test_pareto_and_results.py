@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from nas_pareto import hypervolume, pareto_front, pareto_mask, select_from_front
+from nas_pareto import chance_error, hypervolume, pareto_front, pareto_mask, reference_point, select_from_front
 from nas_results import complete_rows, read_trials
 from nas_search_space import ModelDims
 
@@ -78,9 +78,7 @@ def test_sagemaker_job_descriptions_keep_config_and_metrics_together(tmp_path):
     ]
     path = tmp_path / "jobs.jsonl"
     path.write_text("\n".join(json.dumps(j) for j in jobs))
-    rows = complete_rows(
-        read_trials(path), "uniform", ModelDims(6, 12, 1536), ("validation_error", "num_parameters")
-    )
+    rows = complete_rows(read_trials(path), "uniform", ModelDims(6, 12, 1536), ("validation_error", "num_parameters"))
     assert [r["status"] for r in rows] == ["completed", "failed", "failed"]
     assert rows[0]["subnet"] == {"heads": [6, 6], "units": [100, 100]}
     assert rows[0]["num_parameters"] == 1000 and rows[0]["validation_error"] == 0.3
@@ -95,13 +93,9 @@ def test_tuning_job_csv_export_is_read_row_by_row(tmp_path):
         "j-1,Completed,0.2,3,4,10,0.2,500\n"
         "j-2,Stopped,,6,12,1536,,\n"
     )
-    rows = complete_rows(
-        read_trials(path), "uniform", ModelDims(6, 12, 1536), ("validation_error", "num_parameters")
-    )
+    rows = complete_rows(read_trials(path), "uniform", ModelDims(6, 12, 1536), ("validation_error", "num_parameters"))
     assert rows[0]["hyperparameters"] == {"num_layers": "3", "num_heads": "4", "num_units": "10"}
-    assert (
-        rows[0]["subnet"] == {"heads": [4, 4, 4], "units": [10, 10, 10]} and rows[0]["num_parameters"] == 500
-    )
+    assert rows[0]["subnet"] == {"heads": [4, 4, 4], "units": [10, 10, 10]} and rows[0]["num_parameters"] == 500
     assert rows[1]["status"] == "failed" and "validation_error" not in rows[1]
 
 
@@ -118,3 +112,45 @@ def test_front_keeps_each_sub_network_once():
     rows[1]["subnet"] = rows[0]["subnet"]  # e.g. 0 layers reached with different head counts
     front = pareto_front(rows, ["validation_error", "num_parameters"])
     assert [r["trial_id"] for r in front] == [0, 2]
+
+
+def _grid_points(seed: int, count: int, dims: int) -> list[tuple[int, ...]]:
+    import random
+
+    rng = random.Random(seed)
+    return [tuple(rng.randint(0, 9) for _ in range(dims)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pareto_mask_agrees_with_syne_tune(seed):
+    import numpy as np
+    from syne_tune.optimizer.schedulers.multiobjective.non_dominated_priority import pareto_efficient
+
+    points = _grid_points(seed, 40, 3)
+    assert pareto_mask(points) == pareto_efficient(np.array(points, dtype=float)).tolist()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_hypervolume_agrees_with_counting_grid_cells(seed):
+    """syne-tune's ``hypervolume`` needs pymoo (not installed, not pinned): on integer points the exact
+    volume is the number of unit cells of the 10^d box that some point dominates."""
+    import itertools
+
+    for dims in (2, 3):
+        points = _grid_points(seed, 12, dims)
+        cells = sum(
+            any(all(p[i] <= c[i] for i in range(dims)) for p in points)
+            for c in itertools.product(range(10), repeat=dims)
+        )
+        assert hypervolume(points, [10] * dims) == pytest.approx(cells)
+
+
+def test_hypervolume_reference_error_is_chance():
+    assert chance_error(2) == 0.5 and chance_error(3) == pytest.approx(2 / 3)
+    assert reference_point(["validation_error", "num_parameters", "latency_ms"]) == [0.5, 1.0, 1.0]
+    rows = rows_from([(0.25, 50), (0.6, 10)])  # the 0.6 network is worse than guessing: no volume
+    front = pareto_front(rows, ["validation_error", "num_parameters"])
+    from nas_pareto import front_hypervolume
+
+    volume = front_hypervolume(front, ["validation_error", "num_parameters"], {"num_parameters": 100})
+    assert volume == pytest.approx((0.5 - 0.25) * (1 - 0.5))

@@ -40,9 +40,7 @@ def test_uniform_ranges_are_the_seed_space_in_sagemaker_form():
     integer = {r["Name"]: r for r in ranges["IntegerParameterRanges"]}
     assert integer["num_layers"]["MinValue"] == "0" and integer["num_layers"]["MaxValue"] == "12"
     assert integer["num_units"]["MinValue"] == "0" and integer["num_units"]["MaxValue"] == "3072"
-    assert ranges["CategoricalParameterRanges"] == [
-        {"Name": "num_heads", "Values": ["1", "2", "3", "4", "6", "12"]}
-    ]
+    assert ranges["CategoricalParameterRanges"] == [{"Name": "num_heads", "Values": ["1", "2", "3", "4", "6", "12"]}]
     for r in ranges["IntegerParameterRanges"]:
         assert all(isinstance(r[k], str) for k in ("MinValue", "MaxValue"))
     json.dumps(ranges)
@@ -79,9 +77,7 @@ def test_range_names_are_the_evaluation_script_flags(space, tmp_path):
 
 
 def test_hyperparameters_as_strings_and_validation():
-    config = config_from_hyperparameters(
-        "uniform", {"num_layers": "3", "num_heads": "6", "num_units": "0"}, MINILM
-    )
+    config = config_from_hyperparameters("uniform", {"num_layers": "3", "num_heads": "6", "num_units": "0"}, MINILM)
     assert config == SubnetConfig((6, 6, 6), (0, 0, 0))
     with pytest.raises(ValueError, match="num_units"):
         config_from_hyperparameters("uniform", {"num_layers": 2, "num_heads": 6, "num_units": 1537}, MINILM)
@@ -112,20 +108,71 @@ def test_metric_lines_round_trip_through_the_sagemaker_regexes():
         "num_parameters",
         "validation_error",
         "latency_ms",
+        "macs",
     ]
     line = format_metrics(
-        epoch=3, train_loss=0.4123456, num_parameters=108311810, validation_error=0.25, latency_ms=12.5
-    )
+        epoch=3, train_loss=0.4123456, num_parameters=108311810, validation_error=0.25, latency_ms=12.5,
+        macs=1_262_000_128,
+    )  # fmt: skip
     assert parse_metrics(line) == {
         "epoch": 3.0,
         "train_loss": pytest.approx(0.412346),
         "num_parameters": 108311810.0,
         "validation_error": 0.25,
         "latency_ms": 12.5,
+        "macs": 1_262_000_128.0,
     }
-    assert parse_metrics(f"INFO step done; {format_metrics(validation_error=1e-7)}") == {
-        "validation_error": 1e-7
-    }
+    assert parse_metrics(f"INFO step done; {format_metrics(validation_error=1e-7)}") == {"validation_error": 1e-7}
     assert parse_metrics("num_epochs=5 max_epoch=3") == {}
     with pytest.raises(ValueError):
         format_metrics(accuracy=0.9)
+
+
+def _parameter_objectives(subnet):
+    from nas_params import EncoderShape, count_parameters
+
+    shape = EncoderShape(30522, 384, 12, 512, 2, 2)
+    size = count_parameters(shape, subnet)
+    return {"validation_error": 1.0 / (1.0 + size / 1e7), "num_parameters": size}
+
+
+@pytest.mark.parametrize("searcher", ["random", "morea"])
+def test_two_searches_with_the_same_seed_give_the_same_configurations(searcher):
+    import numpy as np
+    from nas_search import run_search
+
+    def configurations(seed, global_seed):
+        np.random.seed(global_seed)  # syne-tune 0.16's own sampler drew from this global state
+        rows = run_search(
+            _parameter_objectives, "uniform", MINILM, searcher, 24, ["validation_error", "num_parameters"],
+            seed=seed, log=lambda message: None,
+        )  # fmt: skip
+        return [row["hyperparameters"] for row in rows]
+
+    first = configurations(0, global_seed=1)
+    assert configurations(0, global_seed=2) == first
+    assert configurations(1, global_seed=1) != first
+
+
+def test_morea_steps_heads_to_a_neighbouring_value():
+    import numpy as np
+    from nas_search import mutate, syne_tune_config_space
+
+    space = syne_tune_config_space("uniform", MINILM)
+    assert list(space["num_heads"].categories) == [1, 2, 3, 4, 6, 12]  # ordered: 6 -> 4 or 12
+    space = {**space, "num_layers": 3, "num_units": 100}  # only heads can change
+    rng = np.random.RandomState(0)
+    children = {mutate({"num_layers": 3, "num_heads": 6, "num_units": 100}, space, rng)["num_heads"] for _ in range(40)}
+    assert children == {4, 12}
+    assert {
+        mutate({"num_layers": 3, "num_heads": 12, "num_units": 100}, space, rng)["num_heads"] for _ in range(9)
+    } == {6}
+
+
+def test_typed_model_dimensions_are_checked_against_config_json():
+    from nas_search_space import check_model_dims
+
+    config = {"num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}
+    check_model_dims(MINILM, config)
+    with pytest.raises(ValueError, match="intermediate_size is 3072, the model's config.json says 1536"):
+        check_model_dims(ModelDims(6, 12, 3072), config)

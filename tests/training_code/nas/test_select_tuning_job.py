@@ -11,25 +11,9 @@ from pathlib import Path
 
 import pytest
 import select_tuning_job
+from nas_test_helpers import RecordedSageMaker
 
 RECORDED = Path(__file__).with_name("recorded") / "tuning_job_trials.json"
-
-
-class FakeSageMaker:
-    """Answers the two calls from the recording; pages by NextToken like boto3."""
-
-    def __init__(self, recording: dict) -> None:
-        self.recording = recording
-        self.described: list[str] = []
-
-    def list_training_jobs_for_hyper_parameter_tuning_job(self, **request):
-        assert request["HyperParameterTuningJobName"] == self.recording["tuning_job_name"]
-        pages = self.recording["list_pages"]
-        return pages[1] if request.get("NextToken") == "page-2" else pages[0]
-
-    def describe_training_job(self, TrainingJobName):  # noqa: N803 - boto3's keyword
-        self.described.append(TrainingJobName)
-        return self.recording["describe"][TrainingJobName]
 
 
 class FakeS3:
@@ -48,7 +32,7 @@ def recording() -> dict:
 @pytest.fixture(scope="module")
 def selected(recording, minilm_path, tmp_path_factory):
     out = tmp_path_factory.mktemp("select")
-    sagemaker, s3 = FakeSageMaker(recording), FakeS3()
+    sagemaker, s3 = RecordedSageMaker(recording), FakeS3()
     select_tuning_job.main(
         [
             "--tuning-job-name",
@@ -98,17 +82,18 @@ def test_each_trial_keeps_its_own_configuration_and_metrics(selected, recording)
     # Trial 003 (3 layers) follows the failed 002 in name order: it must not inherit 002's or 004's numbers.
     row = _by_suffix(rows, "003")
     assert row["subnet"] == {"heads": [6, 6, 6], "units": [512, 512, 512]}
-    assert (row["validation_error"], row["num_parameters"]) == (0.25, 15325442)
+    described = next(d for n, d in recording["describe"].items() if n.split("-")[-2] == "003")
+    recorded = {m["MetricName"]: m["Value"] for m in described["FinalMetricDataList"]}
+    assert (row["validation_error"], row["num_parameters"]) == (recorded["validation_error"], 14_141_762)
 
 
 def test_failed_stopped_and_incomplete_trials_are_skipped_and_reported(selected):
     out, rows, _, _ = selected
     entries = json.loads((out / "skipped.json").read_text())
     skipped = {entry["trial"].split("-")[-2]: entry["reason"] for entry in entries}
-    assert set(skipped) == {"002", "004", "006"}
-    assert "out of memory" in skipped["002"]
-    assert "missing one of" in skipped["004"]
-    assert skipped["006"] == "Stopped"
+    assert set(skipped) == {"002", "006"}
+    assert "ExitCode 1" in skipped["002"] and "File exists" in skipped["002"]  # failed after logging metrics
+    assert skipped["006"] == "Stopped"  # stopped before logging any
     for number in skipped:
         assert _by_suffix(rows, number)["status"] == "failed"
 
@@ -117,8 +102,8 @@ def test_pareto_front_uses_completed_trials_only(selected):
     out, _, _, _ = selected
     summary = json.loads((out / "pareto.json").read_text())
     front = {row["trial_id"].split("-")[-2] for row in summary["pareto"]}
-    assert front == {"001", "003", "005"}, "007 is dominated by 003; 002/004/006 never compete"
-    assert summary["num_failed"] == 3
+    assert front == {"001", "004", "007"}, "003 and 005 are dominated by 001; 002/006 never compete"
+    assert summary["num_failed"] == 2
 
 
 def test_results_are_uploaded_under_the_run_prefix(selected):

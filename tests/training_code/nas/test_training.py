@@ -52,9 +52,7 @@ def test_sandwich_lower_bound_mixes_tokens(classifier):
     for space in ("uniform", "per_layer"):
         smallest = training_smallest(space, dims, 1)
         assert smallest.num_layers == 1 and smallest.heads[0] >= 1 and smallest.units[0] == 0
-    settings = TrainSettings(
-        strategy="kd", search_space="per_layer", num_random_subnets=20, min_subnet_layers=2
-    )
+    settings = TrainSettings(strategy="kd", search_space="per_layer", num_random_subnets=20, min_subnet_layers=2)
     masks = SubnetworkMasks(classifier[0])
     try:
         assert all(c.num_layers >= 2 for c in subnetworks_for_step(settings, masks, random.Random(1)))
@@ -131,3 +129,15 @@ def test_cli_rejects_teacher_epochs_that_leave_no_super_network_epoch():
     assert str(raised.value) == (
         "train_supernetwork.py: teacher_epochs 2 must be in 0..epochs-1 (1): the last epochs train the sub-networks"
     )
+
+
+def test_the_fresh_classifier_head_is_drawn_from_the_seed(minilm_path):
+    import train_supernetwork
+
+    torch.manual_seed(123)  # whatever ran before must not matter
+    first, _ = train_supernetwork.initial_model(minilm_path, seed=5)
+    torch.manual_seed(456)
+    again, _ = train_supernetwork.initial_model(minilm_path, seed=5)
+    other, _ = train_supernetwork.initial_model(minilm_path, seed=6)
+    torch.testing.assert_close(first.classifier.weight, again.classifier.weight, rtol=0, atol=0)
+    assert not torch.equal(first.classifier.weight, other.classifier.weight)

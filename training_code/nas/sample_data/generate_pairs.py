@@ -1,9 +1,24 @@
-"""Writes the shipped RTE-like sentence-pair files (run once; the JSONL files are committed).
+"""Writes the shipped sentence-pair files: an entailment task hard in the ways GLUE RTE is hard.
 
-Every premise states a small fact (who did what, where, when). A hypothesis is entailed when it restates
-part of that fact, possibly paraphrased, and not entailed when it swaps an entity, negates the event or
-claims something the premise does not say. Labels follow from the construction, so the task is learnable,
-but the paraphrases and partial overlaps make it more than word matching.
+No PyPI package ships a real sentence-pair dataset, so the shipped task is generated (run once; the JSONL
+files are committed). The previous templates were solved by word matching (bag-of-words 99.9 %); here
+every construction is built so that the words alone do not give the label away:
+
+- roles: "A hired B" / "B was hired by A" entail each other; "B hired A" and "A was hired by B" use the
+  same words and do not (HANS's subject/object swap and passive traps);
+- embedded clauses: "A knew that B called C" entails "B called C", "A believed that ..." does not, and
+  "A called C" (a subsequence of the premise) is never entailed;
+- negation and implicatives ("did not", "failed to", "managed to", "refused to"): the label depends on
+  the polarity of premise *and* hypothesis together;
+- quantifiers ("all", "most", "some", "none of", "more than 40" / "at least 30"): upward and downward;
+- paraphrases that share few words ("purchased a bicycle" / "bought a bike") against the opposite event
+  phrased either way ("sold a bike" / "got rid of a bicycle");
+- two facts in one premise with the hypothesis mixing their people, places and events.
+
+Every premise is padded with RTE-like context (reports, places, times, side facts about other people) to
+RTE's premise length (~40-70 words; 60-120 word pieces per pair), labels are balanced within every
+construction, and every hypothesis form occurs with both labels. Baselines on the shipped split are in
+``bench/README-nas.md`` (``bench/nas_baselines.py``).
 
     python training_code/nas/sample_data/generate_pairs.py
 """
@@ -12,33 +27,62 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 NAMES = [
-    "Anna",
-    "Ben",
-    "Carla",
-    "David",
-    "Elena",
-    "Farid",
-    "Grace",
-    "Hiro",
-    "Ines",
-    "Jonas",
-    "Kemal",
-    "Lena",
-    "Marco",
-    "Nadia",
-    "Omar",
-    "Priya",
-    "Quentin",
-    "Rosa",
-    "Samir",
-    "Tara",
-    "Ugo",
-    "Vera",
-    "Wei",
-    "Yusuf",
+    "Anna Berger",
+    "Ben Okafor",
+    "Carla Ruiz",
+    "David Chen",
+    "Elena Petrova",
+    "Farid Haddad",
+    "Grace Kim",
+    "Hiro Tanaka",
+    "Ines Moreau",
+    "Jonas Weber",
+    "Kemal Aydin",
+    "Lena Novak",
+    "Marco Rossi",
+    "Nadia Karim",
+    "Omar Said",
+    "Priya Nair",
+    "Quentin Dubois",
+    "Rosa Lopez",
+    "Samir Patel",
+    "Tara Walsh",
+    "Ugo Bianchi",
+    "Vera Ivanova",
+    "Wei Zhang",
+    "Yusuf Demir",
+    "Zoe Martin",
+    "Arjun Rao",
+    "Beatriz Silva",
+    "Colin Murphy",
+    "Dana Levi",
+    "Erik Larsen",
+]
+ROLES = [
+    "the doctor",
+    "the lawyer",
+    "the senator",
+    "the manager",
+    "the artist",
+    "the banker",
+    "the judge",
+    "the professor",
+    "the student",
+    "the journalist",
+    "the secretary",
+    "the president",
+    "the athlete",
+    "the author",
+    "the tourist",
+    "the actor",
+    "the scientist",
+    "the engineer",
+    "the farmer",
+    "the pilot",
 ]
 CITIES = [
     "Paris",
@@ -57,93 +101,234 @@ CITIES = [
     "Seville",
     "Porto",
     "Geneva",
+    "Nairobi",
+    "Lima",
+    "Osaka",
+    "Toronto",
 ]
-DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-# (verb phrase in the past, paraphrase of it, an event it does not imply, noun)
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+# Transitive verbs: (past, participle, bare); none symmetric ("met" would make swaps entailed).
+VERBS = [
+    ("hired", "hired", "hire"), ("called", "called", "call"), ("thanked", "thanked", "thank"),
+    ("interviewed", "interviewed", "interview"), ("recommended", "recommended", "recommend"),
+    ("paid", "paid", "pay"), ("criticised", "criticised", "criticise"), ("helped", "helped", "help"),
+    ("followed", "followed", "follow"), ("warned", "warned", "warn"), ("invited", "invited", "invite"),
+    ("sued", "sued", "sue"), ("praised", "praised", "praise"), ("contacted", "contacted", "contact"),
+    ("replaced", "replaced", "replace"), ("supported", "supported", "support"),
+]  # fmt: skip
+FACTIVE = ("knew", "realised", "noticed", "discovered", "confirmed", "proved")
+NON_FACTIVE = ("believed", "hoped", "claimed", "suspected", "assumed", "feared", "doubted", "denied")
+# Events: two phrasings that share few words, and the opposite event, phrased two ways as well.
 EVENTS = [
-    ("bought a new bicycle", "purchased a bicycle", "sold a bicycle", "bicycle"),
-    ("sold an old car", "got rid of a car", "bought a car", "car"),
-    ("wrote a long report", "finished writing a report", "lost a report", "report"),
-    ("painted the kitchen", "gave the kitchen a new coat of paint", "cleaned the garage", "kitchen"),
-    ("won a chess tournament", "came first in a chess competition", "lost a chess tournament", "tournament"),
-    ("opened a small bakery", "started a bakery", "closed a bakery", "bakery"),
-    ("repaired the roof", "fixed the roof", "damaged the roof", "roof"),
-    ("adopted a young dog", "took in a dog", "gave away a dog", "dog"),
-    ("visited the museum", "went to the museum", "avoided the museum", "museum"),
-    ("planted three trees", "put some trees in the ground", "cut down three trees", "trees"),
-    ("cooked dinner for friends", "made a meal for friends", "ate dinner alone", "dinner"),
-    ("signed a new contract", "agreed to a contract", "cancelled a contract", "contract"),
+    (("purchased a bicycle", "bought a bike"), ("sold a bike", "got rid of a bicycle")),
+    (("sold the old car", "found a buyer for the old vehicle"), ("bought the old car", "acquired the old vehicle")),
+    (("won the chess tournament", "came first in the chess competition"),
+     ("lost the chess tournament", "was beaten in the chess competition")),
+    (("opened a small bakery", "started a little bread shop"),
+     ("closed a small bakery", "shut down a little bread shop")),
+    (("repaired the roof", "fixed the top of the house"), ("damaged the roof", "broke the top of the house")),
+    (("adopted a dog", "took in a puppy"), ("gave away a dog", "found a new home for a puppy")),
+    (("arrived early", "got there ahead of time"), ("arrived late", "got there after the start")),
+    (("accepted the offer", "said yes to the proposal"), ("rejected the offer", "turned down the proposal")),
+    (("joined the committee", "became a member of the board"), ("left the committee", "resigned from the board")),
+    (("passed the exam", "succeeded in the test"), ("failed the exam", "did badly in the test")),
+    (("increased the budget", "put more money into the plan"), ("cut the budget", "reduced the money for the plan")),
+    (("remembered the meeting", "did not forget the appointment"),
+     ("forgot the meeting", "did not remember the appointment")),
+]  # fmt: skip
+GROUPS = ("students", "workers", "passengers", "players", "visitors", "members", "nurses", "drivers")
+GROUP_EVENTS = (
+    "signed the petition", "attended the meeting", "voted for the plan", "took the early train",
+    "stayed until the end", "received a bonus", "asked for a refund", "joined the strike",
+)  # fmt: skip
+QUANTIFIER_RULES = [  # (premise quantifier, hypothesis quantifier, entailed?)
+    ("All of the", "Some of the", True), ("All of the", "Most of the", True), ("Most of the", "Some of the", True),
+    ("Some of the", "All of the", False), ("Some of the", "Most of the", False), ("Most of the", "All of the", False),
+    ("None of the", "Some of the", False), ("None of the", "All of the", False), ("All of the", "None of the", False),
+    ("None of the", "Not all of the", True), ("Not all of the", "None of the", False),
+    ("Some of the", "Not all of the", False),
+]  # fmt: skip
+CONTEXT_BEFORE = [
+    "According to a report published on {day} by a newspaper in {city},",
+    "In a statement released late on {day}, officials in {city} said that",
+    "Local radio in {city} reported on {day} that,",
+    "Speaking to reporters in {city} after a long meeting on {day}, a spokesperson confirmed that",
+    "As several witnesses in {city} told the police on {day},",
+    "During a busy week in {city}, which ended with a public holiday on {day},",
 ]
-OCCASIONS = ["after work", "in the morning", "despite the rain", "with a colleague", "for the first time"]
+CONTEXT_AFTER = [
+    "The news spread quickly among the residents of {city}, many of whom had followed the story for weeks.",
+    "{other} later told friends that the weather in {city} had been unusually cold that {day}.",
+    "The event took place a few streets away from the central station of {city}, near the old market.",
+    "A spokesperson for the city of {city} declined to comment on the matter when contacted on {day}.",
+    "{other}, who works for a small company in {city}, said the whole week had been very busy.",
+    "Officials expect a full report to be published in {city} before the end of the month.",
+]
 
 
-def _premise(rng: random.Random) -> dict:
-    fact = {
-        "name": rng.choice(NAMES),
+def pick(rng: random.Random, pool, *avoid):
+    return rng.choice([item for item in pool if item not in avoid])
+
+
+def person(rng: random.Random, *avoid) -> str:
+    """A named person or a role ("the doctor"): roles make swaps read like HANS."""
+    return pick(rng, NAMES if rng.random() < 0.6 else ROLES, *avoid)
+
+
+def cap(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def active(a: str, verb: tuple, b: str) -> str:
+    return f"{a} {verb[0]} {b}"
+
+
+def passive(a: str, verb: tuple, b: str) -> str:
+    return f"{b} was {verb[1]} by {a}"
+
+
+def negated(a: str, verb: tuple, b: str, rng: random.Random) -> str:
+    return f"{a} did not {verb[2]} {b}" if rng.random() < 0.5 else f"{b} was not {verb[1]} by {a}"
+
+
+def roles_pair(rng: random.Random, entailed: bool):
+    """Subject/object swap, active and passive: both labels use exactly the same words."""
+    a = person(rng)
+    b = person(rng, a)
+    verb = rng.choice(VERBS)
+    premise = (active if rng.random() < 0.6 else passive)(a, verb, b)
+    form = active if rng.random() < 0.5 else passive
+    hypothesis = form(a, verb, b) if entailed else form(b, verb, a)
+    return premise, hypothesis
+
+
+def embedded_pair(rng: random.Random, entailed: bool):
+    """Factive vs non-factive embedding; the premise's subsequence "A <verb> C" is a trap."""
+    a = person(rng)
+    b = person(rng, a)
+    c = person(rng, a, b)
+    verb = rng.choice(VERBS)
+    clause = active(b, verb, c)
+    if entailed:
+        attitude = rng.choice(FACTIVE)
+        hypothesis = rng.choice([clause, passive(b, verb, c), f"{a} {attitude} that {clause}"])
+    else:
+        attitude = rng.choice(FACTIVE + NON_FACTIVE)
+        traps = [active(a, verb, c), active(c, verb, b), f"{a} {attitude} that {active(c, verb, b)}"]
+        if attitude in NON_FACTIVE:
+            traps += [clause, passive(b, verb, c)] * 2
+        hypothesis = rng.choice(traps)
+    return f"{a} {attitude} that {clause}", hypothesis
+
+
+IMPLICATIVES = {"managed to": True, "failed to": False, "refused to": False, "did not hesitate to": True}
+
+
+def negation_pair(rng: random.Random, entailed: bool):
+    """Polarity of premise and hypothesis together decides; implicatives hide the premise's polarity."""
+    a = person(rng)
+    b = person(rng, a)
+    verb = rng.choice(VERBS)
+    if rng.random() < 0.5:
+        implicative = rng.choice(list(IMPLICATIVES))
+        premise, positive = f"{a} {implicative} {verb[2]} {b}", IMPLICATIVES[implicative]
+    else:
+        positive = rng.random() < 0.5
+        premise = (active if rng.random() < 0.5 else passive)(a, verb, b) if positive else negated(a, verb, b, rng)
+    wants_positive = positive == entailed
+    hypothesis = (active if rng.random() < 0.5 else passive)(a, verb, b) if wants_positive else negated(a, verb, b, rng)
+    return premise, hypothesis
+
+
+def quantifier_pair(rng: random.Random, entailed: bool):
+    """Monotonicity of all/most/some/none and of numbers ("more than 40" -> "more than 30")."""
+    group, event = rng.choice(GROUPS), rng.choice(GROUP_EVENTS)
+    if rng.random() < 0.7:
+        rule = rng.choice([r for r in QUANTIFIER_RULES if r[2] == entailed])
+        return f"{rule[0]} {group} {event}", f"{rule[1]} {group} {event}"
+    n = rng.randrange(20, 90, 10)
+    m = rng.choice([n - 10, n - 20]) if entailed else rng.choice([n + 10, n + 20])
+    if rng.random() < 0.5:
+        return f"More than {n} {group} {event}", f"More than {m} {group} {event}"
+    # "fewer than": downward monotone, the entailed direction flips.
+    m = 2 * n - m
+    return f"Fewer than {n} {group} {event}", f"Fewer than {m} {group} {event}"
+
+
+def paraphrase_pair(rng: random.Random, entailed: bool):
+    """The same event in other words vs the opposite event in the premise's or other words."""
+    a = person(rng)
+    event, opposite = rng.choice(EVENTS)
+    if rng.random() < 0.5:
+        event, opposite = opposite, event
+    premise_phrase = rng.choice(event)
+    hypothesis_phrase = event[1 - event.index(premise_phrase)] if entailed else rng.choice(opposite)
+    return f"{a} {premise_phrase}", f"{a} {hypothesis_phrase}"
+
+
+def two_facts_pair(rng: random.Random, entailed: bool):
+    """Two people, two events, two cities: the hypothesis recombines them or restates one."""
+    a = person(rng)
+    b = person(rng, a)
+    (event_a, _), (event_b, _) = rng.sample(EVENTS, 2)
+    city_a = pick(rng, CITIES)
+    city_b = pick(rng, CITIES, city_a)
+    premise = f"{a} {event_a[0]} in {city_a}, while {b} {event_b[0]} in {city_b}"
+    if entailed:
+        hypothesis = rng.choice(
+            [f"{a} {event_a[1]} in {city_a}", f"{b} {event_b[1]}", f"{b} {event_b[0]} in {city_b}", f"{a} {event_a[1]}"]
+        )
+    else:
+        hypothesis = rng.choice(
+            [f"{a} {event_b[1]}", f"{b} {event_a[0]} in {city_a}", f"{a} {event_a[1]} in {city_b}",
+             f"{b} {event_b[1]} in {city_a}"]
+        )  # fmt: skip
+    return premise, hypothesis
+
+
+FAMILIES: dict[str, Callable] = {
+    "roles": roles_pair,
+    "embedded": embedded_pair,
+    "negation": negation_pair,
+    "quantifiers": quantifier_pair,
+    "paraphrase": paraphrase_pair,
+    "two_facts": two_facts_pair,
+}
+
+
+LOWERED_OPENINGS = ("The", "All", "Some", "Most", "None", "Not", "More", "Fewer")
+
+
+def with_context(core: str, rng: random.Random, avoid: str) -> str:
+    """Pads the fact to RTE's premise length with a lead-in and one or two side sentences."""
+    fill = {
         "city": rng.choice(CITIES),
         "day": rng.choice(DAYS),
-        "event": rng.choice(EVENTS),
-        "occasion": rng.choice(OCCASIONS),
+        "other": pick(rng, NAMES, *(n for n in NAMES if n in avoid)),
     }
-    fact["text"] = (
-        f"On {fact['day']}, {fact['name']} {fact['event'][0]} in {fact['city']} {fact['occasion']}."
-    )
-    return fact
-
-
-def _other(rng: random.Random, pool: list, current):
-    return rng.choice([item for item in pool if item != current])
-
-
-def _entailed(fact: dict, rng: random.Random) -> str:
-    name, city, day, event = fact["name"], fact["city"], fact["day"], fact["event"]
-    return rng.choice(
-        [
-            f"{name} {event[0]}.",
-            f"{name} {event[1]}.",
-            f"{name} was in {city} on {day}.",
-            f"Someone {event[1]} in {city}.",
-            f"On {day}, {name} {event[1]}.",
-            f"{name} {event[0]} in {city}.",
-        ]
-    )
-
-
-def _not_entailed(fact: dict, rng: random.Random) -> str:
-    name, city, day, event = fact["name"], fact["city"], fact["day"], fact["event"]
-    other_name, other_city = _other(rng, NAMES, name), _other(rng, CITIES, city)
-    other_day, other_event = _other(rng, DAYS, day), _other(rng, EVENTS, event)
-    return rng.choice(
-        [
-            f"{other_name} {event[0]}.",
-            f"{name} {event[2]}.",
-            f"{name} did not go to {city}.",
-            f"{name} {event[0]} in {other_city}.",
-            f"On {other_day}, {name} {event[1]}.",
-            f"{name} {other_event[1]}.",
-            f"{name} never {event[1].split(' ', 1)[0]} anything.",
-        ]
-    )
+    lead = rng.choice(CONTEXT_BEFORE).format(**fill)
+    if core.split(" ", 1)[0] in LOWERED_OPENINGS:
+        core = core[0].lower() + core[1:]
+    after = [s.format(**fill) for s in rng.sample(CONTEXT_AFTER, rng.choice([1, 2]))]
+    return " ".join([f"{lead} {core}.", *after])
 
 
 def generate(num_rows: int, seed: int, exclude: frozenset = frozenset()) -> list[dict]:
-    """``num_rows`` distinct pairs, half of them entailed, none of them in ``exclude`` (premise, hypothesis)."""
+    """``num_rows`` distinct pairs, balanced per family and label, none in ``exclude`` (premise, hypothesis)."""
     rng = random.Random(seed)
     rows, seen = [], set(exclude)
+    names = list(FAMILIES)
     while len(rows) < num_rows:
-        fact = _premise(rng)
+        family = names[(len(rows) // 2) % len(names)]
         entailed = len(rows) % 2 == 0
-        hypothesis = _entailed(fact, rng) if entailed else _not_entailed(fact, rng)
-        if (fact["text"], hypothesis) in seen:
+        core, hypothesis = FAMILIES[family](rng, entailed)
+        hypothesis = cap(hypothesis) + "."
+        premise = with_context(core, rng, core + hypothesis)
+        if (premise, hypothesis) in seen:
             continue
-        seen.add((fact["text"], hypothesis))
-        rows.append(
-            {
-                "sentence1": fact["text"],
-                "sentence2": hypothesis,
-                "label": "entailment" if entailed else "not_entailment",
-            }
-        )
+        seen.add((premise, hypothesis))
+        label = "entailment" if entailed else "not_entailment"
+        rows.append({"sentence1": premise, "sentence2": hypothesis, "label": label, "family": family})
     rng.shuffle(rows)
     return rows
 
@@ -154,9 +339,10 @@ def write_jsonl(rows: list[dict], path: Path) -> None:
 
 if __name__ == "__main__":
     here = Path(__file__).parent
-    # GLUE RTE's train size (2,490 rows, cut 70/30 into train/validation like the cloud path); a test split
-    # of 1,000 rows so that one point of accuracy is 10 rows, not one or two.
+    # Train: GLUE RTE's train size (2,490 rows, cut 70/30 into train/validation like the cloud path).
+    # Test: 4,000 held-out rows, so that the 95 % interval of an accuracy near 0.85 is about +-1.1 points
+    # and a paired difference of 1.5 points between two models is well outside the noise.
     train = generate(2490, seed=7)
     write_jsonl(train, here / "train.jsonl")
     seen = frozenset((row["sentence1"], row["sentence2"]) for row in train)
-    write_jsonl(generate(1000, seed=8, exclude=seen), here / "test.jsonl")
+    write_jsonl(generate(4000, seed=8, exclude=seen), here / "test.jsonl")
