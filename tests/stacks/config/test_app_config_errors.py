@@ -52,6 +52,25 @@ def _isolated(**changes) -> dict:
     return config
 
 
+STAGING = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
+_VLLM_PREFIX = STAGING["serving"]["model_prefix"]
+
+
+def _staging(**changes) -> dict:
+    """config/staging.yaml (backend vllm_neuronx) with `changes` (`__` for `.`; None deletes)."""
+    config = json.loads(json.dumps(STAGING))
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = config
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return config
+
+
 _READY = {"training__base_model_key": "base-models/llama/", "training__hyperparameters__model_id": None,
           **({"pruning__enabled": False} if "pruning" in VALID else {})}
 
@@ -150,6 +169,38 @@ CASES = [
     ("network-prefix-list-not-isolated", "dev", _with("network.s3_prefix_list_id", "pl-63a5400a"),
      "network.s3_prefix_list_id: only used with isolated: true"),
     ("network-bad-vpc-id", "dev", _isolated(network__vpc_id="vpc-xyz"), "network.vpc_id: got 'vpc-xyz'; must match"),
+    # serving.backend: which architectures, images and settings each backend takes (stacks/config/serving.py)
+    ("vllm-architecture-unsupported", "dev", _staging(serving__model_architecture="mistral"),
+     "serving.model_architecture: got 'mistral'; backend vllm_neuronx supports granite, llama, llama4_text, "
+     "mixtral, phi3, qwen2, qwen3, qwen3_moe, smollm3; backend lmi_neuronx serves it"),
+    ("lmi-architecture-unsupported", "dev", _with("serving.model_architecture", "qwen2"),
+     "serving.model_architecture: got 'qwen2'; backend lmi_neuronx supports"),
+    ("backend-unknown", "dev", _with("serving.backend", "tgi"),
+     "serving.backend: got 'tgi'; allowed: 'lmi_neuronx', 'vllm_neuronx'"),
+    ("vllm-tp-over-cores", "dev", _staging(serving__instance_type="ml.inf2.xlarge",
+                                           serving__neuron__tensor_parallel_size=4),
+     "serving.neuron.tensor_parallel_size: got 4; ml.inf2.xlarge has 2 NeuronCores"),
+    ("vllm-sequence-over-context", "dev", _staging(serving__neuron__sequence_length=65536),
+     "serving.neuron.sequence_length: got 65536; exceeds the model's context"),
+    ("vllm-weights-over-memory", "dev", _staging(serving__model_parameters_billions=70),
+     "serving.neuron.tensor_parallel_size: got 2; 140 GB of 16-bit weights exceed 80% of 2 x 16 GB"),
+    ("vllm-served-shape-not-compiled", "dev", _staging(serving__neuron__batch_size=8),
+     "serving.model_prefix: got " + repr(_VLLM_PREFIX) + "; vllm_neuronx serves a compiled model whose prefix "
+     "names its shape: it must contain neuron/bs8-seq4096-tp2/"),
+    ("vllm-merged-prefix", "dev", _staging(serving__model_prefix="models/merged/"),
+     "serving.model_prefix: got 'models/merged/'; vllm_neuronx serves a compiled model"),
+    ("vllm-with-lmi-options", "dev", _staging(serving__lmi={"dtype": "bf16"}),
+     "serving.lmi: only for backend lmi_neuronx; backend is vllm_neuronx: remove the section"),
+    ("lmi-with-neuron-options", "dev", _with("serving.neuron", {"batch_size": 8}),
+     "serving.neuron: only for backend vllm_neuronx; backend is lmi_neuronx: remove the section"),
+    ("vllm-with-lmi-image", "dev", _staging(serving__image="lmi_neuronx"),
+     "serving.image: got 'lmi_neuronx'; backend vllm_neuronx runs vllm_neuronx (or null)"),
+    ("vllm-with-compiled-graph", "dev", _staging(serving__compiled_graph_prefix=_VLLM_PREFIX),
+     "serving.compiled_graph_prefix: only for backend lmi_neuronx"),
+    ("vllm-volume-too-small", "dev", _staging(serving__volume_size_gb=20),
+     "serving.volume_size_gb: got 20; the compiled model is mounted from S3 onto the volume: needs >= 40.4 GB"),
+    ("compile-for-lmi", "dev", _with("training.neuron_compile", {"enabled": True}),
+     "training.neuron_compile.enabled: got true with serving.backend lmi_neuronx"),
 ]
 
 
