@@ -34,6 +34,16 @@ SUPERNET_HYPERPARAMETERS = {
 }
 
 
+# The config.json dimensions of hub models the super-network is known to start from (checked at synth against
+# the typed num_layers/num_heads/intermediate_size; MiniLM's entry is tested against the shipped weights).
+KNOWN_MODEL_CONFIGS = {
+    "sentence-transformers/all-MiniLM-L6-v2": {"num_hidden_layers": 6, "num_attention_heads": 12,
+                                               "intermediate_size": 1536},
+    "bert-base-cased": {"num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
+    "bert-base-uncased": {"num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
+}
+
+
 @dataclass(frozen=True)
 class EncoderEndpointConfig:
     """One encoder classifier (exported model.tar.gz with code/inference.py) behind the HF PyTorch container."""
@@ -128,5 +138,13 @@ class PruningConfig:
         clash = sorted(reserved & set(self.supernet_hyperparameters))
         if clash:
             fail(f"supernet_hyperparameters.{clash[0]}", "is set by the stack (paths from SageMaker, search_space)")
+        model = self.supernet_hyperparameters.get("model-name-or-path")
+        if model in KNOWN_MODEL_CONFIGS:
+            from ..code_contract.nas import model_dims_problem
+
+            problem = model_dims_problem(self.num_layers, self.num_heads, self.intermediate_size,
+                                         KNOWN_MODEL_CONFIGS[model])
+            if problem:
+                fail(problem.split(" ", 1)[0], f"{problem} ({model}): type the model's dimensions")
         if self.minimise == "latency_ms" and "latency_ms" not in self.objectives:
             fail("minimise", "latency_ms needs objectives: validation_error,latency_ms")

