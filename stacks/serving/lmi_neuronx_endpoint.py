@@ -25,7 +25,8 @@ from ..config.serving import ServingConfig
 from ..config.serving_properties import PROPERTIES, parse, template_path
 from ..shared.assets import build_content_addressed
 from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import ContainerSpec, SageMakerEndpoint, VariantSpec
+from ..shared.sagemaker_endpoint import ContainerSpec
+from .hosting import llm_hosting
 
 MODEL_DIR = "/opt/ml/model/"
 
@@ -107,27 +108,15 @@ class LmiNeuronxEndpoint(Construct):
             vpc_subnet_ids=isolated_placement.subnet_ids if isolated_placement else (),
             vpc_security_group_ids=isolated_placement.security_group_ids if isolated_placement else (),
         )
-        self.hosting = SageMakerEndpoint(
+        self.hosting = llm_hosting(
             self,
-            "Hosting",
+            serving=serving,
             container=container,
-            variant=VariantSpec(
-                instance_type=serving.instance_type,
-                initial_instance_count=serving.initial_instance_count,
-                instance_vcpus=serving.inf2.vcpus,
-                volume_size_gb=serving.volume_size_gb,
-                startup_health_check_timeout_seconds=serving.container_startup_health_check_timeout_seconds,
-                model_data_download_timeout_seconds=serving.model_data_download_timeout_seconds,
-            ),
+            revision=revision(serving, image_uri=image_uri, tarball=tarball.name),
             execution_role=execution_role,
             role_policies=role_policies,
-            revision=revision(serving, image_uri=image_uri, tarball=tarball.name),
             kms_key=kms_key,
-            rollout=serving.rollout,
-            autoscaling=serving.autoscaling,
-            alarms=serving.alarms,
             alarm_topic=alarm_topic,
-            data_capture=serving.data_capture,
             data_capture_destination=data_capture_destination,
         )
         self.endpoint_name = self.hosting.endpoint_name

@@ -21,7 +21,8 @@ from constructs import Construct, IDependable
 
 from ..config.serving import ServingConfig
 from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import ContainerSpec, SageMakerEndpoint, VariantSpec
+from ..shared.sagemaker_endpoint import ContainerSpec
+from .hosting import llm_hosting
 
 MODEL_DIR = "/opt/ml/model"
 NEURON_AMI = "al2-ami-sagemaker-inference-neuron-2"  # Neuron driver + runtime the container expects
@@ -67,36 +68,25 @@ class VllmNeuronxEndpoint(Construct):
         super().__init__(scope, construct_id)
         self.model_asset = None  # the weights and tokenizer come mounted from model_uri
         placement = isolated_placement
-        self.hosting = SageMakerEndpoint(
+        container = ContainerSpec(
+            image_uri=image_uri,
+            environment=vllm_environment(serving),
+            model_data_source_uri=model_uri,
+            # Everything is mounted from S3 (weights, tokenizer, compiled graphs): the container needs no network.
+            network_isolation=True,
+            vpc_subnet_ids=placement.subnet_ids if placement else (),
+            vpc_security_group_ids=placement.security_group_ids if placement else (),
+        )
+        self.hosting = llm_hosting(
             self,
-            "Hosting",  # the LMI construct's id too: switching backends updates the same Endpoint
-            container=ContainerSpec(
-                image_uri=image_uri,
-                environment=vllm_environment(serving),
-                model_data_source_uri=model_uri,
-                # Everything is mounted from S3 (weights, tokenizer, compiled graphs): the container needs no network.
-                network_isolation=True,
-                vpc_subnet_ids=placement.subnet_ids if placement else (),
-                vpc_security_group_ids=placement.security_group_ids if placement else (),
-            ),
-            variant=VariantSpec(
-                instance_type=serving.instance_type,
-                initial_instance_count=serving.initial_instance_count,
-                instance_vcpus=serving.inf2.vcpus,
-                volume_size_gb=serving.volume_size_gb,
-                startup_health_check_timeout_seconds=serving.container_startup_health_check_timeout_seconds,
-                model_data_download_timeout_seconds=serving.model_data_download_timeout_seconds,
-                inference_ami_version=NEURON_AMI,
-            ),
+            serving=serving,
+            container=container,
+            revision=revision(serving, image_uri=image_uri),
             execution_role=execution_role,
             role_policies=role_policies,
-            revision=revision(serving, image_uri=image_uri),
             kms_key=kms_key,
-            rollout=serving.rollout,
-            autoscaling=serving.autoscaling,
-            alarms=serving.alarms,
             alarm_topic=alarm_topic,
-            data_capture=serving.data_capture,
             data_capture_destination=data_capture_destination,
+            inference_ami_version=NEURON_AMI,
         )
         self.endpoint_name = self.hosting.endpoint_name

@@ -37,9 +37,9 @@ def _without(path: str) -> dict:
     return config
 
 
-def _isolated(**changes) -> dict:
-    """dev made isolated step by step: `changes` maps dotted paths (`__` for `.`) to values, None deletes."""
-    config = _with("network.isolated", True)
+def _changed(base: dict, **changes) -> dict:
+    """A copy of `base` with `changes` applied: dotted paths written with `__` for `.`, None deletes."""
+    config = json.loads(json.dumps(base))
     for dotted, value in changes.items():
         *parents, leaf = dotted.split("__")
         node = config
@@ -50,6 +50,11 @@ def _isolated(**changes) -> dict:
         else:
             node[leaf] = value
     return config
+
+
+def _isolated(**changes) -> dict:
+    """dev made isolated step by step."""
+    return _changed(_with("network.isolated", True), **changes)
 
 
 STAGING = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
@@ -57,18 +62,8 @@ _VLLM_PREFIX = STAGING["serving"]["model_prefix"]
 
 
 def _staging(**changes) -> dict:
-    """config/staging.yaml (backend vllm_neuronx) with `changes` (`__` for `.`; None deletes)."""
-    config = json.loads(json.dumps(STAGING))
-    for dotted, value in changes.items():
-        *parents, leaf = dotted.split("__")
-        node = config
-        for part in parents:
-            node = node.setdefault(part, {})
-        if value is None:
-            node.pop(leaf, None)
-        else:
-            node[leaf] = value
-    return config
+    """config/staging.yaml (backend vllm_neuronx) with `changes`."""
+    return _changed(STAGING, **changes)
 
 
 _READY = {"training__base_model_key": "base-models/llama/", "training__hyperparameters__model_id": None,
