@@ -27,6 +27,10 @@ _REPLICATION = (
 _AWS_REQUIRES_STAR = "These actions have no resource-level permissions, so AWS requires Resource '*'"
 _DATA_BUCKET_ARN = "{prefix}-Data:ExportsOutputFnGetAttArtifactBucket7410C9EFArnA3946625"
 _LOGS_ARN = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>"
+_ENI_ARN = "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:network-interface/*"
+_ENI_REASON = ("SageMaker creates the job's/model's network interfaces in the role's name; their ids do not exist "
+               "before. Creation also requires the placement's subnets and security groups, named in the same "
+               "statement; permission and delete calls are limited to interfaces in those subnets (ec2:Subnet).")
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,9 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         Acknowledged("Serving", "ExecutionPolicy", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
         for resource, reason in (
             ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-             "SageMaker endpoint namespaces; in isolated mode the EC2 network-interface calls SageMaker makes "
+             "SageMaker endpoint namespaces; in isolated mode the EC2 Describe* calls SageMaker makes "
              "for the model's VPC config, pinned to this region)"),
+            (_ENI_ARN, _ENI_REASON),
             (f"{_DATA_BUCKET_ARN}/{{model_prefix}}*", "The LMI container downloads every file of the merged model "
              "under the pinned prefix (serving.model_prefix); read only, nothing else in the bucket."),
             (f"{_DATA_BUCKET_ARN}/{{compiled_graph_prefix}}*", "Precompiled Neuron artifacts under the pinned "
@@ -79,7 +84,8 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         Acknowledged("Training", "TrainingRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
         for resource, reason in (
             ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-             "/aws/sagemaker/TrainingJobs namespace; EC2 network-interface calls when a VPC is configured)"),
+             "/aws/sagemaker/TrainingJobs namespace; EC2 Describe* calls when a VPC is configured)"),
+            (_ENI_ARN, _ENI_REASON),
             (f"{_DATA_BUCKET_ARN}/datasets/*", "The training job reads the dataset it is given, any object under "
              "datasets/ (the channel is chosen per execution); nothing else in the bucket."),
             (f"{_DATA_BUCKET_ARN}/base-models/*", "Network-isolated jobs read the base model from a `model` "

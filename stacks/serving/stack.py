@@ -81,9 +81,8 @@ class ServingStack(Stack):
             data_capture_destination=capture_uri,
             isolated_placement=placement,
         )
-        isolated = placement is not None
         statements = self._execution_statements(
-            serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, isolated=isolated
+            serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, placement=placement
         )
         policy.add_statements(*statements)
         self._outputs(serving)
@@ -107,7 +106,7 @@ class ServingStack(Stack):
         key: kms.IKey,
         images: ContainerImages,
         capture_prefix: str | None,
-        isolated: bool,
+        placement: Placement | None,
     ) -> list[iam.PolicyStatement]:
         """Scoped to what the endpoint reads: the pinned prefixes, the model tarball, the data key, one image."""
         read_prefixes = [p for p in (serving.model_prefix, serving.compiled_graph_prefix) if p]
@@ -143,8 +142,8 @@ class ServingStack(Stack):
                 actions=["s3:GetObject"],
                 resources=[asset.bucket.arn_for_objects(asset.s3_object_key)],
             ))
-        if isolated:
-            statements += vpc_statements(self)
+        if placement is not None:
+            statements += vpc_statements(self, placement)
         if capture_prefix:
             statements.append(iam.PolicyStatement(
                 sid="WriteDataCapture",

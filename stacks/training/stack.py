@@ -124,7 +124,8 @@ class TrainingStack(Stack):
             read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
             image_repository_arn=images.repository_arn(TRAINING_IMAGE, training.image_uri),
-            vpc=bool(placement.subnet_ids if placement else training.subnet_ids),
+            vpc=placement or (Placement(subnet_ids=training.subnet_ids, security_group_ids=training.security_group_ids)
+                              if training.subnet_ids else None),
             description="SageMaker execution role of the QLoRA training jobs",
             policy_description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
             code_channel=placement is not None,
