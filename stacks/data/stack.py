@@ -79,6 +79,19 @@ class DataStack(Stack):
                 conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": _LOG_GROUPS_OF_THIS_ACCOUNT}},
             )
         )
+        # Control Tower CT.KMS.PR.3: grants only for AWS resources (SageMaker volumes) or by AWS services.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="GrantsOnlyForAwsResources",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["kms:CreateGrant"],
+                resources=["*"],
+                conditions={
+                    "BoolIfExists": {"kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false"}
+                },
+            )
+        )
         return key
 
     def _access_log_bucket(self, config: AppConfig) -> s3.Bucket:
