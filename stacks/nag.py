@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from aws_cdk import Acknowledgment, App, Stack, Token, Validations
 from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NIST80053R5Checks
+from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
 from constructs import IConstruct
 
 RULE_PACKS = (AwsSolutionsChecks, HIPAASecurityChecks, NIST80053R5Checks)
@@ -27,6 +28,10 @@ _REPLICATION = (
 _AWS_REQUIRES_STAR = "These actions have no resource-level permissions, so AWS requires Resource '*'"
 _DATA_BUCKET_ARN = "{prefix}-Data:ExportsOutputFnGetAttArtifactBucket7410C9EFArnA3946625"
 _LOGS_ARN = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>"
+_ENI_ARN = "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:network-interface/*"
+_ENI_REASON = ("SageMaker creates the job's/model's network interfaces in the role's name; their ids do not exist "
+               "before. Creation also requires the placement's subnets and security groups, named in the same "
+               "statement; permission and delete calls are limited to interfaces in those subnets (ec2:Subnet).")
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,9 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         Acknowledged("Serving", "ExecutionPolicy", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
         for resource, reason in (
             ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-             "SageMaker endpoint namespaces; in isolated mode the EC2 network-interface calls SageMaker makes "
+             "SageMaker endpoint namespaces; in isolated mode the EC2 Describe* calls SageMaker makes "
              "for the model's VPC config, pinned to this region)"),
+            (_ENI_ARN, _ENI_REASON),
             (f"{_DATA_BUCKET_ARN}/{{model_prefix}}*", "The LMI container downloads every file of the merged model "
              "under the pinned prefix (serving.model_prefix); read only, nothing else in the bucket."),
             (f"{_DATA_BUCKET_ARN}/{{compiled_graph_prefix}}*", "Precompiled Neuron artifacts under the pinned "
@@ -79,7 +85,8 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         Acknowledged("Training", "TrainingRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
         for resource, reason in (
             ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-             "/aws/sagemaker/TrainingJobs namespace; EC2 network-interface calls when a VPC is configured)"),
+             "/aws/sagemaker/TrainingJobs namespace; EC2 Describe* calls when a VPC is configured)"),
+            (_ENI_ARN, _ENI_REASON),
             (f"{_DATA_BUCKET_ARN}/datasets/*", "The training job reads the dataset it is given, any object under "
              "datasets/ (the channel is chosen per execution); nothing else in the bucket."),
             (f"{_DATA_BUCKET_ARN}/base-models/*", "Network-isolated jobs read the base model from a `model` "
@@ -184,9 +191,38 @@ ACKNOWLEDGED += (
 )
 
 
+_GUARD = "cdk-validator-cfnguard::"
+_IMPORTED_KEY = ("KmsKeyId is the data key's ARN, imported from the Data stack (Fn::ImportValue); the rule only "
+                 "accepts a literal string or a Ref/GetAtt to a key in the same template, so it cannot read it.")
+_NO_OBJECT_LOCK = ("Object Lock (WORM) would also block the lifecycle rules that expire noncurrent versions and "
+                   "aborted uploads; the data is versioned and retained (RETAIN), and a models/ retention lock is "
+                   "a per-organisation decision not taken here.")
+ACKNOWLEDGED += (
+    # AWS Control Tower proactive controls (CT.*), rule names as the cfn-guard plugin reports them.
+    Acknowledged("Data", "AccessLogBucket", f"{_GUARD}s3_bucket_logging_enabled_check", _LOG_BUCKET),
+    Acknowledged("Data", "AccessLogBucket", f"{_GUARD}s3_bucket_default_encryption_kms_check",
+                 "S3 server access logging only delivers to SSE-S3 buckets; the logs hold request metadata."),
+    Acknowledged("Data", "AccessLogBucket", f"{_GUARD}s3_event_notifications_enabled_check",
+                 "The bucket only receives S3 server access logs; nothing consumes their object events."),
+    Acknowledged("Data", "AccessLogBucket", f"{_GUARD}s3_bucket_object_lock_enabled_check",
+                 "Access logs expire after data.access_log_expiration_days; Object Lock would keep them."),
+    Acknowledged("Data", "ArtifactBucket", f"{_GUARD}s3_bucket_object_lock_enabled_check", _NO_OBJECT_LOCK),
+    Acknowledged("Training", "Workflow/Logs", f"{_GUARD}cloudwatch_log_group_encrypted_check", _IMPORTED_KEY),
+    Acknowledged("Pruning", "Workflow/Logs", f"{_GUARD}cloudwatch_log_group_encrypted_check", _IMPORTED_KEY),
+    Acknowledged("Network", "FlowLogs", f"{_GUARD}cloudwatch_log_group_encrypted_check", _IMPORTED_KEY),
+    *(
+        Acknowledged(unit, "Workflow/Logs", f"{_GUARD}cloudwatch_log_group_retention_period_check",
+                     f"Where {field} is under 365 days (dev: 30) the state machine's execution log is kept "
+                     "that long on purpose: a development environment's run history, not an audit record.")
+        for unit, field in (("Training", "training.log_retention_days"), ("Pruning", "pruning.log_retention_days"))
+    ),
+)
+
+
 def add_rule_packs(app: App) -> None:
-    """Run every pack at synth; an unacknowledged finding makes `app.synth()` fail."""
-    Validations.of(app).add_plugins(*(pack(app) for pack in RULE_PACKS))
+    """Run every pack at synth, and the AWS Control Tower proactive controls (cfn-guard, offline);
+    an unacknowledged finding makes `app.synth()` fail."""
+    Validations.of(app).add_plugins(*(pack(app) for pack in RULE_PACKS), CfnGuardValidator())
 
 
 def _find(stack: Stack, path: str) -> IConstruct | None:

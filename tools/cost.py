@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
-"""What an environment costs per hour and per month, from the committed price table (tools/prices.json).
+"""What an environment costs, from its synthesized templates and the committed price table (tools/prices.json).
 
-    python tools/cost.py --env dev            # make cost ENV=dev
+    make cost ENV=dev                            # synth, then: python tools/cost.py --cdk-out cdk.out
 
-Prints every endpoint at min and max scale (hourly and monthly) and one training run at its max
-runtime (managed spot: the on-demand ceiling and the planning estimate after the table's assumed
-saving). A type without a price in the table is never guessed: the priced lines are printed, then
-one `cost error:` line on stderr, exit 1.
+Prices every SageMaker endpoint of every stack at its autoscaling min and max (hourly and monthly), and
+every SageMaker job state (createTrainingJob, createProcessingJob, createHyperParameterTuningJob) of every
+state machine at its bound: max runtime x instances, times MaxNumberOfTrainingJobs for a tuning job. A new
+job state is priced without a code change. Managed spot jobs show the table's labelled saving assumption
+and the on-demand ceiling. A type without a price in the table is never guessed: the priced lines are
+printed, then one `cost error:` line on stderr, exit 1.
 
-The same model prices synthesized templates (`workload_from_templates`), which is how the review
-summary (tools/review_diff.py) shows the cost delta of a change.
+The review summary (tools/review_diff.py) uses the same model for the cost delta of a change.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -39,19 +42,25 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
-class TrainingRun:
-    name: str
-    instance_type: str | None  # None: chosen at run time (a JSONPath in the state machine)
+class Job:
+    """One SageMaker job state of a state machine, at its bound (max runtime, and every trial of a tuning job)."""
+
+    name: str  # <stack>/<state>
+    kind: str  # "training job", "processing job", "tuning job"
+    usage: str  # the price table's usage: training or processing
+    instance_type: str | None
     instance_count: int
-    max_runtime_hours: float
-    spot: bool
+    max_runtime_hours: float | None
+    spot: bool = False
+    runs: int = 1  # a tuning job: MaxNumberOfTrainingJobs
+    problem: str | None = None  # why the state cannot be priced (a JSONPath, a missing bound)
 
 
 @dataclass(frozen=True)
 class Workload:
     region: str | None
     endpoints: tuple[Endpoint, ...] = ()
-    trainings: tuple[TrainingRun, ...] = ()
+    jobs: tuple[Job, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,9 @@ class PriceTable:
         self.as_of: str = data["as_of"]
         self.hours_per_month: float = float(data["hours_per_month"])
         self.spot_savings: float = float(data["managed_spot_savings"]["fraction"])
+        self.spot_label: str = data["managed_spot_savings"]["label"]
         self.default_region: str = data["default_region"]
+        self.recheck: str = data["recheck"]
 
     @classmethod
     def load(cls, path: Path = PRICES) -> PriceTable:
@@ -128,54 +139,33 @@ def estimate(workload: Workload, table: PriceTable) -> Estimate:
             result.lines.append(
                 Line(key, label, ep.instance_type, count, None, hourly, hourly * table.hours_per_month)
             )
-    for run in sorted(workload.trainings, key=lambda t: t.name):
-        key = f"training {run.name}"
-        label = f"training run {run.name} at max runtime" + (" (managed spot)" if run.spot else "")
-        itype = run.instance_type or "<set at run time>"
-        if run.instance_type is None:
-            problem = f"training {run.name}: the instance type is chosen at run time; cannot price it"
-            result.lines.append(Line(key, label, itype, run.instance_count, run.max_runtime_hours, None, None,
-                                     problem=problem))
-            continue
-        try:
-            unit = table.price("training", region, run.instance_type, f"training {run.name}")
-        except UnpricedError as err:
-            result.lines.append(Line(key, label, itype, run.instance_count, run.max_runtime_hours, None, None,
-                                     problem=str(err)))
-            continue
-        hourly = unit * run.instance_count
-        ceiling = hourly * run.max_runtime_hours
-        if run.spot:
-            spot_total = ceiling * (1 - table.spot_savings)
-            note = f"spot estimate at {table.spot_savings:.0%} saving (assumption); on-demand ceiling ${ceiling:,.2f}"
-            result.lines.append(Line(key, label, itype, run.instance_count, run.max_runtime_hours, hourly,
-                                     spot_total, note=note))
-        else:
-            result.lines.append(Line(key, label, itype, run.instance_count, run.max_runtime_hours, hourly, ceiling))
+    for job in sorted(workload.jobs, key=lambda j: j.name):
+        result.lines.append(_job_line(job, region, table))
     return result
 
 
-# ---------------------------------------------------------------------------------------------- config
-def _stack_id(config: Any, unit: str) -> str:
-    return config.stack_id(unit) if hasattr(config, "stack_id") else unit
-
-
-def workload_from_config(config: Any) -> Workload:
-    """Endpoints and training runs of a loaded AppConfig (duck-typed: older configs may lack sections)."""
-    endpoints: list[Endpoint] = []
-    serving = getattr(config, "serving", None)
-    if serving is not None:
-        scaling = getattr(serving, "autoscaling", None)
-        initial = serving.initial_instance_count
-        low = scaling.min_capacity if scaling is not None else initial
-        high = scaling.max_capacity if scaling is not None else initial
-        endpoints.append(Endpoint(_stack_id(config, "Serving"), serving.instance_type, low, high))
-    trainings: list[TrainingRun] = []
-    training = getattr(config, "training", None)
-    if training is not None:
-        trainings.append(TrainingRun(_stack_id(config, "Training"), training.instance_type, training.instance_count,
-                                     float(training.max_runtime_hours), bool(training.spot)))
-    return Workload(getattr(config, "region", None), tuple(endpoints), tuple(trainings))
+def _job_line(job: Job, region: str, table: PriceTable) -> Line:
+    trials = f", {job.runs} trials" if job.runs > 1 else ""
+    label = f"{job.kind} {job.name} at max runtime{trials}" + (" (managed spot)" if job.spot else "")
+    itype = job.instance_type or "<set at run time>"
+    hours = None if job.max_runtime_hours is None else job.max_runtime_hours * job.runs
+    unpriced = Line(f"job {job.name}", label, itype, job.instance_count, hours or 0.0, None, None)
+    if job.problem or job.instance_type is None or hours is None:
+        problem = job.problem or f"{job.kind} {job.name}: the instance type is chosen at run time; cannot price it"
+        return dataclasses.replace(unpriced, problem=problem)
+    try:
+        unit = table.price(job.usage, region, job.instance_type, f"{job.kind} {job.name}")
+    except UnpricedError as err:
+        return dataclasses.replace(unpriced, problem=str(err))
+    hourly = unit * job.instance_count
+    ceiling = hourly * hours
+    per_trial = f"{job.runs} x {job.max_runtime_hours:g} h; " if job.runs > 1 else ""
+    if not job.spot:
+        note = f"{per_trial.rstrip('; ')}" if per_trial else ""
+        return dataclasses.replace(unpriced, usd_per_hour=hourly, usd_total=ceiling, note=note)
+    spot_total = ceiling * (1 - table.spot_savings)
+    note = f"{per_trial}spot figure uses the {table.spot_label}; on-demand ceiling {money(ceiling)}"
+    return dataclasses.replace(unpriced, usd_per_hour=hourly, usd_total=spot_total, note=note)
 
 
 # ------------------------------------------------------------------------------------------- templates
@@ -242,68 +232,106 @@ def _definition_text(props: dict) -> str | None:
     return None
 
 
-def _walk(node: Any):
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
+JOB_TASK = re.compile(r":sagemaker:(createTrainingJob|createProcessingJob|createHyperParameterTuningJob)(\.\w+)?$")
+TRAINING_DEFAULT_MAX_RUNTIME_S = 86400  # SageMaker's MaxRuntimeInSeconds when a training job sets none
 
 
-def _trainings_of(stack: str, template: dict) -> list[TrainingRun]:
-    runs = []
-    for lid, res in sorted(_resources(template).items()):
-        if res.get("Type") != "AWS::StepFunctions::StateMachine":
-            continue
-        text = _definition_text(res.get("Properties", {}))
-        if not text or "ResourceConfig" not in text:
-            continue
+def _task_states(states: dict, prefix: str = "", in_map: bool = False):
+    """(path, state, inside a Map) of every Task, through Parallel branches and Map iterators."""
+    for name, state in sorted(states.items()):
+        path = f"{prefix}{name}"
+        if state.get("Type") == "Task":
+            yield path, state, in_map
+        for branch in state.get("Branches") or []:
+            yield from _task_states(branch.get("States", {}), f"{path}/", in_map)
+        inner = state.get("ItemProcessor") or state.get("Iterator")
+        if inner:
+            yield from _task_states(inner.get("States", {}), f"{path}/", True)
+
+
+def _job_of(name: str, api: str, params: dict) -> Job:
+    """A Job from a createTrainingJob / createProcessingJob / createHyperParameterTuningJob request."""
+    if api == "createProcessingJob":
+        kind, usage, runs = "processing job", "processing", 1
+        resource = (params.get("ProcessingResources") or {}).get("ClusterConfig") or {}
+        stopping, spot, default_s = params.get("StoppingCondition") or {}, False, None
+    else:
+        definition = params
+        kind, usage, runs = "training job", "training", 1
+        if api == "createHyperParameterTuningJob":
+            definition = params.get("TrainingJobDefinition") or {}
+            limits = (params.get("HyperParameterTuningJobConfig") or {}).get("ResourceLimits") or {}
+            kind, runs = "tuning job", _int(limits.get("MaxNumberOfTrainingJobs"), 0)
+        resource = definition.get("ResourceConfig") or {}
+        stopping = definition.get("StoppingCondition") or {}
+        spot, default_s = definition.get("EnableManagedSpotTraining") is True, TRAINING_DEFAULT_MAX_RUNTIME_S
+    itype = resource.get("InstanceType")
+    seconds = None if "MaxRuntimeInSeconds.$" in stopping else stopping.get("MaxRuntimeInSeconds", default_s)
+    problem = None
+    if runs < 1:
+        problem = f"{kind} {name}: no literal ResourceLimits.MaxNumberOfTrainingJobs; cannot bound its trials"
+    elif not isinstance(seconds, int):
+        problem = f"{kind} {name}: no literal StoppingCondition.MaxRuntimeInSeconds; cannot bound its runtime"
+    return Job(name, kind, usage, itype if isinstance(itype, str) and itype.startswith("ml.") else None,
+               _int(resource.get("InstanceCount"), 1), seconds / 3600 if isinstance(seconds, int) else None,
+               spot, max(runs, 1), problem)
+
+
+def _jobs_of(stack: str, template: dict) -> list[Job]:
+    """Every SageMaker job state of every state machine in the template, whatever its name."""
+    machines = [(lid, res) for lid, res in sorted(_resources(template).items())
+                if res.get("Type") == "AWS::StepFunctions::StateMachine"]
+    jobs = []
+    for lid, res in machines:
+        where = f"{stack}/{lid}" if len(machines) > 1 else stack
         try:
-            definition = json.loads(text)
+            definition = json.loads(_definition_text(res.get("Properties", {})) or "")
         except json.JSONDecodeError:
-            definition = None
-        jobs = []
-        if definition is not None:
-            jobs = [node for node in _walk(definition) if isinstance(node.get("ResourceConfig"), dict)]
-        else:  # a token outside a string: fall back to the literal fields
-            match = re.search(r'"InstanceType"\s*:\s*"([^"]+)"', text)
-            count = re.search(r'"InstanceCount"\s*:\s*(\d+)', text)
-            runtime = re.search(r'"MaxRuntimeInSeconds"\s*:\s*(\d+)', text)
-            spot = re.search(r'"EnableManagedSpotTraining"\s*:\s*true', text)
-            jobs = [{
-                "ResourceConfig": {"InstanceType": match.group(1) if match else None,
-                                   "InstanceCount": int(count.group(1)) if count else 1},
-                "StoppingCondition": {"MaxRuntimeInSeconds": int(runtime.group(1)) if runtime else 86400},
-                "EnableManagedSpotTraining": bool(spot),
-            }]
-        for index, job in enumerate(jobs):
-            resource = job["ResourceConfig"]
-            itype = resource.get("InstanceType")
-            stopping = job.get("StoppingCondition") or {}
-            seconds = _int(stopping.get("MaxRuntimeInSeconds"), 86400)
-            name = f"{stack}/{lid}" + (f"#{index + 1}" if len(jobs) > 1 else "")
-            runs.append(TrainingRun(
-                name, itype if isinstance(itype, str) and itype.startswith("ml.") else None,
-                _int(resource.get("InstanceCount"), 1), seconds / 3600, job.get("EnableManagedSpotTraining") is True,
-            ))
-    return runs
+            jobs.append(Job(where, "state machine", "training", None, 1, None,
+                            problem=f"state machine {where}: definition is not readable JSON; cannot price its jobs"))
+            continue
+        for path, state, in_map in _task_states(definition.get("States", {})):
+            match = JOB_TASK.search(str(state.get("Resource", "")))
+            if not match:
+                continue
+            job = _job_of(f"{where}/{path}", match.group(1), state.get("Parameters") or {})
+            if in_map:
+                job = dataclasses.replace(job, problem=f"{job.kind} {job.name}: inside a Map state, the number of "
+                                                       "runs per execution is not bounded; cannot price it")
+            jobs.append(job)
+    return jobs
 
 
 def workload_from_templates(templates: dict[str, dict], region: str | None = None) -> Workload:
-    """Endpoints (EndpointConfig variants + their scalable targets) and training jobs (state machines)."""
+    """Endpoints (EndpointConfig variants + their scalable targets) and every job state of every state machine."""
     endpoints: list[Endpoint] = []
-    trainings: list[TrainingRun] = []
+    jobs: list[Job] = []
     for stack in sorted(templates):
         endpoints += _endpoints_of(stack, templates[stack])
-        trainings += _trainings_of(stack, templates[stack])
-    return Workload(region, tuple(endpoints), tuple(trainings))
+        jobs += _jobs_of(stack, templates[stack])
+    return Workload(region, tuple(endpoints), tuple(jobs))
+
+
+def estimate_stacks(stacks: dict[str, Any], table: PriceTable) -> list[Estimate]:
+    """One estimate per region of a cloud assembly's stacks ({name: StackArtifact}; env-agnostic ones together)."""
+    by_region: dict[str | None, dict[str, dict]] = {}
+    for name, art in sorted(stacks.items()):
+        by_region.setdefault(art.region, {})[name] = art.template
+    return [estimate(workload_from_templates(by_region[region], region), table)
+            for region in sorted(by_region, key=str)]
 
 
 # -------------------------------------------------------------------------------------------- output
 def money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
+
+
+def rate(value: float | None) -> str:
+    """An hourly price as the table has it (up to 4 decimals): $0.115, not a rounded $0.12."""
+    if value is None:
+        return "n/a"
+    text = f"{value:,.4f}".rstrip("0")
+    return f"${text}{'0' * max(0, 2 - len(text.split('.')[1]))}"
 
 
 def render_text(title: str, result: Estimate, table: PriceTable) -> str:
@@ -315,7 +343,7 @@ def render_text(title: str, result: Estimate, table: PriceTable) -> str:
     rows = [("item", "type", "count", "USD/hour", "USD total")]
     for line in result.lines:
         total = money(line.usd_total) + ("/month" if line.hours is None else f" per run ({line.hours:g} h)")
-        rows.append((line.label, line.instance_type, str(line.count), money(line.usd_per_hour), total))
+        rows.append((line.label, line.instance_type, str(line.count), rate(line.usd_per_hour), total))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
@@ -323,25 +351,42 @@ def render_text(title: str, result: Estimate, table: PriceTable) -> str:
     return "\n".join(lines)
 
 
+def _sum(lines: list[Line]) -> str:
+    return money(None if any(line.usd_total is None for line in lines) else sum(line.usd_total for line in lines))
+
+
+def totals_text(result: Estimate) -> str:
+    """Always-on spend at min and max scale, and one execution of every workflow at its bound."""
+    def chosen(prefix: str, suffix: str = "") -> list[Line]:
+        return [line for line in result.lines if line.key.startswith(prefix) and line.key.endswith(suffix)]
+
+    return (f"total: endpoints {_sum(chosen('endpoint ', '@min'))}/month at min scale, "
+            f"{_sum(chosen('endpoint ', '@max'))}/month at max scale; "
+            f"one execution of every workflow at its bound {_sum(chosen('job '))}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="dev")
-    parser.add_argument("--config-dir", default="config")
+    parser.add_argument("--cdk-out", default="cdk.out", help="a synthesized cloud assembly (make synth ENV=...)")
     parser.add_argument("--prices", default=str(PRICES))
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from stacks.config import ConfigError, load_config
+    from tools.cloud_assembly import CloudAssemblyReader
 
-    try:
-        config = load_config(args.env, args.config_dir)
-    except ConfigError as err:
-        print(f"config error: {err}", file=sys.stderr)
+    if not (Path(args.cdk_out) / "manifest.json").is_file():
+        print(f"cost error: {args.cdk_out} is no cloud assembly; run make synth ENV=<env> first", file=sys.stderr)
         return 2
+    stacks = CloudAssemblyReader(args.cdk_out).by_name()
     table = PriceTable.load(Path(args.prices))
-    result = estimate(workload_from_config(config), table)
-    print(render_text(f"{config.app_name} {config.env_name}", result, table))
-    if result.problems:
-        print(f"cost error: {result.problems[0]}", file=sys.stderr)
+    title = os.path.commonprefix(sorted(stacks)).rstrip("-") or args.cdk_out
+    problems: list[str] = []
+    for result in estimate_stacks(stacks, table):
+        print(render_text(title, result, table))
+        print(totals_text(result))
+        problems += result.problems
+    print(f"{table.recheck}")
+    if problems:
+        print(f"cost error: {problems[0]}", file=sys.stderr)
         return 1
     return 0
 

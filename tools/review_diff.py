@@ -364,14 +364,7 @@ def stack_settings(base: dict[str, StackArtifact], head: dict[str, StackArtifact
 def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
                table: cost.PriceTable) -> tuple[list[tuple[str, ...]], list[str]]:
     def lines(side: dict[str, StackArtifact]) -> dict[str, cost.Line]:
-        by_region: dict[str | None, dict[str, dict]] = defaultdict(dict)
-        for name, art in side.items():
-            by_region[art.region][name] = art.template
-        out = {}
-        for region in sorted(by_region, key=str):
-            for line in cost.estimate(cost.workload_from_templates(by_region[region], region), table).lines:
-                out[line.key] = line
-        return out
+        return {line.key: line for result in cost.estimate_stacks(side, table) for line in result.lines}
 
     before, after = lines(base), lines(head)
     rows: list[tuple[str, ...]] = []

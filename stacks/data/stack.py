@@ -68,14 +68,28 @@ class DataStack(Stack):
             removal_policy=RemovalPolicy.RETAIN,
         )
         # CloudWatch Logs encrypts the other stacks' log groups with this key; only log groups of this
-        # account and region (the encryption context names the log group).
+        # account and region (the encryption context names the log group). No kms:DescribeKey: its requests
+        # carry no encryption context, so under this condition it could never be allowed.
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchLogsOfThisAccount",
                 principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
-                actions=["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+                actions=["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*"],
                 resources=["*"],
                 conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": _LOG_GROUPS_OF_THIS_ACCOUNT}},
+            )
+        )
+        # Control Tower CT.KMS.PR.3: grants only for AWS resources (SageMaker volumes) or by AWS services.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="GrantsOnlyForAwsResources",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["kms:CreateGrant"],
+                resources=["*"],
+                conditions={
+                    "BoolIfExists": {"kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false"}
+                },
             )
         )
         return key

@@ -161,7 +161,7 @@ class PruningStack(Stack):
             "code": code,
             "job_name_prefix": prefix,
             "image_repository_arn": image_repository_arn,
-            "vpc": False,
+            "vpc": None,
         }
         job_role = SageMakerJobRole(
             self,

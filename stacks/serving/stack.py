@@ -84,9 +84,8 @@ class ServingStack(Stack):
             self.endpoint = LmiNeuronxEndpoint(
                 self, "Llm", compiled_graph_uri=bucket.s3_url_for_object(graph) if graph else None, **common
             )
-        isolated = placement is not None
         statements = self._execution_statements(
-            serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, isolated=isolated
+            serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, placement=placement
         )
         policy.add_statements(*statements)
         self._outputs(serving)
@@ -110,7 +109,7 @@ class ServingStack(Stack):
         key: kms.IKey,
         images: ContainerImages,
         capture_prefix: str | None,
-        isolated: bool,
+        placement: Placement | None,
     ) -> list[iam.PolicyStatement]:
         """Scoped to what the endpoint reads: the pinned prefixes, the model tarball, the data key, one image."""
         read_prefixes = [p for p in (serving.model_prefix, serving.compiled_graph_prefix) if p]
@@ -146,8 +145,8 @@ class ServingStack(Stack):
                 actions=["s3:GetObject"],
                 resources=[asset.bucket.arn_for_objects(asset.s3_object_key)],
             ))
-        if isolated:
-            statements += vpc_statements(self)
+        if placement is not None:
+            statements += vpc_statements(self, placement)
         if capture_prefix:
             statements.append(iam.PolicyStatement(
                 sid="WriteDataCapture",

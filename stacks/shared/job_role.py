@@ -11,6 +11,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from .placement import Placement
+
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 
@@ -29,12 +31,13 @@ class SageMakerJobRole(Construct):
         read_prefixes: Sequence[str],
         write_prefixes: Sequence[str],
         image_repository_arn: str,
-        vpc: bool,
+        vpc: Placement | None,
         description: str,
         policy_description: str,
         code_channel: bool = False,
     ) -> None:
-        """`code_channel`: isolated mode, SageMaker downloads the code as an S3Prefix channel (lists, then gets)."""
+        """`vpc`: the subnets and security groups the jobs run in (None: no VPC config).
+        `code_channel`: isolated mode, SageMaker downloads the code as an S3Prefix channel (lists, then gets)."""
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(
@@ -58,8 +61,8 @@ class SageMakerJobRole(Construct):
                 resources=[code.bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [code.s3_object_key]}},
             ))
-        if vpc:
-            statements += vpc_statements(stack)
+        if vpc is not None:
+            statements += vpc_statements(stack, vpc)
         self.policy = iam.ManagedPolicy(
             self, "Policy", description=policy_description, statements=statements, roles=[self.role]
         )
@@ -156,16 +159,37 @@ def _runtime_statements(stack: Stack, *, job_name_prefix: str, image_repository_
     ]
 
 
-def vpc_statements(stack: Stack) -> list[iam.PolicyStatement]:
-    """ENI management SageMaker performs in the role's name when the job runs in the configured subnets."""
+def vpc_statements(stack: Stack, placement: Placement) -> list[iam.PolicyStatement]:
+    """ENI management SageMaker performs in the role's name, limited to the placement's subnets and groups.
+
+    CreateNetworkInterface authorizes the new interface, its subnet and its security groups, so the subnets
+    and groups are named; the permission and delete calls act on an existing interface and are limited to
+    interfaces in those subnets (`ec2:Subnet`). The Describe calls have no resource type: `*`, this region.
+    """
+    def arns(kind: str, ids: Sequence[str]) -> list[str]:
+        return [stack.format_arn(service="ec2", resource=kind, resource_name=i) for i in ids]
+
+    subnets = arns("subnet", placement.subnet_ids)
+    interfaces = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
     return [
         iam.PolicyStatement(
-            sid="VpcNetworkInterfaces",  # the EC2 Describe* calls and ENI creation have no resource scoping
+            sid="CreateJobNetworkInterfaces",
+            actions=["ec2:CreateNetworkInterface"],
+            resources=[interfaces, *subnets, *arns("security-group", placement.security_group_ids)],
+        ),
+        iam.PolicyStatement(
+            sid="ManageJobNetworkInterfaces",
             actions=[
-                "ec2:CreateNetworkInterface",
                 "ec2:CreateNetworkInterfacePermission",
                 "ec2:DeleteNetworkInterface",
                 "ec2:DeleteNetworkInterfacePermission",
+            ],
+            resources=[interfaces],
+            conditions={"ArnEquals": {"ec2:Subnet": subnets}},
+        ),
+        iam.PolicyStatement(
+            sid="DescribeVpcNetwork",  # the EC2 Describe* calls have no resource-level permissions
+            actions=[
                 "ec2:DescribeNetworkInterfaces",
                 "ec2:DescribeVpcs",
                 "ec2:DescribeDhcpOptions",
@@ -174,5 +198,5 @@ def vpc_statements(stack: Stack) -> list[iam.PolicyStatement]:
             ],
             resources=["*"],
             conditions={"StringEquals": {"aws:RequestedRegion": stack.region}},
-        )
+        ),
     ]

@@ -46,6 +46,14 @@ def job_name_prefix(config: AppConfig) -> str:
     return prefix
 
 
+def job_placement(config: AppConfig, placement: Placement | None) -> Placement | None:
+    """Where the jobs run: isolated mode's placement, else training.subnet_ids/security_group_ids if set."""
+    training = config.training
+    if placement is not None or not training.subnet_ids:
+        return placement
+    return Placement(subnet_ids=training.subnet_ids, security_group_ids=training.security_group_ids)
+
+
 class TrainingStack(Stack):
     """State machine + EventBridge trigger + SNS failure topic + SSM model pointer for one environment."""
 
@@ -138,7 +146,7 @@ class TrainingStack(Stack):
             read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
             image_repository_arn=images.repository_arn(TRAINING_IMAGE, training.image_uri),
-            vpc=bool(placement.subnet_ids if placement else training.subnet_ids),
+            vpc=job_placement(config, placement),
             description="SageMaker execution role of the QLoRA training jobs",
             policy_description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
             code_channel=placement is not None,
@@ -177,7 +185,7 @@ class TrainingStack(Stack):
             read_prefixes=(MODELS_PREFIX,),
             write_prefixes=(MODELS_PREFIX,),
             image_repository_arn=images.repository_arn(COMPILE_IMAGE, config.serving.image_uri),
-            vpc=bool(placement.subnet_ids if placement else config.training.subnet_ids),
+            vpc=job_placement(config, placement),
             description="SageMaker execution role of the Neuron compile jobs (optimum-cli export neuron)",
             policy_description="Neuron compile job: models/ (merged in, compiled out), data key",
         )

@@ -1,16 +1,19 @@
-"""Cost figures from the committed price table: endpoints at min/max scale, one training run, unpriced types."""
+"""Cost figures from synthesized templates and the committed price table: every endpoint, every job state."""
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.synth import ROOT
 from tools import cost
+from tools.cloud_assembly import CloudAssemblyReader
 
 
 @pytest.fixture(scope="module")
@@ -18,88 +21,135 @@ def table():
     return cost.PriceTable.load()
 
 
-def _config(env_name):
-    from stacks.config import load_config
-
-    return load_config(env_name, ROOT / "config")
-
-
-def _with(config, **serving):
-    changed = dataclasses.replace(config, serving=dataclasses.replace(config.serving, **serving))
-    object.__setattr__(changed, "env_name", config.env_name)
-    return changed
+def _lines(assemblies, env_name, table):
+    stacks = CloudAssemblyReader(assemblies[env_name].directory).by_name()
+    [result] = cost.estimate_stacks(stacks, table)
+    return result, {line.key: line for line in result.lines}
 
 
-def test_price_table_is_dated_sourced_and_only_has_sourced_types(table):
+def test_price_table_is_dated_sourced_and_says_what_is_assumed(table):
     data = json.loads(cost.PRICES.read_text())
-    assert data["as_of"] and "pricing" in data["source"] and data["currency"] == "USD"
-    assert data["regions"]["us-east-1"]["inference"] == {
-        "ml.inf2.xlarge": 0.76, "ml.inf2.8xlarge": 1.97, "ml.inf2.24xlarge": 6.49, "ml.inf2.48xlarge": 12.98,
+    assert data["as_of"] and "Price List API" in data["source"] and data["currency"] == "USD"
+    assert "before a budget decision" in data["recheck"]
+    assert "up to 90%" in data["managed_spot_savings"]["note"] and "assum" in table.spot_label
+    us = data["regions"]["us-east-1"]
+    # SageMaker real-time inference, not the EC2 inf2 prices the table once had
+    assert {k: v for k, v in us["inference"].items() if k.startswith("ml.inf2.")} == {
+        "ml.inf2.xlarge": 0.99, "ml.inf2.8xlarge": 2.36, "ml.inf2.24xlarge": 7.79, "ml.inf2.48xlarge": 15.58,
     }
-    assert data["regions"]["us-east-1"]["training"] == {}  # no verified source offline: nothing invented
-    from stacks.config.serving import INF2_TYPES
-
-    assert {name: t.usd_per_hour_us_east_1 for name, t in INF2_TYPES.items()} == (
-        data["regions"]["us-east-1"]["inference"]
-    )
+    assert not any(k.startswith("ml.inf2.") for k in us["training"])  # not offered for training
+    assert not any(k.startswith("ml.trn1.") for k in us["inference"])
 
 
-@pytest.mark.parametrize(
-    ("env_name", "itype", "low", "high", "hourly_low", "monthly_low", "hourly_high", "monthly_high"),
-    [
-        ("dev", "ml.inf2.xlarge", 1, 2, 0.76, 554.80, 1.52, 1109.60),
-        ("prod", "ml.inf2.24xlarge", 2, 6, 12.98, 9475.40, 38.94, 28426.20),
-    ],
-)
-def test_endpoint_cost_at_min_and_max_scale(table, env_name, itype, low, high, hourly_low, monthly_low,
-                                            hourly_high, monthly_high):
-    result = cost.estimate(cost.workload_from_config(_config(env_name)), table)
-    assert result.region == "us-east-1" and "not pinned" in result.region_note
-    at_min, at_max = (line for line in result.lines if line.key.startswith("endpoint "))
-    assert (at_min.instance_type, at_min.count, at_max.count) == (itype, low, high)
-    assert at_min.usd_per_hour == pytest.approx(hourly_low) and at_min.usd_total == pytest.approx(monthly_low)
-    assert at_max.usd_per_hour == pytest.approx(hourly_high) and at_max.usd_total == pytest.approx(monthly_high)
+@pytest.mark.parametrize("env_name", ["dev", "prod"])
+def test_every_default_type_is_priced(assemblies, table, env_name):
+    result, _ = _lines(assemblies, env_name, table)
+    assert result.problems == [] and result.region == "us-east-1" and "not pinned" in result.region_note
 
 
-def test_changed_instance_type_changes_the_cost(table):
-    dev = _config("dev")
-    bigger = _with(dev, instance_type="ml.inf2.8xlarge")
-    before = cost.estimate(cost.workload_from_config(dev), table).lines[0]
-    after = cost.estimate(cost.workload_from_config(bigger), table).lines[0]
-    assert after.usd_total - before.usd_total == pytest.approx((1.97 - 0.76) * 730)
+def test_dev_prices_every_stack_endpoint_and_every_job(assemblies, table):
+    _, lines = _lines(assemblies, "dev", table)
+    endpoints = {key: (line.instance_type, line.count, round(line.usd_total, 2))
+                 for key, line in lines.items() if key.startswith("endpoint ")}
+    pruning = [key for key in endpoints if "Pruning/" in key]
+    assert len(pruning) == 4  # base and pruned, always on, at min and max
+    assert all(endpoints[key][0] == "ml.c5.xlarge" for key in pruning)
+    serving = next(key for key in endpoints if "Serving/" in key and key.endswith("@min"))
+    assert endpoints[serving] == ("ml.inf2.xlarge", 1, round(0.99 * 730, 2))
+    jobs = {key.split("/", 1)[1]: line for key, line in lines.items() if key.startswith("job ")}
+    assert sorted(jobs) == ["Export", "SelectPareto", "Train", "TrainSupernet", "Tune"]
+    tune = jobs["Tune"]  # 100 trials x 1 instance x 1 h max runtime, not one run
+    assert (tune.instance_type, tune.hours) == ("ml.c5.xlarge", 100) and tune.usd_total == pytest.approx(20.4)
+    assert jobs["TrainSupernet"].usd_total == pytest.approx(1.408 * 6)
+    train = jobs["Train"]  # managed spot: the labelled assumption, and the on-demand ceiling beside it
+    assert train.usd_total == pytest.approx(1.515 * 12 * (1 - table.spot_savings))
+    assert f"on-demand ceiling {cost.money(1.515 * 12)}" in train.note and table.spot_label in train.note
 
 
-def test_training_run_without_a_price_is_not_guessed(table):
-    result = cost.estimate(cost.workload_from_config(_config("dev")), table)
-    run = next(line for line in result.lines if line.key.startswith("training "))
-    assert (run.instance_type, run.hours, run.usd_total) == ("ml.g5.2xlarge", 12, None)
-    assert result.problems == [
-        "ml.g5.2xlarge (training llm-inf2-dev-Training) has no SageMaker training price for us-east-1 in "
-        "tools/prices.json (as of 2026-11-29); add it there with its source instead of guessing"
+def test_prod_endpoint_and_training(assemblies, table):
+    _, lines = _lines(assemblies, "prod", table)
+    at_min = next(line for key, line in lines.items() if key.endswith("@min"))
+    at_max = next(line for key, line in lines.items() if key.endswith("@max"))
+    assert (at_min.instance_type, at_min.count, at_max.count) == ("ml.inf2.24xlarge", 2, 6)
+    assert at_min.usd_total == pytest.approx(2 * 7.79 * 730) and at_max.usd_total == pytest.approx(6 * 7.79 * 730)
+    [train] = [line for key, line in lines.items() if key.startswith("job ")]
+    assert train.usd_total == pytest.approx(1.515 * 48) and "spot" not in train.label
+
+
+def _with_extra_states(template: dict) -> dict:
+    """The Training state machine plus a compile (training) job and a processing job it never had."""
+    template = copy.deepcopy(template)
+    machine = next(r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine")
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "TOKEN" for p in parts)
+    definition = json.loads(text)
+    definition["States"]["CompileForNeuron"] = {
+        "Type": "Task", "Resource": "arn:aws:states:::sagemaker:createTrainingJob.sync", "End": True,
+        "Parameters": {"ResourceConfig": {"InstanceType": "ml.trn1.2xlarge", "InstanceCount": 1},
+                       "StoppingCondition": {"MaxRuntimeInSeconds": 7200}},
+    }
+    definition["States"]["Evaluate"] = {
+        "Type": "Parallel", "End": True, "Branches": [{"StartAt": "Score", "States": {"Score": {
+            "Type": "Task", "Resource": "arn:aws:states:::sagemaker:createProcessingJob.sync", "End": True,
+            "Parameters": {"ProcessingResources": {"ClusterConfig": {"InstanceType": "ml.m5.xlarge",
+                                                                      "InstanceCount": 2}},
+                           "StoppingCondition": {"MaxRuntimeInSeconds": 1800}}}}}],
+    }
+    machine["Properties"]["DefinitionString"] = json.dumps(definition)
+    return template
+
+
+def test_a_new_job_state_is_priced_without_a_code_change(assemblies, table):
+    stacks = CloudAssemblyReader(assemblies["prod"].directory).by_name()
+    training = _with_extra_states(stacks["llm-inf2-prod-Training"].template)
+    result = cost.estimate(cost.workload_from_templates({"T": training}), table)
+    lines = {line.key: line for line in result.lines}
+    assert lines["job T/CompileForNeuron"].usd_total == pytest.approx(1.54 * 2)
+    assert lines["job T/Train"].usd_total == pytest.approx(1.515 * 48)
+    score = lines["job T/Evaluate/Score"]  # found inside a Parallel branch; no processing price: not guessed
+    assert (score.label.startswith("processing job"), score.instance_type, score.count) == (True, "ml.m5.xlarge", 2)
+    assert score.usd_total is None and result.problems == [
+        "ml.m5.xlarge (processing job T/Evaluate/Score) has no SageMaker processing price for us-east-1 in "
+        "tools/prices.json (as of 2026-12-01); add it there with its source instead of guessing"
     ]
 
 
-def test_training_run_math_with_spot(table):
-    """With a (test-only) price: on-demand run = price x count x max runtime; spot applies the table's saving."""
-    data = json.loads(cost.PRICES.read_text())
-    data["regions"]["us-east-1"]["training"]["ml.test.large"] = 2.0
-    priced = cost.PriceTable(data)
-    spot = cost.TrainingRun("t", "ml.test.large", 2, 12.0, True)
-    on_demand = dataclasses.replace(spot, spot=False)
-    [line] = cost.estimate(cost.Workload(None, trainings=(on_demand,)), priced).lines
-    assert line.usd_per_hour == 4.0 and line.usd_total == 48.0
-    [line] = cost.estimate(cost.Workload(None, trainings=(spot,)), priced).lines
-    assert line.usd_total == pytest.approx(48.0 * (1 - data["managed_spot_savings"]["fraction"]))
-    assert "on-demand ceiling $48.00" in line.note
+@pytest.mark.parametrize(("params", "why"), [
+    ({"ResourceConfig": {"InstanceType.$": "$.type", "InstanceCount": 1}}, "chosen at run time"),
+    ({"ResourceConfig": {"InstanceType": "ml.m5.large"}, "StoppingCondition": {"MaxRuntimeInSeconds.$": "$.s"}},
+     "cannot bound its runtime"),
+])
+def test_an_unbounded_job_is_not_guessed(table, params, why):
+    definition = {"StartAt": "J", "States": {"J": {"Type": "Task", "End": True, "Parameters": params,
+                                                   "Resource": "arn:aws:states:::sagemaker:createTrainingJob.sync"}}}
+    template = {"Resources": {"M": {"Type": "AWS::StepFunctions::StateMachine",
+                                    "Properties": {"DefinitionString": json.dumps(definition)}}}}
+    result = cost.estimate(cost.workload_from_templates({"S": template}), table)
+    assert len(result.problems) == 1 and why in result.problems[0] and result.lines[0].usd_total is None
 
 
-def test_make_cost_prints_priced_lines_and_fails_with_one_line():
-    proc = subprocess.run([sys.executable, "tools/cost.py", "--env", "prod"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 1
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("cost error: ml.g5.2xlarge (training ")
-    assert "endpoint llm-inf2-prod-Serving at min scale" in proc.stdout
-    assert "$9,475.40/month" in proc.stdout and "$28,426.20/month" in proc.stdout
-    bad = subprocess.run([sys.executable, "tools/cost.py", "--env", "nope"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=60)
-    assert bad.returncode == 2 and bad.stderr.startswith("config error: ") and bad.stderr.count("\n") == 1
+def _run(cdk_out: Path):
+    return subprocess.run([sys.executable, "tools/cost.py", "--cdk-out", str(cdk_out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cost_cli_prints_every_line_region_and_totals(assemblies):
+    proc = _run(Path(assemblies["dev"].directory))
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "llm-inf2-dev: SageMaker on-demand, us-east-1 (region not pinned" in proc.stdout
+    assert "tuning job llm-inf2-dev-Pruning/Tune at max runtime, 100 trials" in proc.stdout
+    assert "$0.115" in proc.stdout and "before a budget decision" in proc.stdout
+    assert "total: endpoints $1,020.54/month at min scale" in proc.stdout
+
+
+def test_cost_cli_fails_with_one_line_on_an_unpriced_type(assemblies, tmp_path):
+    head = tmp_path / "prod"
+    shutil.copytree(assemblies["prod"].directory, head)
+    path = head / "llm-inf2-prod-Training.template.json"
+    path.write_text(json.dumps(_with_extra_states(json.loads(path.read_text()))))
+    proc = _run(head)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("cost error: ml.m5.xlarge (processing job llm-inf2-prod-Training/Evaluate/Score)")
+    assert "$3.08 per run (2 h)" in proc.stdout  # the priced lines are still printed
+    missing = _run(tmp_path / "nothing")
+    assert missing.returncode == 2 and missing.stderr.startswith("cost error: ") and missing.stderr.count("\n") == 1

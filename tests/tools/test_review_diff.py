@@ -178,19 +178,19 @@ def test_cost_delta_of_a_changed_instance_type(assemblies, tmp_path):
     endpoint = _only(template, "AWS::SageMaker::Endpoint")
     at_min = by_label[f"endpoint {serving}/{endpoint} at min scale"]
     at_max = by_label[f"endpoint {serving}/{endpoint} at max scale"]
-    # 730 h/month: 1 x 0.76 -> 1 x 1.97 at min, 2 x 0.76 -> 2 x 1.97 at max
-    assert at_min[1:] == ("1 x ml.inf2.xlarge -> 1 x ml.inf2.8xlarge", "$554.80/month", "$1,438.10/month",
-                          "+$883.30/month")
-    assert at_max[1:] == ("2 x ml.inf2.xlarge -> 2 x ml.inf2.8xlarge", "$1,109.60/month", "$2,876.20/month",
-                          "+$1,766.60/month")
-    if "llm-inf2-dev-Training" in base:  # the training job is priced from its state machine: no price, no guess
-        training = [row for row in rows if row[0].startswith("training run llm-inf2-dev-Training")]
-        assert training and training[0][1] == "1 x ml.g5.2xlarge" and training[0][-1] == "n/a"
-        assert any(note.startswith("not priced: ml.g5.2xlarge") for note in notes)
+    # 730 h/month: 1 x 0.99 -> 1 x 2.36 at min, 2 x 0.99 -> 2 x 2.36 at max
+    assert at_min[1:] == ("1 x ml.inf2.xlarge -> 1 x ml.inf2.8xlarge", "$722.70/month", "$1,722.80/month",
+                          "+$1,000.10/month")
+    assert at_max[1:] == ("2 x ml.inf2.xlarge -> 2 x ml.inf2.8xlarge", "$1,445.40/month", "$3,445.60/month",
+                          "+$2,000.20/month")
+    # every endpoint and job of the default config is priced (no n/a); the tuning job counts all its trials
+    assert [row for row in rows if "n/a" in row] == [] and not any(n.startswith("not priced") for n in notes)
+    tune = by_label["tuning job llm-inf2-dev-Pruning/Tune at max runtime, 100 trials"]
+    assert tune[1:] == ("1 x ml.c5.xlarge", "$20.40/run", "$20.40/run", "±0")
 
     result = review_diff.review(base, head, "resize")
     assert result.flagged == [(serving, config_id, "REPLACED")]
-    assert "+$883.30/month" in review_diff.render(result)
+    assert "+$1,000.10/month" in review_diff.render(result)
 
 
 def test_bad_ref_fails_with_one_line(tmp_path):

@@ -44,11 +44,14 @@ def test_pr_workflow_tests_synthesizes_and_reviews():
     pr = _load("pr.yml")
     assert list(pr["on"]) == ["pull_request"]
     assert pr["concurrency"]["cancel-in-progress"] is True
-    [job] = pr["jobs"].values()
-    runs = "\n".join(step.get("run", "") for step in job["steps"])
-    for command in ("make test", "make synth ENV=", "make review BASE=", "GITHUB_STEP_SUMMARY", "review-diff"):
+    test, review = pr["jobs"]["test"], pr["jobs"]["review"]
+    assert [s.get("run") for s in test["steps"] if "run" in s] == ["make test"]  # the only full install
+    runs = "\n".join(step.get("run", "") for step in review["steps"])
+    for command in ("make synth ENV=", "make review BASE=", "make --no-print-directory cost ENV=",
+                    "GITHUB_STEP_SUMMARY", "review-diff"):
         assert command in runs, command
-    checkout = job["steps"][0]
+    assert "make test" not in runs and "pip install" not in runs  # synth, review and cost: the lean venv
+    checkout = review["steps"][0]
     assert checkout["uses"].startswith("actions/checkout@") and checkout["with"]["fetch-depth"] == 0
 
 

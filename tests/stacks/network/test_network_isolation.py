@@ -144,7 +144,8 @@ def test_isolated_lmi_model(templates):
 def test_isolated_serving_role_may_manage_network_interfaces(templates):
     policy = _one(templates["prod"]["Serving"], "AWS::IAM::ManagedPolicy")
     statements = {s.get("Sid"): s for s in policy["PolicyDocument"]["Statement"]}
-    assert "ec2:CreateNetworkInterface" in statements["VpcNetworkInterfaces"]["Action"]
+    assert statements["CreateJobNetworkInterfaces"]["Action"] == "ec2:CreateNetworkInterface"
+    assert "ec2:DeleteNetworkInterface" in statements["ManageJobNetworkInterfaces"]["Action"]
     assert "ReadModelTarball" not in statements
 
 

@@ -1,0 +1,53 @@
+"""AWS Control Tower proactive controls (cfn-guard plugin) on every synth: nothing unacknowledged, nothing stale.
+
+The plugin runs beside cdk-nag (stacks/nag.py); synth itself fails on an unacknowledged finding, so the
+fixture's synth is the first check. Each acknowledgment must suppress a real finding in dev or prod.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from stacks.nag import ACKNOWLEDGED
+
+GUARD = "cdk-validator-cfnguard::"
+
+
+def _guard_report(assembly) -> dict:
+    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+    [guard] = [p for p in report["pluginReports"] if p["pluginName"] == "cdk-validator-cfnguard"]
+    return guard
+
+
+def _suppressed(assembly) -> set[tuple[str, str, str]]:
+    """(unit, construct path inside the stack, rule name) of every acknowledged finding."""
+    found = set()
+    for violation in _guard_report(assembly)["suppressedViolations"]:
+        for construct in violation["violatingConstructs"]:
+            stack, _, path = construct["constructPath"].partition("/")
+            found.add((stack.rsplit("-", 1)[-1], path.removesuffix("/Resource"), violation["ruleName"]))
+    return found
+
+
+def test_no_unacknowledged_control_tower_finding(assemblies):
+    for env_name, assembly in assemblies.items():
+        guard = _guard_report(assembly)
+        assert guard["conclusion"] == "success" and guard["violations"] == [], env_name
+
+
+def test_every_control_tower_acknowledgment_suppresses_a_finding(assemblies):
+    seen = set().union(*(_suppressed(assembly) for assembly in assemblies.values()))
+    entries = {(e.unit, e.path, e.rule.removeprefix(GUARD)) for e in ACKNOWLEDGED if e.rule.startswith(GUARD)}
+    assert len(entries) == 10
+    assert sorted(entries - seen) == []
+
+
+def test_the_data_key_limits_grants_to_aws_resources(templates):
+    """CT.KMS.PR.3 fixed, not acknowledged: a deny on CreateGrant unless for an AWS resource or by a service."""
+    for env_name in ("dev", "prod"):
+        [key] = [r for r in templates[env_name]["Data"]["Resources"].values() if r["Type"] == "AWS::KMS::Key"]
+        [deny] = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if s.get("Sid") == "GrantsOnlyForAwsResources"]
+        assert deny["Effect"] == "Deny" and deny["Action"] == "kms:CreateGrant"
+        assert deny["Condition"] == {"BoolIfExists": {"kms:GrantIsForAWSResource": "false",
+                                                      "aws:PrincipalIsAWSService": "false"}}
