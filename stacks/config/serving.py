@@ -40,14 +40,13 @@ class Inf2Type(NamedTuple):
     neuron_cores: int
     host_memory_gb: int
     vcpus: int
-    usd_per_hour_us_east_1: float
 
 
 INF2_TYPES: dict[str, Inf2Type] = {
-    "ml.inf2.xlarge": Inf2Type(2, 16, 4, 0.76),
-    "ml.inf2.8xlarge": Inf2Type(2, 128, 32, 1.97),
-    "ml.inf2.24xlarge": Inf2Type(12, 384, 96, 6.49),
-    "ml.inf2.48xlarge": Inf2Type(24, 768, 192, 12.98),
+    "ml.inf2.xlarge": Inf2Type(2, 16, 4),
+    "ml.inf2.8xlarge": Inf2Type(2, 128, 32),
+    "ml.inf2.24xlarge": Inf2Type(12, 384, 96),
+    "ml.inf2.48xlarge": Inf2Type(24, 768, 192),
 }
 
 
