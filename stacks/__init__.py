@@ -3,14 +3,15 @@
 File map (the file for a concern in one guess):
 
     application.py        compose one environment's stacks into the App; cdk-nag rule packs on
-    nag.py                cdk-nag rule packs and every accepted finding (one reviewable table)
+    nag.py                cdk-nag and Control Tower (cfn-guard) rule packs, every accepted finding in one table
     paths.py              where things live in the repository (the only Path(__file__) in stacks/)
     image_table.py        reader of images.json, the container-image URIs per region
     code_contract/        what the stacks know about training_code/ (stdlib only, loaded from the files)
         loader.py           the one way to load a training_code module
         qlora.py            train.py's hyperparameter contract, metric definitions, entry point
         nas.py              NAS entry points, tuning-job parameter ranges, metric definitions
-    config/               the typed, validated per-environment config (config/<env>.yaml)
+    config/               the typed, validated per-environment config (config/<env>.yaml); serving_backends.py:
+                          what LMI NeuronX and vLLM Neuron accept (architectures, images, the compiled shape)
     shared/               CDK pieces two or more units use
         assets.py           deterministic, content-addressed tarball assets
         bucket_layout.py    the artifact bucket's prefixes (datasets/, models/, checkpoints/, ...)
@@ -25,12 +26,15 @@ File map (the file for a concern in one guess):
     training/             QLoRA training
         stack.py            the stack: job role, topic, SSM model pointer, workflow, trigger
         job.py              the training job's CreateTrainingJob request
+        compile_job.py      the Neuron compile job (optimum-cli export neuron) for vllm_neuronx
         workflow.py         the state machine (validate, train, capacity retries, record, notify)
         execution_input.py  the execution input's validation (shared with tools/start_training.py)
         trigger.py          the EventBridge rule on dataset uploads
     serving/              the LLM endpoint on ml.inf2
-        stack.py            execution role, alarm topic, outputs
-        lmi_neuronx_endpoint.py  the LMI NeuronX container on top of SageMakerEndpoint
+        stack.py            execution role, alarm topic, outputs; picks the backend
+        hosting.py          the SageMakerEndpoint both backends share
+        lmi_neuronx_endpoint.py  the LMI NeuronX container (serving.properties tarball)
+        vllm_neuronx_endpoint.py the vLLM Neuron container (compiled model mounted, SM_ON_* flags)
     pruning/              NAS structural pruning of an encoder
         stack.py            job roles, topic, SSM model pointer, workflow
         jobs.py             the super-network, trial, selection and export job requests
