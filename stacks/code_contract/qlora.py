@@ -17,7 +17,9 @@ ENTRY_POINT = "train.py"
 # Flags SageMaker fills from SM_* variables and channels; a hyperparameter must never point them elsewhere.
 RESERVED = frozenset({"train_data", "eval_data", "output_dir", "model_dir", "checkpoint_dir", "model_channel"})
 _KINDS = {"int": "an integer", "float": "a number", "parse_bool": "a boolean (true/false)"}
-
+# The workflow records the model folder as the servable model; `merge` false leaves an adapter there.
+NO_MERGE_PROBLEM = ("the workflow records the job's model folder as the servable model and merge false leaves "
+                    "only an adapter there: keep merge true (run train.py --no-merge outside the workflow)")
 
 
 @cache
@@ -53,6 +55,21 @@ def hyperparameter_problem(name: str, value: str) -> str | None:
     if action.choices and converted not in action.choices:
         return f"got {value!r}; allowed: {', '.join(map(str, action.choices))}"
     return None
+
+
+def merge_problem(value: str) -> str | None:
+    """Why the workflow refuses this `merge` value (false in any spelling train.py accepts), or None."""
+    try:
+        merges = _options()["merge"].type(value)
+    except (TypeError, ValueError, argparse.ArgumentTypeError):
+        return None  # hyperparameter_problem reports the type error
+    return None if merges else f"got {value!r}; {NO_MERGE_PROBLEM}"
+
+
+def false_spellings() -> tuple[str, ...]:
+    """train.py's false booleans as lower, Capitalized and UPPER case: what a Choice state can compare."""
+    words = load_code_module(QLORA_CODE, "qlora_args.py")._FALSE  # noqa: SLF001 - the parser's own table
+    return tuple(sorted({form for word in words for form in (word, word.capitalize(), word.upper())}))
 
 
 @cache

@@ -94,10 +94,10 @@ class TrainingConfig:
         if not self.network_isolation and self.base_model_key is None and "model_id" not in self.hyperparameters:
             fail("hyperparameters.model_id", "missing; set a Hugging Face model id or base_model_key")
 
-        from ..code_contract.qlora import hyperparameter_problem
+        from ..code_contract.qlora import hyperparameter_problem, merge_problem
 
         for name, value in self.hyperparameters.items():
-            problem = hyperparameter_problem(name, value)
+            problem = hyperparameter_problem(name, value) or (merge_problem(value) if name == "merge" else None)
             if problem:
                 fail(f"hyperparameters.{name}", problem)
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..code_contract.qlora import hyperparameter_problem
+from ..code_contract.qlora import hyperparameter_problem, merge_problem
 from ..shared.bucket_layout import DATASETS_PREFIX
 
 KEYS = ("train_data", "hyperparameters")
@@ -52,7 +52,7 @@ def _value(name: str, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise InputError(f"hyperparameters.{name}", f"got {_short(value)}; expected a string or a number")
     text = value if isinstance(value, str) else repr(value)
-    problem = hyperparameter_problem(name, text)
+    problem = hyperparameter_problem(name, text) or (merge_problem(text) if name == "merge" else None)
     if problem:
         raise InputError(f"hyperparameters.{name}", problem)
     return text

@@ -22,6 +22,7 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from ..code_contract.qlora import false_spellings
 from ..shared.bucket_layout import DATASETS_PREFIX
 from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
 from ..shared.workflow_shell import (
@@ -226,10 +227,16 @@ class TrainingWorkflow(Construct):
 
 
 def _valid_input(bucket_name: str) -> sfn.Condition:
-    """What the state machine can re-check itself: train_data is a string under this bucket's datasets/."""
+    """What the state machine can re-check itself: train_data is a string under this bucket's datasets/, and
+    no override turns the merge off (the model folder would hold an adapter; README, Training)."""
+    no_merge = sfn.Condition.and_(
+        sfn.Condition.is_present("$.hyperparameters.merge"),
+        sfn.Condition.or_(*(sfn.Condition.string_equals("$.hyperparameters.merge", v) for v in false_spellings())),
+    )
     return sfn.Condition.and_(
         sfn.Condition.is_present("$.train_data"),
         sfn.Condition.is_string("$.train_data"),
         sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
         sfn.Condition.is_present("$.hyperparameters"),
+        sfn.Condition.not_(no_merge),
     )

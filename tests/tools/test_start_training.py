@@ -41,6 +41,10 @@ REJECTED = [
      "hyperparameters.merge: got 'maybe'; train.py expects a boolean"),
     ("hp-json-bool", {"train_data": DATA, "hyperparameters": {"merge": True}}, BUCKET,
      "hyperparameters.merge: got True; expected a string or a number"),
+    ("no-merge", {"train_data": DATA, "hyperparameters": {"merge": "false"}}, BUCKET,
+     "hyperparameters.merge: got 'false'; the workflow records the job's model folder as the servable model"),
+    ("no-merge-other-spelling", {"train_data": DATA, "hyperparameters": {"merge": "Off"}}, BUCKET,
+     "hyperparameters.merge: got 'Off'; the workflow records"),
     ("hp-list", {"train_data": DATA, "hyperparameters": {"target_modules": ["q_proj"]}}, BUCKET,
      "expected a string or a number"),
 ]
@@ -56,10 +60,10 @@ def test_rejected_with_one_line(case, data, bucket, expected):
 
 def test_valid_input_is_normalized_to_strings():
     checked = validate_execution_input(
-        {"train_data": DATA, "hyperparameters": {"lora_r": 16, "learning_rate": 1e-4, "merge": "false"}}, bucket=BUCKET
+        {"train_data": DATA, "hyperparameters": {"lora_r": 16, "learning_rate": 1e-4, "merge": "True"}}, bucket=BUCKET
     )
     assert checked == {
-        "train_data": DATA, "hyperparameters": {"learning_rate": "0.0001", "lora_r": "16", "merge": "false"}
+        "train_data": DATA, "hyperparameters": {"learning_rate": "0.0001", "lora_r": "16", "merge": "True"}
     }
     assert validate_execution_input({"train_data": DATA}, bucket=None)["hyperparameters"] == {}
 
@@ -97,12 +101,13 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["--data", "s3://b-1/models/x"], "train_data: got 's3://b-1/models/x'; the key must be under datasets/"),
         (["--data", DATA, "--set", "lora_rank=8"], "hyperparameters.lora_rank: unknown hyperparameter"),
         (["--data", DATA, "--set", "lora_r"], "--set 'lora_r': expected NAME=VALUE"),
+        (["--data", DATA, "--set", "merge=false"], "hyperparameters.merge: got 'false'; the workflow records"),
         (["--input", '{"train_data": 1'], "--input: not JSON"),
         (["--input", json.dumps({"train_data": DATA, "x": 1})], "x: unknown key"),
         ([], "--data s3://<artifact bucket>/datasets/... is required"),
         (["--env", "qa", "--data", DATA], "qa.yaml: env: no such file"),
     ],
-    ids=["outside-datasets", "unknown-hp", "bad-set", "bad-json", "unknown-key", "no-data", "unknown-env"],
+    ids=["outside-datasets", "unknown-hp", "bad-set", "no-merge", "bad-json", "unknown-key", "no-data", "unknown-env"],
 )
 def test_cli_rejects_before_any_aws_call(args, expected):
     result = _run(*args)

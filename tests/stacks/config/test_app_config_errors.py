@@ -119,6 +119,8 @@ CASES = [
      "training.hyperparameters.lora_r: got 'sixty-four'; train.py expects an integer"),
     ("training-hyperparameter-not-string", "dev", _with("training.hyperparameters.lora_r", 64),
      "training.hyperparameters.lora_r: got 64; expected a string"),
+    ("training-no-merge", "dev", _with("training.hyperparameters.merge", "false"),
+     "training.hyperparameters.merge: got 'false'; the workflow records the job's model folder as the servable model"),
     ("training-isolation-without-model", "dev", _with("training.network_isolation", True),
      "training.base_model_key: missing; network_isolation: true needs the base model"),
     ("training-base-model-key", "dev", _with("training.base_model_key", "models/llama/"),

@@ -202,6 +202,10 @@ def test_input_is_checked_by_the_machine_too(definitions):
     (choice,) = definitions["dev"]["States"]["ValidateInput"]["Choices"]
     matches = [c["StringMatches"] for c in choice["And"] if "StringMatches" in c]
     assert matches == ["s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"]
+    (no_merge,) = [c["Not"]["And"] for c in choice["And"] if "Not" in c]
+    assert no_merge[0] == {"Variable": "$.hyperparameters.merge", "IsPresent": True}
+    refused = {c["StringEquals"] for c in no_merge[1]["Or"]}
+    assert {"false", "False", "0", "no", "off"} <= refused and not refused & {"true", "True", "1"}
 
 
 @pytest.mark.parametrize("env", ENVS)
