@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from .errors import ConfigError
 from .schema import setting
 
+_IMAGE_REFERENCE = r"(:[\w.-]+|@sha256:[0-9a-f]{64})"
+OWN_REPOSITORY_PATTERN = r"[a-z0-9]+([._/-][a-z0-9]+)*" + _IMAGE_REFERENCE
+OFFLINE_IMAGE = ("script mode pip-installs training_code/qlora/requirements.txt, which needs the internet: push an "
+                 "image with them baked in (README, Training) and set training.image_repository (<repo>:<tag> in "
+                 "this account's ECR) or training.image_uri")
 ECR_IMAGE_PATTERN = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})"
 # CloudWatch Logs accepts only these retention periods.
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
@@ -65,6 +70,9 @@ class TrainingConfig:
     subnet_ids: list[str] = setting([], pattern=r"subnet-[0-9a-f]{8,17}")
     security_group_ids: list[str] = setting([], pattern=r"sg-[0-9a-f]{8,17}")
     image_uri: str | None = setting(None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table")
+    image_repository: str | None = setting(
+        None, pattern=OWN_REPOSITORY_PATTERN, hint="<repo>:<tag> in the deploying account's ECR (same region)"
+    )
     job_name_prefix: str | None = setting(
         None, pattern=r"[a-z][a-z0-9]*(-[a-z0-9]+)*", hint="lower-case; null: <app_name>-<env>"
     )
@@ -91,6 +99,10 @@ class TrainingConfig:
             fail(missing, "empty; a VPC config needs both subnet_ids and security_group_ids")
         if self.network_isolation and self.base_model_key is None:
             fail("base_model_key", "missing; network_isolation: true needs the base model as an S3 `model` channel")
+        if self.image_uri is not None and self.image_repository is not None:
+            fail("image_repository", "set together with image_uri; keep one of them")
+        if self.network_isolation and not self.has_own_image:
+            fail("image_uri", f"missing; network_isolation: true: {OFFLINE_IMAGE}")
         if not self.network_isolation and self.base_model_key is None and "model_id" not in self.hyperparameters:
             fail("hyperparameters.model_id", "missing; set a Hugging Face model id or base_model_key")
 
@@ -100,6 +112,11 @@ class TrainingConfig:
             problem = hyperparameter_problem(name, value) or (merge_problem(value) if name == "merge" else None)
             if problem:
                 fail(f"hyperparameters.{name}", problem)
+
+    @property
+    def has_own_image(self) -> bool:
+        """An image other than the pinned table's: the config's promise that it holds the requirements."""
+        return self.image_uri is not None or self.image_repository is not None
 
     @property
     def max_wait_seconds(self) -> int | None:

@@ -53,6 +53,7 @@ def _isolated(**changes) -> dict:
 
 
 _READY = {"training__base_model_key": "base-models/llama/", "training__hyperparameters__model_id": None,
+          "training__image_repository": "llm-inf2-training:qlora-1",
           **({"pruning__enabled": False} if "pruning" in VALID else {})}
 
 # (case id, env name, file content (dict = YAML dump, str = raw text, None = no file), expected fragment)
@@ -137,6 +138,17 @@ CASES = [
     *([("isolated-with-pruning", "dev", _isolated(**{**_READY, "pruning__enabled": True}),
         "pruning.enabled: got true; the Pruning stack downloads models from the Hugging Face hub")]
       if "pruning" in VALID else []),
+    ("isolated-without-image", "dev", _isolated(**{**_READY, "training__image_repository": None}),
+     "training.image_uri: missing; network.isolated: true: script mode pip-installs training_code/qlora/"
+     "requirements.txt, which needs the internet"),
+    ("training-isolation-without-image", "dev", _with("training", {**VALID["training"], "network_isolation": True,
+                                                                   "base_model_key": "base-models/llama/"}),
+     "training.image_uri: missing; network_isolation: true: script mode pip-installs"),
+    ("training-two-images", "dev", _with("training", {**VALID["training"], "image_repository": "r:1",
+                                                      "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/r:1"}),
+     "training.image_repository: set together with image_uri; keep one of them"),
+    ("training-image-repository-without-tag", "dev", _with("training.image_repository", "llm-inf2-training"),
+     "training.image_repository: got 'llm-inf2-training'; must match"),
     ("isolated-training-vpc", "dev", _isolated(**_READY, training__subnet_ids=["subnet-0123456789abcdef0"],
                                                training__security_group_ids=["sg-0123456789abcdef0"]),
      "training.subnet_ids: set the VPC under network:"),

@@ -15,7 +15,11 @@ from tests.synth import ROOT
 
 ENVS = ("dev", "prod")
 CONFIGS = {env: load_config(env, ROOT / "config") for env in ENVS}
-PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
+PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
+          "AWS::URLSuffix": "amazonaws.com"}
+# prod (isolated) pulls its own image, with the requirements baked in, from the deploying account's ECR.
+IMAGES = {"dev": "<map:HfPytorchTrainingGpuUri>",
+          "prod": "123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-inf2-training:qlora-2026-12"}
 
 
 def _render(piece) -> str:
@@ -90,7 +94,7 @@ def test_train_state_is_the_raw_sync_integration(definitions, env):
     }
     assert params["ResourceConfig"]["VolumeKmsKeyId"] == params["OutputDataConfig"]["KmsKeyId"]
     assert params["RoleArn"] == "<getatt:TrainingRoleA2F7D4DF.Arn>"
-    assert params["AlgorithmSpecification"]["TrainingImage"] == "<map:HfPytorchTrainingGpuUri>"
+    assert params["AlgorithmSpecification"]["TrainingImage"] == IMAGES[env]
     assert params["AlgorithmSpecification"]["MetricDefinitions"] == list(metric_definitions())
     assert params["HyperParameters.$"] == "$.run.hyperparameters"
     assert params["InputDataConfig"][0]["ChannelName"] == "training"
@@ -257,16 +261,37 @@ def test_image_mapping_has_us_east_1(templates):
     )
 
 
-def test_training_code_asset_is_the_deterministic_tarball(assemblies):
-    directory = Path(assemblies["dev"].directory)
-    manifest = json.loads((directory / "llm-inf2-dev-Training.assets.json").read_text())
-    sources = [a["source"] for a in manifest["files"].values() if a["source"]["path"].endswith(".tar.gz")]
-    assert len(sources) == 1 and sources[0]["packaging"] == "file"  # uploaded as built, not re-zipped
+def _code_asset(assemblies, env: str) -> dict[str, bytes]:
     import tarfile
 
+    directory = Path(assemblies[env].directory)
+    manifest = json.loads((directory / f"llm-inf2-{env}-Training.assets.json").read_text())
+    sources = [a["source"] for a in manifest["files"].values() if a["source"]["path"].endswith(".tar.gz")]
+    assert len(sources) == 1 and sources[0]["packaging"] == "file"  # uploaded as built, not re-zipped
     with tarfile.open(directory / sources[0]["path"]) as tar:
-        names = tar.getnames()
-    assert "train.py" in names and "requirements.txt" in names and "qlora_metrics.py" in names
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_training_code_asset_is_the_deterministic_tarball(assemblies):
+    files = _code_asset(assemblies, "dev")
+    assert "train.py" in files and "qlora_metrics.py" in files
+    assert files["requirements.txt"] == (ROOT / "training_code/qlora/requirements.txt").read_bytes()
+
+
+def test_offline_code_asset_leaves_pip_nothing_to_install(assemblies):
+    """Isolated prod: script mode still runs `pip install -r requirements.txt`; the file lists nothing."""
+    files = _code_asset(assemblies, "prod")
+    assert files["train.py"] == (ROOT / "training_code/qlora/train.py").read_bytes()
+    lines = files["requirements.txt"].decode().splitlines()
+    assert lines and all(line.startswith("#") for line in lines), lines
+
+
+def test_own_image_is_pullable_by_the_job_role_only_from_its_repository(templates):
+    from tests.stacks.training.test_training_iam import statement
+
+    pull = statement(templates["prod"]["Training"], "TrainingRole", "PullTrainingImage")
+    rendered = "".join(_render(p) for p in pull["Resource"]["Fn::Join"][1])
+    assert rendered == "arn:aws:ecr:us-east-1:123456789012:repository/llm-inf2-training"
 
 
 def test_a_derived_prefix_too_long_for_job_names_is_a_config_error():
