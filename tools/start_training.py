@@ -67,7 +67,7 @@ def start(execution_input: dict[str, Any], *, config: Any, name: str | None, ses
     session = session or boto3.session.Session()
     cloudformation = session.client("cloudformation")
     bucket = _stack_outputs(cloudformation, config.stack_id("Data"))["ArtifactBucketName"]
-    checked = validate_execution_input(execution_input, bucket=bucket)
+    checked = validate_execution_input(execution_input, bucket=bucket, training=config.training)
     state_machine = _stack_outputs(cloudformation, config.stack_id("Training"))["StateMachineArn"]
     request = {"stateMachineArn": state_machine, "input": json.dumps(checked, sort_keys=True)}
     if name:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = load_config(args.env, ROOT / "config")
-        checked = validate_execution_input(build_input(args), bucket=None)
+        checked = validate_execution_input(build_input(args), bucket=None, training=config.training)
     except (ConfigError, InputError, UsageError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2

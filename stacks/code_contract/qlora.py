@@ -59,11 +59,17 @@ def hyperparameter_problem(name: str, value: str) -> str | None:
 
 def merge_problem(value: str) -> str | None:
     """Why the workflow refuses this `merge` value (false in any spelling train.py accepts), or None."""
+    if hyperparameter_problem("merge", value):
+        return None  # the type error is reported there
+    return None if parse_bool(value) else f"got {value!r}; {NO_MERGE_PROBLEM}"
+
+
+def parse_bool(value: str) -> bool:
+    """train.py's boolean parsing; a value it rejects counts as false (hyperparameter_problem reports it)."""
     try:
-        merges = _options()["merge"].type(value)
-    except (TypeError, ValueError, argparse.ArgumentTypeError):
-        return None  # hyperparameter_problem reports the type error
-    return None if merges else f"got {value!r}; {NO_MERGE_PROBLEM}"
+        return bool(load_code_module(QLORA_CODE, "qlora_args.py").parse_bool(value))
+    except argparse.ArgumentTypeError:
+        return False
 
 
 def false_spellings() -> tuple[str, ...]:

@@ -19,6 +19,16 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
 # Job names are `<prefix>-<32 hex>-<attempt>-<retry>` and SageMaker allows 63 characters.
 MAX_JOB_NAME_PREFIX = 63 - (1 + 32 + 4)
 PREFIX_LIMIT = f"at most {MAX_JOB_NAME_PREFIX} characters so job names fit SageMaker's 63"
+# GPUs per instance of the multi-GPU SageMaker training types; any other type counts as one GPU.
+MULTI_GPU_TYPES = {
+    **dict.fromkeys(("ml.g4dn.12xlarge", "ml.g5.12xlarge", "ml.g5.24xlarge", "ml.g6.12xlarge", "ml.g6.24xlarge",
+                     "ml.g6e.12xlarge", "ml.g6e.24xlarge", "ml.p3.8xlarge"), 4),
+    **dict.fromkeys(("ml.g4dn.metal", "ml.g5.48xlarge", "ml.g6.48xlarge", "ml.g6e.48xlarge", "ml.p3.16xlarge",
+                     "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge",
+                     "ml.p5en.48xlarge"), 8),
+}
+# Script-mode switches the stack sets from the job shape (README, Training); never config or execution input.
+TORCH_DISTRIBUTED = "sagemaker_torch_distributed_enabled"
 SEED_HYPERPARAMETERS = {
     "model_id": "NousResearch/Llama-2-7b-chat-hf",
     "epochs": "1",
@@ -112,7 +122,37 @@ class TrainingConfig:
             problem = hyperparameter_problem(name, value) or (merge_problem(value) if name == "merge" else None)
             if problem:
                 fail(f"hyperparameters.{name}", problem)
+        found = self.distribution_problem(self.hyperparameters)
+        if found:
+            fail(f"hyperparameters.{found[0]}", found[1])
 
+    @property
+    def world_size(self) -> int:
+        """torchrun processes of one job: instances times GPUs per instance."""
+        return self.instance_count * MULTI_GPU_TYPES.get(self.instance_type, 1)
+
+    @property
+    def distributed(self) -> bool:
+        """More than one GPU: the stack launches train.py with torchrun (DDP, or FSDP with fsdp true)."""
+        return self.world_size > 1
+
+    def distribution_problem(self, hyperparameters: dict[str, str]) -> tuple[str, str] | None:
+        """(name, problem) for hyperparameters the job shape cannot run; `hyperparameters` as the job gets them."""
+        from ..code_contract.qlora import parse_bool
+
+        shape = f"{self.instance_type} x {self.instance_count} ({self.world_size} GPU{'s' * self.distributed})"
+        if TORCH_DISTRIBUTED in hyperparameters:
+            return TORCH_DISTRIBUTED, ("set by the stack from training.instance_type and instance_count (on for "
+                                       "more than one GPU); remove it")
+        method = hyperparameters.get("method", "qlora")
+        if self.distributed and method != "qlora":
+            return "method", (f"got {method!r}; {shape} runs torchrun, which train.py supports for method qlora only: "
+                              "use qlora, or one single-GPU instance")
+        fsdp = hyperparameters.get("fsdp", "false")
+        if not self.distributed and parse_bool(fsdp):
+            return "fsdp", (f"got {fsdp!r}; FSDP shards the model over several GPUs and {shape} has one: set it "
+                            "false or use a multi-GPU instance_type / instance_count > 1")
+        return None
     @property
     def has_own_image(self) -> bool:
         """An image other than the pinned table's: the config's promise that it holds the requirements."""

@@ -1,4 +1,4 @@
-"""The execution input of the training state machine, validated in one place (standard library only).
+"""The execution input of the training state machine, validated in one place (no CDK: the tool imports it).
 
 tools/start_training.py validates with it before any execution starts; the EventBridge rule builds the
 same shape; the state machine re-checks the shape it can (bucket, prefix, keys) with a Choice state.
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..code_contract.qlora import hyperparameter_problem, merge_problem
+from ..config.training import TrainingConfig
 from ..shared.bucket_layout import DATASETS_PREFIX
 
 KEYS = ("train_data", "hyperparameters")
@@ -58,8 +59,11 @@ def _value(name: str, value: Any) -> str:
     return text
 
 
-def validate_execution_input(data: Any, *, bucket: str | None) -> dict[str, Any]:
-    """The normalized input (hyperparameter values as strings); `bucket` None skips the bucket check."""
+def validate_execution_input(
+    data: Any, *, bucket: str | None, training: TrainingConfig | None = None
+) -> dict[str, Any]:
+    """The normalized input (hyperparameter values as strings); `bucket` None skips the bucket check;
+    `training` (the environment's section) adds the job shape's rules on config + override hyperparameters."""
     if not isinstance(data, Mapping):
         raise InputError("<input>", f"got {_short(data)}; expected an object with {', '.join(KEYS)}")
     unknown = sorted(str(k) for k in data if k not in KEYS)
@@ -74,4 +78,8 @@ def validate_execution_input(data: Any, *, bucket: str | None) -> dict[str, Any]
     if not isinstance(overrides, Mapping):
         raise InputError("hyperparameters", f"got {_short(overrides)}; expected an object of name: value")
     normalized = {str(name): _value(str(name), value) for name, value in sorted(overrides.items())}
+    if training is not None:
+        found = training.distribution_problem({**training.hyperparameters, **normalized})
+        if found:
+            raise InputError(f"hyperparameters.{found[0]}", found[1])
     return {"train_data": data["train_data"], "hyperparameters": normalized}

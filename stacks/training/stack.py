@@ -21,7 +21,7 @@ from constructs import Construct
 
 from ..code_contract.qlora import ENTRY_POINT
 from ..config import AppConfig, ConfigError
-from ..config.training import PREFIX_LIMIT, TrainingConfig
+from ..config.training import PREFIX_LIMIT, TORCH_DISTRIBUTED, TrainingConfig
 from ..paths import QLORA_CODE
 from ..shared.assets import build_content_addressed
 from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATASETS_PREFIX, MODELS_PREFIX
@@ -45,6 +45,16 @@ def training_code_tarball(*, offline: bool) -> Path:
     packages (config requires one) and script mode would otherwise try, and fail, to pip-install them."""
     extra = {"requirements.txt": BAKED_REQUIREMENTS} if offline else None
     return build_content_addressed(QLORA_CODE, extra_files=extra)
+
+
+def script_mode_keys(training: TrainingConfig, *, submit_directory: str) -> dict[str, str]:
+    """What the training toolkit reads (never train.py); more than one GPU: torchrun on every host, with the
+    instance type as the SageMaker SDK's torch_distributed sets it (the launcher's EFA settings key on it)."""
+    keys = {"sagemaker_program": ENTRY_POINT, "sagemaker_submit_directory": submit_directory,
+            "sagemaker_region": Aws.REGION}
+    if training.distributed:
+        keys.update({TORCH_DISTRIBUTED: "true", "sagemaker_instance_type": training.instance_type})
+    return keys
 
 
 def job_name_prefix(config: AppConfig) -> str:
@@ -113,11 +123,7 @@ class TrainingStack(Stack):
             job_name_prefix=prefix,
             bucket_name=bucket.bucket_name,
             default_hyperparameters=training.hyperparameters,
-            fixed_hyperparameters={
-                "sagemaker_program": ENTRY_POINT,
-                "sagemaker_submit_directory": submit_directory,
-                "sagemaker_region": Aws.REGION,
-            },
+            fixed_hyperparameters=script_mode_keys(training, submit_directory=submit_directory),
             topic=self.topic,
             model_parameter=self.model_parameter,
             capacity_retries=training.capacity_retries,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from stacks.code_contract.qlora import RESERVED, hyperparameter_names, hyperparameter_problem
+from stacks.config.training import TrainingConfig
 from stacks.training.execution_input import InputError, validate_execution_input
 from tests.synth import ROOT
 
@@ -102,12 +104,14 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["--data", DATA, "--set", "lora_rank=8"], "hyperparameters.lora_rank: unknown hyperparameter"),
         (["--data", DATA, "--set", "lora_r"], "--set 'lora_r': expected NAME=VALUE"),
         (["--data", DATA, "--set", "merge=false"], "hyperparameters.merge: got 'false'; the workflow records"),
+        (["--data", DATA, "--set", "fsdp=true"], "hyperparameters.fsdp: got 'true'; FSDP shards the model over"),
         (["--input", '{"train_data": 1'], "--input: not JSON"),
         (["--input", json.dumps({"train_data": DATA, "x": 1})], "x: unknown key"),
         ([], "--data s3://<artifact bucket>/datasets/... is required"),
         (["--env", "qa", "--data", DATA], "qa.yaml: env: no such file"),
     ],
-    ids=["outside-datasets", "unknown-hp", "bad-set", "no-merge", "bad-json", "unknown-key", "no-data", "unknown-env"],
+    ids=["outside-datasets", "unknown-hp", "bad-set", "no-merge", "fsdp-one-gpu",
+         "bad-json", "unknown-key", "no-data", "unknown-env"],
 )
 def test_cli_rejects_before_any_aws_call(args, expected):
     result = _run(*args)
@@ -128,3 +132,32 @@ def test_aws_failure_is_one_line():
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("start_training: aws error: ")
+
+
+MULTI_GPU = TrainingConfig(instance_type="ml.g5.12xlarge", instance_count=2)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"method": "lora"}, "hyperparameters.method: got 'lora'; ml.g5.12xlarge x 2 (8 GPUs) runs torchrun"),
+        ({"sagemaker_torch_distributed_enabled": "false"},
+         "hyperparameters.sagemaker_torch_distributed_enabled: set by the stack"),
+    ],
+    ids=["lora-on-8-gpus", "launcher-by-hand"],
+)
+def test_job_shape_rules_apply_to_config_plus_overrides(overrides, expected):
+    with pytest.raises(InputError, match=re.escape(expected)):
+        validate_execution_input({"train_data": DATA, "hyperparameters": overrides}, bucket=BUCKET, training=MULTI_GPU)
+
+
+def test_fsdp_override_is_fine_on_several_gpus_and_config_method_counts():
+    checked = validate_execution_input(
+        {"train_data": DATA, "hyperparameters": {"fsdp": "true"}}, bucket=BUCKET, training=MULTI_GPU
+    )
+    assert checked["hyperparameters"] == {"fsdp": "true"}
+    lora_config = TrainingConfig(hyperparameters={"method": "lora"})  # one GPU: fine, until two instances
+    assert validate_execution_input({"train_data": DATA}, bucket=BUCKET, training=lora_config)
+    with pytest.raises(InputError, match="hyperparameters.method: got 'lora'; ml.g5.2xlarge x 2"):
+        validate_execution_input({"train_data": DATA}, bucket=BUCKET,
+                                 training=TrainingConfig(instance_count=2, hyperparameters={"method": "lora"}))

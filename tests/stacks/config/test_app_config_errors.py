@@ -52,6 +52,7 @@ def _isolated(**changes) -> dict:
     return config
 
 
+_HPS = VALID["training"]["hyperparameters"]
 _READY = {"training__base_model_key": "base-models/llama/", "training__hyperparameters__model_id": None,
           "training__image_repository": "llm-inf2-training:qlora-1",
           **({"pruning__enabled": False} if "pruning" in VALID else {})}
@@ -122,6 +123,18 @@ CASES = [
      "training.hyperparameters.lora_r: got 64; expected a string"),
     ("training-no-merge", "dev", _with("training.hyperparameters.merge", "false"),
      "training.hyperparameters.merge: got 'false'; the workflow records the job's model folder as the servable model"),
+    ("training-multi-gpu-lora", "dev", _with("training", {**VALID["training"], "instance_type": "ml.g5.12xlarge",
+                                                          "hyperparameters": {**_HPS, "method": "lora"}}),
+     "training.hyperparameters.method: got 'lora'; ml.g5.12xlarge x 1 (4 GPUs) runs torchrun, which train.py "
+     "supports for method qlora only"),
+    ("training-multi-node-full", "dev", _with("training", {**VALID["training"], "instance_count": 2,
+                                                           "hyperparameters": {**_HPS, "method": "full"}}),
+     "training.hyperparameters.method: got 'full'; ml.g5.2xlarge x 2 (2 GPUs) runs torchrun"),
+    ("training-fsdp-one-gpu", "dev", _with("training.hyperparameters.fsdp", "true"),
+     "training.hyperparameters.fsdp: got 'true'; FSDP shards the model over several GPUs and ml.g5.2xlarge x 1"),
+    ("training-torch-distributed-by-hand", "dev",
+     _with("training.hyperparameters.sagemaker_torch_distributed_enabled", "true"),
+     "training.hyperparameters.sagemaker_torch_distributed_enabled: set by the stack from training.instance_type"),
     ("training-isolation-without-model", "dev", _with("training.network_isolation", True),
      "training.base_model_key: missing; network_isolation: true needs the base model"),
     ("training-base-model-key", "dev", _with("training.base_model_key", "models/llama/"),

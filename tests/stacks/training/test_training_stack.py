@@ -325,3 +325,36 @@ def test_data_key_lets_cloudwatch_logs_encrypt_only_log_groups_of_this_account(t
     assert logs["Principal"]["Service"]["Fn::Join"][1] == ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"]
     condition = logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]["Fn::Join"][1]
     assert condition[-1] == ":log-group:*" and {"Ref": "AWS::AccountId"} in condition
+
+
+@pytest.fixture(scope="module")
+def distributed(tmp_path_factory):
+    """dev on two ml.g5.12xlarge (8 GPUs, FSDP), Data and Training only: the torchrun launch in the template."""
+    import yaml
+
+    from tests.synth import synth, templates
+
+    folder = tmp_path_factory.mktemp("distributed")
+    config = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+    config["training"].update(instance_type="ml.g5.12xlarge", instance_count=2)
+    config["training"]["hyperparameters"]["fsdp"] = "true"
+    config.update(serving=None, pruning={"enabled": False})
+    (folder / "dev.yaml").write_text(yaml.safe_dump(config))
+    return definition(templates(synth(load_config("dev", folder), folder / "cdk.out"))["Training"])
+
+
+def test_several_gpus_launch_train_py_with_torchrun(distributed, definitions):
+    params = distributed["States"]["Train"]["Parameters"]
+    assert params["ResourceConfig"]["InstanceType"] == "ml.g5.12xlarge"
+    assert params["ResourceConfig"]["InstanceCount"] == 2
+    assert params["EnableInterContainerTrafficEncryption"] is True
+    fixed = distributed["States"]["Defaults"]["Result"]["fixed"]
+    assert fixed["sagemaker_torch_distributed_enabled"] == "true"
+    assert fixed["sagemaker_instance_type"] == "ml.g5.12xlarge"
+    assert "sagemaker_distributed_dataparallel_enabled" not in fixed  # SMDDP is another library
+    assert distributed["States"]["Defaults"]["Result"]["config"]["fsdp"] == "true"
+    # One checkpoint prefix per execution, shared by every host (rank 0 / each rank's shards sync into it).
+    assert params["CheckpointConfig"]["LocalPath"] == "/opt/ml/checkpoints"
+    for env in ENVS:  # one GPU: plain `python train.py`, no launcher keys
+        single = definitions[env]["States"]["Defaults"]["Result"]["fixed"]
+        assert not {"sagemaker_torch_distributed_enabled", "sagemaker_instance_type"} & set(single)
