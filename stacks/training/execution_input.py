@@ -3,7 +3,8 @@
 tools/start_training.py validates with it before any execution starts; the EventBridge rule builds the
 same shape; the state machine re-checks the shape it can (bucket, prefix, keys) with a Choice state.
 
-    {"train_data": "s3://<artifact bucket>/datasets/<key or folder>", "hyperparameters": {"<name>": "<value>"}}
+    {"train_data": "s3://<artifact bucket>/datasets/<key or folder>", "hyperparameters": {"<name>": "<value>"},
+     "eval_data": "s3://<artifact bucket>/datasets/..."}   # optional: the job's `eval` channel
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..code_contract.qlora import hyperparameter_problem, merge_problem
 from ..config.training import TrainingConfig
 from ..shared.bucket_layout import DATASETS_PREFIX
 
-KEYS = ("train_data", "hyperparameters")
+KEYS = ("train_data", "hyperparameters", "eval_data")
 _S3_URI = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(.+)")
 
 
@@ -34,19 +35,27 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def split_s3_uri(value: Any) -> tuple[str, str]:
-    """(bucket, key) of an s3:// URI whose key lies under datasets/."""
+def split_s3_uri(value: Any, field: str = "train_data") -> tuple[str, str]:
+    """(bucket, key) of an s3:// URI whose key lies under datasets/; `field` names it in errors."""
     if not isinstance(value, str):
-        raise InputError("train_data", f"got {_short(value)}; expected an s3://<bucket>/{DATASETS_PREFIX}... string")
+        raise InputError(field, f"got {_short(value)}; expected an s3://<bucket>/{DATASETS_PREFIX}... string")
     match = _S3_URI.fullmatch(value)
     if not match:
-        raise InputError("train_data", f"got {_short(value)}; expected s3://<bucket>/{DATASETS_PREFIX}<key>")
+        raise InputError(field, f"got {_short(value)}; expected s3://<bucket>/{DATASETS_PREFIX}<key>")
     bucket, key = match.groups()
     if not key.startswith(DATASETS_PREFIX) or key == DATASETS_PREFIX:
-        raise InputError("train_data", f"got {_short(value)}; the key must be under {DATASETS_PREFIX} (not the prefix)")
+        raise InputError(field, f"got {_short(value)}; the key must be under {DATASETS_PREFIX} (not the prefix)")
     if any(part in ("", ".", "..") for part in key.rstrip("/").split("/")) or re.search(r"\s", key):
-        raise InputError("train_data", f"got {_short(value)}; no empty, '.' or '..' segments and no whitespace")
+        raise InputError(field, f"got {_short(value)}; no empty, '.' or '..' segments and no whitespace")
     return bucket, key
+
+
+def _dataset(data: Mapping[str, Any], field: str, bucket: str | None) -> str:
+    """The dataset URI at `field`, in the artifact bucket (when `bucket` is known) under datasets/."""
+    data_bucket, _ = split_s3_uri(data[field], field)
+    if bucket is not None and data_bucket != bucket:
+        raise InputError(field, f"bucket {data_bucket!r} is not the artifact bucket {bucket!r}")
+    return data[field]
 
 
 def _value(name: str, value: Any) -> str:
@@ -71,9 +80,9 @@ def validate_execution_input(
         raise InputError(unknown[0], f"unknown key; allowed: {', '.join(KEYS)}")
     if "train_data" not in data:
         raise InputError("train_data", f"missing; expected s3://<bucket>/{DATASETS_PREFIX}<key>")
-    data_bucket, _ = split_s3_uri(data["train_data"])
-    if bucket is not None and data_bucket != bucket:
-        raise InputError("train_data", f"bucket {data_bucket!r} is not the artifact bucket {bucket!r}")
+    checked = {"train_data": _dataset(data, "train_data", bucket)}
+    if "eval_data" in data:
+        checked["eval_data"] = _dataset(data, "eval_data", bucket)
     overrides = data.get("hyperparameters", {})
     if not isinstance(overrides, Mapping):
         raise InputError("hyperparameters", f"got {_short(overrides)}; expected an object of name: value")
@@ -82,4 +91,4 @@ def validate_execution_input(
         found = training.distribution_problem({**training.hyperparameters, **normalized})
         if found:
             raise InputError(f"hyperparameters.{found[0]}", found[1])
-    return {"train_data": data["train_data"], "hyperparameters": normalized}
+    return {**checked, "hyperparameters": normalized}

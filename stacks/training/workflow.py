@@ -1,6 +1,6 @@
 """The training state machine: validate input, run the SageMaker job (.sync), record the model, or notify.
 
-    ValidateInput -> Defaults -> Prepare -> Train -> RecordModel -> Done
+    ValidateInput -> Defaults -> Prepare -> EvalData? -> Channels | ChannelsWithEval -> Train -> RecordModel -> Done
                  \\-> InvalidInput -> Notify -> Failed
     Train --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> Train
     Train / RecordModel --any other error--> Notify -> Failed
@@ -24,7 +24,7 @@ from constructs import Construct
 
 from ..code_contract.qlora import false_spellings
 from ..shared.bucket_layout import DATASETS_PREFIX
-from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
+from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, S3Channel, TrainingJobRequest
 from ..shared.workflow_shell import (
     failure_path,
     logged_state_machine,
@@ -81,7 +81,8 @@ class TrainingWorkflow(Construct):
             subject="Training failed",
             invalid_input_cause=(
                 f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}...\", "
-                "\"hyperparameters\": {...}}; see README, Training"
+                "\"hyperparameters\": {...}} and an optional \"eval_data\" under the same prefix; merge not false; "
+                "see README, Training"
             ),
         )
         defaults = sfn.Pass(
@@ -105,7 +106,8 @@ class TrainingWorkflow(Construct):
             "hyperparameters.$": "$.run.hyperparameters",
             "model_parameter": model_parameter.parameter_name,
         }
-        chain = defaults.next(prepare).next(train).next(record)
+        defaults.next(prepare).next(self._channels(request, train))
+        chain = train.next(record)
         if compile_request is not None:
             chain = chain.next(self._compile(compile_request, notify=notify, parameter=compiled_model_parameter))
             output.update({
@@ -114,7 +116,8 @@ class TrainingWorkflow(Construct):
                 "compiled_model_parameter": compiled_model_parameter.parameter_name,
             })
         done = sfn.Pass(self, "Done", parameters=output)
-        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), chain.next(done)).otherwise(invalid)
+        chain.next(done)
+        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), defaults).otherwise(invalid)
         self.state_machine = logged_state_machine(
             self,
             start=start,
@@ -143,16 +146,30 @@ class TrainingWorkflow(Construct):
             result_path="$.run",
         )
 
+    def _channels(self, request: TrainingJobRequest, train: sfn.IChainable) -> sfn.Choice:
+        """`EvalData?`: CreateTrainingJob's channel list is one value, so `$.channels.config` is the request's
+        channels, plus an `eval` channel (same data type and distribution) when the input has `eval_data`."""
+        channels = [c.to_asl() for c in request.channels]
+        with_eval = [*channels, S3Channel("eval", Ref("$.eval_data")).to_asl()]
+        without = sfn.Pass(self, "Channels", parameters={"config": channels}, result_path="$.channels")
+        evaluated = sfn.Pass(self, "ChannelsWithEval", parameters={"config": with_eval}, result_path="$.channels")
+        without.next(train)
+        evaluated.next(train)
+        return sfn.Choice(self, "EvalData").when(sfn.Condition.is_present("$.eval_data"), evaluated).otherwise(without)
+
     def _train(self, request: TrainingJobRequest, bucket_name: str) -> sfn.CustomState:
         """`Train`: CreateTrainingJob.sync with the API retries; the merged model's prefix into `$.training`."""
         partition = Stack.of(self).partition
+        parameters = request.to_asl()
+        del parameters["InputDataConfig"]
+        parameters["InputDataConfig.$"] = "$.channels.config"  # built by `Channels` / `ChannelsWithEval`
         train = sfn.CustomState(
             self,
             "Train",
             state_json={
                 "Type": "Task",
                 "Resource": CREATE_TRAINING_JOB_SYNC.format(partition=partition),
-                "Parameters": request.to_asl(),
+                "Parameters": parameters,
                 "ResultSelector": {
                     "job_name.$": "$.TrainingJobName",
                     "job_arn.$": "$.TrainingJobArn",
@@ -227,16 +244,24 @@ class TrainingWorkflow(Construct):
 
 
 def _valid_input(bucket_name: str) -> sfn.Condition:
-    """What the state machine can re-check itself: train_data is a string under this bucket's datasets/, and
-    no override turns the merge off (the model folder would hold an adapter; README, Training)."""
+    """What the state machine can re-check itself: train_data (and eval_data, when given) is a string under this
+    bucket's datasets/, and no override turns the merge off (the model folder would hold an adapter)."""
     no_merge = sfn.Condition.and_(
         sfn.Condition.is_present("$.hyperparameters.merge"),
         sfn.Condition.or_(*(sfn.Condition.string_equals("$.hyperparameters.merge", v) for v in false_spellings())),
     )
+    datasets = f"s3://{bucket_name}/{DATASETS_PREFIX}*"
+    eval_data = sfn.Condition.or_(
+        sfn.Condition.not_(sfn.Condition.is_present("$.eval_data")),
+        sfn.Condition.and_(
+            sfn.Condition.is_string("$.eval_data"), sfn.Condition.string_matches("$.eval_data", datasets)
+        ),
+    )
     return sfn.Condition.and_(
         sfn.Condition.is_present("$.train_data"),
         sfn.Condition.is_string("$.train_data"),
-        sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
+        sfn.Condition.string_matches("$.train_data", datasets),
         sfn.Condition.is_present("$.hyperparameters"),
         sfn.Condition.not_(no_merge),
+        eval_data,
     )

@@ -47,6 +47,11 @@ REJECTED = [
      "hyperparameters.merge: got 'false'; the workflow records the job's model folder as the servable model"),
     ("no-merge-other-spelling", {"train_data": DATA, "hyperparameters": {"merge": "Off"}}, BUCKET,
      "hyperparameters.merge: got 'Off'; the workflow records"),
+    ("eval-outside-datasets", {"train_data": DATA, "eval_data": f"s3://{BUCKET}/models/e.jsonl"}, BUCKET,
+     "eval_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/models/e.jsonl'; the key must be under datasets/"),
+    ("eval-wrong-bucket", {"train_data": DATA, "eval_data": "s3://other-bucket/datasets/e.jsonl"}, BUCKET,
+     "eval_data: bucket 'other-bucket' is not the artifact bucket"),
+    ("eval-not-string", {"train_data": DATA, "eval_data": None}, BUCKET, "eval_data: got None; expected an s3://"),
     ("hp-list", {"train_data": DATA, "hyperparameters": {"target_modules": ["q_proj"]}}, BUCKET,
      "expected a string or a number"),
 ]
@@ -68,6 +73,13 @@ def test_valid_input_is_normalized_to_strings():
         "train_data": DATA, "hyperparameters": {"learning_rate": "0.0001", "lora_r": "16", "merge": "True"}
     }
     assert validate_execution_input({"train_data": DATA}, bucket=None)["hyperparameters"] == {}
+
+
+def test_eval_data_is_optional_and_kept():
+    eval_data = f"s3://{BUCKET}/datasets/guanaco/eval.jsonl"
+    checked = validate_execution_input({"train_data": DATA, "eval_data": eval_data}, bucket=BUCKET)
+    assert checked == {"train_data": DATA, "eval_data": eval_data, "hyperparameters": {}}
+    assert "eval_data" not in validate_execution_input({"train_data": DATA}, bucket=BUCKET)
 
 
 def test_folder_of_files_is_accepted():
@@ -125,6 +137,15 @@ def test_cli_dry_run_prints_the_normalized_input():
     result = _run("--data", DATA, "--set", "lora_r=16", "--dry-run")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"train_data": DATA, "hyperparameters": {"lora_r": "16"}}
+
+
+def test_cli_eval_data_goes_into_the_input():
+    eval_data = f"s3://{BUCKET}/datasets/guanaco/eval/"
+    result = _run("--data", DATA, "--eval-data", eval_data, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"train_data": DATA, "eval_data": eval_data, "hyperparameters": {}}
+    bad = _run("--data", DATA, "--eval-data", f"s3://{BUCKET}/datasets/", "--dry-run")
+    assert bad.returncode == 2 and "eval_data: got" in bad.stderr and "not the prefix" in bad.stderr
 
 
 def test_aws_failure_is_one_line():

@@ -97,8 +97,10 @@ def test_train_state_is_the_raw_sync_integration(definitions, env):
     assert params["AlgorithmSpecification"]["TrainingImage"] == IMAGES[env]
     assert params["AlgorithmSpecification"]["MetricDefinitions"] == list(metric_definitions())
     assert params["HyperParameters.$"] == "$.run.hyperparameters"
-    assert params["InputDataConfig"][0]["ChannelName"] == "training"
-    assert params["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri.$"] == "$.train_data"
+    assert params["InputDataConfig.$"] == "$.channels.config"
+    training = definitions[env]["States"]["Channels"]["Parameters"]["config"][0]
+    assert training["ChannelName"] == "training"
+    assert training["DataSource"]["S3DataSource"]["S3Uri.$"] == "$.train_data"
     assert params["TrainingJobName.$"] == "States.Format('{}-{}-{}', $.run.name, $.run.attempt, $$.State.RetryCount)"
     assert train["ResultSelector"]["model_s3_uri.$"].startswith("States.Format('s3://<import:")
 
@@ -358,3 +360,35 @@ def test_several_gpus_launch_train_py_with_torchrun(distributed, definitions):
     for env in ENVS:  # one GPU: plain `python train.py`, no launcher keys
         single = definitions[env]["States"]["Defaults"]["Result"]["fixed"]
         assert not {"sagemaker_torch_distributed_enabled", "sagemaker_instance_type"} & set(single)
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_eval_data_adds_an_eval_channel_like_the_training_one(definitions, env):
+    states = definitions[env]["States"]
+    assert states["Prepare"]["Next"] == "EvalData"
+    assert states["EvalData"] == {
+        "Type": "Choice", "Choices": [{"Variable": "$.eval_data", "IsPresent": True, "Next": "ChannelsWithEval"}],
+        "Default": "Channels",
+    }
+    plain, with_eval = (states[name]["Parameters"]["config"] for name in ("Channels", "ChannelsWithEval"))
+    assert states["Channels"]["Next"] == states["ChannelsWithEval"]["Next"] == "Train"
+    assert states["Channels"]["ResultPath"] == states["ChannelsWithEval"]["ResultPath"] == "$.channels"
+    assert [c["ChannelName"] for c in plain] == ["training", "model", "code"][: len(plain)]
+    assert "eval" not in {c["ChannelName"] for c in plain}
+    *rest, eval_channel = with_eval
+    assert rest == plain
+    assert eval_channel == {**plain[0], "ChannelName": "eval", "DataSource": {"S3DataSource": {
+        **plain[0]["DataSource"]["S3DataSource"], "S3Uri.$": "$.eval_data"}}}
+    # a capacity retry goes back to Train, never through the channel states: the list is built once
+    assert states["NextAttempt"]["Next"] == "Train"
+
+
+def test_eval_data_is_checked_by_the_machine_when_present(definitions):
+    (choice,) = definitions["dev"]["States"]["ValidateInput"]["Choices"]
+    (optional,) = [c["Or"] for c in choice["And"] if "Or" in c]
+    assert optional[0] == {"Not": {"Variable": "$.eval_data", "IsPresent": True}}
+    assert optional[1]["And"] == [
+        {"Variable": "$.eval_data", "IsString": True},
+        {"Variable": "$.eval_data",
+         "StringMatches": "s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"},
+    ]
