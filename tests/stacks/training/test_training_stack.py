@@ -392,3 +392,19 @@ def test_eval_data_is_checked_by_the_machine_when_present(definitions):
         {"Variable": "$.eval_data",
          "StringMatches": "s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"},
     ]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_a_capacity_retry_is_a_new_job_that_resumes_the_same_checkpoints(definitions, env):
+    """Spot interruptions are SageMaker's own restart within the job; a capacity failure is a new job (new
+    name: SageMaker never reuses one) on the same run name, hence the same checkpoint prefix, and train.py
+    resumes from its newest complete checkpoint there."""
+    states = definitions[env]["States"]
+    carried = states["NextAttempt"]["Parameters"]
+    assert carried["name.$"] == "$.run.name" and carried["hyperparameters.$"] == "$.run.hyperparameters"
+    assert carried["attempt.$"] == "States.MathAdd($.run.attempt, 1)"
+    assert states["NextAttempt"]["ResultPath"] == "$.run"  # $.channels (eval channel included) stays as built
+    params = states["Train"]["Parameters"]
+    assert "$.run.attempt" in params["TrainingJobName.$"]
+    assert params["CheckpointConfig"]["S3Uri.$"].endswith("/checkpoints/{}/', $.run.name)")
+    assert params["CheckpointConfig"]["LocalPath"] == "/opt/ml/checkpoints"
