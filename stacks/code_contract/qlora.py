@@ -72,9 +72,10 @@ def parse_bool(value: str) -> bool:
         return False
 
 
-def false_spellings() -> tuple[str, ...]:
-    """train.py's false booleans as lower, Capitalized and UPPER case: what a Choice state can compare."""
-    words = load_code_module(QLORA_CODE, "qlora_args.py")._FALSE  # noqa: SLF001 - the parser's own table
+def bool_spellings(truth: bool) -> tuple[str, ...]:
+    """train.py's true (or false) booleans as lower, Capitalized and UPPER case: what a Choice can compare."""
+    module = load_code_module(QLORA_CODE, "qlora_args.py")
+    words = module._TRUE if truth else module._FALSE  # noqa: SLF001 - the parser's own tables
     return tuple(sorted({form for word in words for form in (word, word.capitalize(), word.upper())}))
 
 

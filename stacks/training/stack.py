@@ -133,6 +133,7 @@ class TrainingStack(Stack):
             role_statements=self._state_machine_statements(prefix=prefix, roles=roles, key=key),
             compile_request=self.compile_request,
             compiled_model_parameter=self.compiled_model_parameter,
+            distributed=training.distributed,
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)

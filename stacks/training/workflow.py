@@ -22,7 +22,8 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ..code_contract.qlora import false_spellings
+from ..code_contract.qlora import bool_spellings
+from ..config.training import TORCH_DISTRIBUTED
 from ..shared.bucket_layout import DATASETS_PREFIX
 from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, S3Channel, TrainingJobRequest
 from ..shared.workflow_shell import (
@@ -72,8 +73,10 @@ class TrainingWorkflow(Construct):
         role_statements: Sequence[iam.PolicyStatement],
         compile_request: TrainingJobRequest | None = None,
         compiled_model_parameter: ssm.IStringParameter | None = None,
+        distributed: bool = False,
     ) -> None:
-        """`compile_request` (with `compiled_model_parameter`): the Neuron compile step after RecordModel."""
+        """`compile_request` (with `compiled_model_parameter`): the Neuron compile step after RecordModel;
+        `distributed`: the job has several GPUs (torchrun), which ValidateInput's method / fsdp rules follow."""
         super().__init__(scope, construct_id)
         invalid, notify = failure_path(
             self,
@@ -117,7 +120,8 @@ class TrainingWorkflow(Construct):
             })
         done = sfn.Pass(self, "Done", parameters=output)
         chain.next(done)
-        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), defaults).otherwise(invalid)
+        valid = _valid_input(bucket_name, distributed)
+        start = sfn.Choice(self, "ValidateInput").when(valid, defaults).otherwise(invalid)
         self.state_machine = logged_state_machine(
             self,
             start=start,
@@ -243,13 +247,18 @@ class TrainingWorkflow(Construct):
         train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
 
 
-def _valid_input(bucket_name: str) -> sfn.Condition:
-    """What the state machine can re-check itself: train_data (and eval_data, when given) is a string under this
-    bucket's datasets/, and no override turns the merge off (the model folder would hold an adapter)."""
-    no_merge = sfn.Condition.and_(
-        sfn.Condition.is_present("$.hyperparameters.merge"),
-        sfn.Condition.or_(*(sfn.Condition.string_equals("$.hyperparameters.merge", v) for v in false_spellings())),
+def _is_bool(path: str, truth: bool) -> sfn.Condition:
+    """`path` is present and one of train.py's spellings of `truth`."""
+    return sfn.Condition.and_(
+        sfn.Condition.is_present(path),
+        sfn.Condition.or_(*(sfn.Condition.string_equals(path, v) for v in bool_spellings(truth))),
     )
+
+
+def _valid_input(bucket_name: str, distributed: bool) -> sfn.Condition:
+    """What the state machine can re-check itself: train_data (and eval_data, when given) is a string under this
+    bucket's datasets/; no override turns the merge off (the model folder would hold an adapter) or sets the
+    launcher; on several GPUs method stays qlora, on one GPU fsdp stays off (stacks/config/training.py)."""
     datasets = f"s3://{bucket_name}/{DATASETS_PREFIX}*"
     eval_data = sfn.Condition.or_(
         sfn.Condition.not_(sfn.Condition.is_present("$.eval_data")),
@@ -257,11 +266,18 @@ def _valid_input(bucket_name: str) -> sfn.Condition:
             sfn.Condition.is_string("$.eval_data"), sfn.Condition.string_matches("$.eval_data", datasets)
         ),
     )
+    shape = (
+        sfn.Condition.or_(sfn.Condition.not_(sfn.Condition.is_present("$.hyperparameters.method")),
+                          sfn.Condition.string_equals("$.hyperparameters.method", "qlora"))
+        if distributed else sfn.Condition.not_(_is_bool("$.hyperparameters.fsdp", True))
+    )
     return sfn.Condition.and_(
         sfn.Condition.is_present("$.train_data"),
         sfn.Condition.is_string("$.train_data"),
         sfn.Condition.string_matches("$.train_data", datasets),
         sfn.Condition.is_present("$.hyperparameters"),
-        sfn.Condition.not_(no_merge),
+        sfn.Condition.not_(_is_bool("$.hyperparameters.merge", False)),
         eval_data,
+        sfn.Condition.not_(sfn.Condition.is_present(f"$.hyperparameters.{TORCH_DISTRIBUTED}")),
+        shape,
     )

@@ -208,10 +208,30 @@ def test_input_is_checked_by_the_machine_too(definitions):
     (choice,) = definitions["dev"]["States"]["ValidateInput"]["Choices"]
     matches = [c["StringMatches"] for c in choice["And"] if "StringMatches" in c]
     assert matches == ["s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"]
-    (no_merge,) = [c["Not"]["And"] for c in choice["And"] if "Not" in c]
-    assert no_merge[0] == {"Variable": "$.hyperparameters.merge", "IsPresent": True}
-    refused = {c["StringEquals"] for c in no_merge[1]["Or"]}
+    refused = _refused_spellings(choice, "$.hyperparameters.merge")
     assert {"false", "False", "0", "no", "off"} <= refused and not refused & {"true", "True", "1"}
+    assert {"Not": {"Variable": "$.hyperparameters.sagemaker_torch_distributed_enabled", "IsPresent": True}} in (
+        choice["And"]
+    )
+
+
+def _refused_spellings(choice: dict, variable: str) -> set[str]:
+    """The strings ValidateInput refuses at `variable` (a `Not(And(IsPresent, Or(StringEquals...)))` rule)."""
+    (rule,) = [c["Not"]["And"] for c in choice["And"] if "And" in c.get("Not", {})
+               and c["Not"]["And"][0]["Variable"] == variable]
+    assert rule[0] == {"Variable": variable, "IsPresent": True}
+    return {c["StringEquals"] for c in rule[1]["Or"]}
+
+
+def test_the_machine_checks_the_job_shape_rules_too(definitions, distributed):
+    """One GPU: fsdp true is refused; several GPUs: method other than qlora is (config + tool do the same)."""
+    (single,) = definitions["dev"]["States"]["ValidateInput"]["Choices"]
+    assert {"true", "True", "1", "yes"} <= _refused_spellings(single, "$.hyperparameters.fsdp")
+    assert "method" not in json.dumps(single)
+    (several,) = distributed["States"]["ValidateInput"]["Choices"]
+    assert {"Or": [{"Not": {"Variable": "$.hyperparameters.method", "IsPresent": True}},
+                   {"Variable": "$.hyperparameters.method", "StringEquals": "qlora"}]} in several["And"]
+    assert "$.hyperparameters.fsdp" not in json.dumps(several)
 
 
 @pytest.mark.parametrize("env", ENVS)
