@@ -153,6 +153,7 @@ class TrainingConfig:
             return "fsdp", (f"got {fsdp!r}; FSDP shards the model over several GPUs and {shape} has one: set it "
                             "false or use a multi-GPU instance_type / instance_count > 1")
         return None
+
     @property
     def has_own_image(self) -> bool:
         """An image other than the pinned table's: the config's promise that it holds the requirements."""

@@ -1,9 +1,9 @@
 """The training state machine: validate input, run the SageMaker job (.sync), record the model, or notify.
 
-    ValidateInput -> Defaults -> Prepare -> EvalData? -> Channels | ChannelsWithEval -> Train -> RecordModel -> Done
+    ValidateInput -> Defaults -> Prepare -> EvalData? -> Train | TrainWithEval -> RecordModel -> Done
                  \\-> InvalidInput -> Notify -> Failed
-    Train --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> Train
-    Train / RecordModel --any other error--> Notify -> Failed
+    Train* --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> EvalData?
+    Train* / RecordModel --any other error--> Notify -> Failed
 
 Job names are `<prefix>-<md5(execution id)>-<capacity attempt>-<API retry>`: unique per try (SageMaker
 never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Checkpoints go to
@@ -97,8 +97,14 @@ class TrainingWorkflow(Construct):
             result_path="$.defaults",
         )
         prepare = self._prepare(job_name_prefix, capacity_backoff_seconds)
-        train = self._train(request, bucket_name)
-        self._capacity_retry(train, notify=notify, capacity_retries=capacity_retries)
+        # CreateTrainingJob's channel list is one value: an execution with eval_data runs the twin job state
+        # whose list ends with an `eval` channel (same data type and distribution as `training`).
+        train = self._train(request.channels, request, bucket_name, "Train")
+        evaluated = [*request.channels, S3Channel("eval", Ref("$.eval_data"))]
+        train_eval = self._train(evaluated, request, bucket_name, "TrainWithEval")
+        eval_data = sfn.Choice(self, "EvalData").when(sfn.Condition.is_present("$.eval_data"), train_eval)
+        eval_data.otherwise(train)
+        self._capacity_retry([train, train_eval], eval_data, notify=notify, capacity_retries=capacity_retries)
         record = record_model_task(
             self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
         )
@@ -109,7 +115,8 @@ class TrainingWorkflow(Construct):
             "hyperparameters.$": "$.run.hyperparameters",
             "model_parameter": model_parameter.parameter_name,
         }
-        defaults.next(prepare).next(self._channels(request, train))
+        defaults.next(prepare).next(eval_data)
+        train_eval.next(record)
         chain = train.next(record)
         if compile_request is not None:
             chain = chain.next(self._compile(compile_request, notify=notify, parameter=compiled_model_parameter))
@@ -150,26 +157,16 @@ class TrainingWorkflow(Construct):
             result_path="$.run",
         )
 
-    def _channels(self, request: TrainingJobRequest, train: sfn.IChainable) -> sfn.Choice:
-        """`EvalData?`: CreateTrainingJob's channel list is one value, so `$.channels.config` is the request's
-        channels, plus an `eval` channel (same data type and distribution) when the input has `eval_data`."""
-        channels = [c.to_asl() for c in request.channels]
-        with_eval = [*channels, S3Channel("eval", Ref("$.eval_data")).to_asl()]
-        without = sfn.Pass(self, "Channels", parameters={"config": channels}, result_path="$.channels")
-        evaluated = sfn.Pass(self, "ChannelsWithEval", parameters={"config": with_eval}, result_path="$.channels")
-        without.next(train)
-        evaluated.next(train)
-        return sfn.Choice(self, "EvalData").when(sfn.Condition.is_present("$.eval_data"), evaluated).otherwise(without)
-
-    def _train(self, request: TrainingJobRequest, bucket_name: str) -> sfn.CustomState:
-        """`Train`: CreateTrainingJob.sync with the API retries; the merged model's prefix into `$.training`."""
+    def _train(
+        self, channels: Sequence[S3Channel], request: TrainingJobRequest, bucket_name: str, construct_id: str
+    ) -> sfn.CustomState:
+        """`Train`: CreateTrainingJob.sync of `request` with these `channels`, with the API retries; the merged
+        model's prefix into `$.training`."""
         partition = Stack.of(self).partition
-        parameters = request.to_asl()
-        del parameters["InputDataConfig"]
-        parameters["InputDataConfig.$"] = "$.channels.config"  # built by `Channels` / `ChannelsWithEval`
+        parameters = {**request.to_asl(), "InputDataConfig": [c.to_asl() for c in channels]}
         train = sfn.CustomState(
             self,
-            "Train",
+            construct_id,
             state_json={
                 "Type": "Task",
                 "Resource": CREATE_TRAINING_JOB_SYNC.format(partition=partition),
@@ -214,8 +211,12 @@ class TrainingWorkflow(Construct):
         )
         return state.next(record)
 
-    def _capacity_retry(self, train: sfn.CustomState, *, notify: sfn.IChainable, capacity_retries: int) -> None:
-        """A capacity failure waits (doubling), then starts the next attempt under a new name; others notify."""
+    def _capacity_retry(
+        self, trains: Sequence[sfn.CustomState], again: sfn.IChainable, *, notify: sfn.IChainable,
+        capacity_retries: int,
+    ) -> None:
+        """A capacity failure of any of `trains` waits (doubling), then starts the next attempt under a new name
+        through `again` (the EvalData choice, which picks the same job state); other failures notify."""
         next_attempt = sfn.Pass(
             self,
             "NextAttempt",
@@ -228,7 +229,7 @@ class TrainingWorkflow(Construct):
             result_path="$.run",
         )
         wait = sfn.Wait(self, "WaitForCapacity", time=sfn.WaitTime.seconds_path("$.run.wait_seconds"))
-        wait.next(next_attempt).next(train)
+        wait.next(next_attempt).next(again)
         capacity = (
             sfn.Choice(self, "CapacityRetry")
             .when(
@@ -243,8 +244,9 @@ class TrainingWorkflow(Construct):
             )
             .otherwise(notify)
         )
-        train.add_catch(capacity, errors=["States.TaskFailed"], result_path="$.error")
-        train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+        for train in trains:
+            train.add_catch(capacity, errors=["States.TaskFailed"], result_path="$.error")
+            train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
 
 
 def _is_bool(path: str, truth: bool) -> sfn.Condition:

@@ -97,10 +97,8 @@ def test_train_state_is_the_raw_sync_integration(definitions, env):
     assert params["AlgorithmSpecification"]["TrainingImage"] == IMAGES[env]
     assert params["AlgorithmSpecification"]["MetricDefinitions"] == list(metric_definitions())
     assert params["HyperParameters.$"] == "$.run.hyperparameters"
-    assert params["InputDataConfig.$"] == "$.channels.config"
-    training = definitions[env]["States"]["Channels"]["Parameters"]["config"][0]
-    assert training["ChannelName"] == "training"
-    assert training["DataSource"]["S3DataSource"]["S3Uri.$"] == "$.train_data"
+    assert params["InputDataConfig"][0]["ChannelName"] == "training"
+    assert params["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri.$"] == "$.train_data"
     assert params["TrainingJobName.$"] == "States.Format('{}-{}-{}', $.run.name, $.run.attempt, $$.State.RetryCount)"
     assert train["ResultSelector"]["model_s3_uri.$"].startswith("States.Format('s3://<import:")
 
@@ -175,14 +173,16 @@ def test_retry_with_backoff_on_throttling_and_capacity(definitions, env):
     assert choice["Next"] == "WaitForCapacity" and capacity["Default"] == "Notify"
     assert states["WaitForCapacity"] == {"Type": "Wait", "SecondsPath": "$.run.wait_seconds", "Next": "NextAttempt"}
     next_attempt = states["NextAttempt"]
-    assert next_attempt["Next"] == "Train"
+    assert next_attempt["Next"] == "EvalData"  # which picks Train or TrainWithEval again
     assert next_attempt["Parameters"]["wait_seconds.$"] == "States.MathAdd($.run.wait_seconds, $.run.wait_seconds)"
 
 
 def test_every_failure_notifies_then_fails(definitions):
     states = definitions["dev"]["States"]
-    catches = {tuple(c["ErrorEquals"]): c["Next"] for c in states["Train"]["Catch"]}
-    assert catches == {("States.TaskFailed",): "CapacityRetry", ("States.ALL",): "Notify"}
+    for name in ("Train", "TrainWithEval"):
+        catches = {tuple(c["ErrorEquals"]): c["Next"] for c in states[name]["Catch"]}
+        assert catches == {("States.TaskFailed",): "CapacityRetry", ("States.ALL",): "Notify"}
+        assert states[name]["Retry"] == states["Train"]["Retry"] and states[name]["Next"] == "RecordModel"
     catch_all = {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Notify"}
     assert states["RecordModel"]["Catch"] == [catch_all]
     assert states["ValidateInput"]["Default"] == "InvalidInput" and states["InvalidInput"]["Next"] == "Notify"
@@ -387,20 +387,21 @@ def test_eval_data_adds_an_eval_channel_like_the_training_one(definitions, env):
     states = definitions[env]["States"]
     assert states["Prepare"]["Next"] == "EvalData"
     assert states["EvalData"] == {
-        "Type": "Choice", "Choices": [{"Variable": "$.eval_data", "IsPresent": True, "Next": "ChannelsWithEval"}],
-        "Default": "Channels",
+        "Type": "Choice", "Choices": [{"Variable": "$.eval_data", "IsPresent": True, "Next": "TrainWithEval"}],
+        "Default": "Train",
     }
-    plain, with_eval = (states[name]["Parameters"]["config"] for name in ("Channels", "ChannelsWithEval"))
-    assert states["Channels"]["Next"] == states["ChannelsWithEval"]["Next"] == "Train"
-    assert states["Channels"]["ResultPath"] == states["ChannelsWithEval"]["ResultPath"] == "$.channels"
+    train, train_eval = states["Train"], states["TrainWithEval"]
+    plain, with_eval = train["Parameters"]["InputDataConfig"], train_eval["Parameters"]["InputDataConfig"]
+    # the twin job states differ in the channel list only
+    assert {**train_eval, "Parameters": {**train_eval["Parameters"], "InputDataConfig": plain}} == train
     assert [c["ChannelName"] for c in plain] == ["training", "model", "code"][: len(plain)]
     assert "eval" not in {c["ChannelName"] for c in plain}
     *rest, eval_channel = with_eval
     assert rest == plain
     assert eval_channel == {**plain[0], "ChannelName": "eval", "DataSource": {"S3DataSource": {
         **plain[0]["DataSource"]["S3DataSource"], "S3Uri.$": "$.eval_data"}}}
-    # a capacity retry goes back to Train, never through the channel states: the list is built once
-    assert states["NextAttempt"]["Next"] == "Train"
+    # a capacity retry goes through EvalData again, so it keeps (or keeps out) the eval channel
+    assert states["NextAttempt"]["Next"] == "EvalData"
 
 
 def test_eval_data_is_checked_by_the_machine_when_present(definitions):
@@ -423,7 +424,7 @@ def test_a_capacity_retry_is_a_new_job_that_resumes_the_same_checkpoints(definit
     carried = states["NextAttempt"]["Parameters"]
     assert carried["name.$"] == "$.run.name" and carried["hyperparameters.$"] == "$.run.hyperparameters"
     assert carried["attempt.$"] == "States.MathAdd($.run.attempt, 1)"
-    assert states["NextAttempt"]["ResultPath"] == "$.run"  # $.channels (eval channel included) stays as built
+    assert states["NextAttempt"]["ResultPath"] == "$.run"
     params = states["Train"]["Parameters"]
     assert "$.run.attempt" in params["TrainingJobName.$"]
     assert params["CheckpointConfig"]["S3Uri.$"].endswith("/checkpoints/{}/', $.run.name)")
