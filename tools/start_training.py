@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Start one QLoRA training run: validate the input, then StartExecution on the environment's state machine.
 
-    tools/start_training.py --env dev --data s3://<bucket>/datasets/train.jsonl [--set lora_r=16 ...]
+    tools/start_training.py --env dev --data s3://<bucket>/datasets/train.jsonl [--eval-data s3://...] [--set lora_r=16]
 
 The input is checked (shape, datasets/ prefix, hyperparameter names and types against train.py) before any
 AWS call, and the bucket against the Data stack's artifact bucket before the execution starts. A bad input
@@ -43,8 +43,8 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 def build_input(args: argparse.Namespace) -> dict[str, Any]:
     """The execution input from --input (JSON text or @file) or from --data/--set."""
     if args.input is not None:
-        if args.data or args.set:
-            raise UsageError("--input replaces --data and --set; give one or the other")
+        if args.data or args.set or args.eval_data:
+            raise UsageError("--input replaces --data, --eval-data and --set; give one or the other")
         text = Path(args.input[1:]).read_text(encoding="utf-8") if args.input.startswith("@") else args.input
         try:
             return json.loads(text)
@@ -52,7 +52,8 @@ def build_input(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"--input: not JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
     if not args.data:
         raise UsageError("--data s3://<artifact bucket>/datasets/... is required (or --input)")
-    return {"train_data": args.data, "hyperparameters": _overrides(args.set)}
+    built = {"train_data": args.data, "hyperparameters": _overrides(args.set)}
+    return {**built, "eval_data": args.eval_data} if args.eval_data else built
 
 
 def _stack_outputs(cloudformation: Any, stack_name: str) -> dict[str, str]:
@@ -67,7 +68,7 @@ def start(execution_input: dict[str, Any], *, config: Any, name: str | None, ses
     session = session or boto3.session.Session()
     cloudformation = session.client("cloudformation")
     bucket = _stack_outputs(cloudformation, config.stack_id("Data"))["ArtifactBucketName"]
-    checked = validate_execution_input(execution_input, bucket=bucket)
+    checked = validate_execution_input(execution_input, bucket=bucket, training=config.training)
     state_machine = _stack_outputs(cloudformation, config.stack_id("Training"))["StateMachineArn"]
     request = {"stateMachineArn": state_machine, "input": json.dumps(checked, sort_keys=True)}
     if name:
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="dev", help="environment (config/<env>.yaml)")
     parser.add_argument("--data", help="s3://<artifact bucket>/datasets/<file or folder>")
+    parser.add_argument("--eval-data", help="s3://<artifact bucket>/datasets/...: the job's `eval` channel (optional)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="hyperparameter override")
     parser.add_argument("--input", help="the whole execution input as JSON, or @file.json")
     parser.add_argument("--name", help="execution name (default: generated)")
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = load_config(args.env, ROOT / "config")
-        checked = validate_execution_input(build_input(args), bucket=None)
+        checked = validate_execution_input(build_input(args), bucket=None, training=config.training)
     except (ConfigError, InputError, UsageError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2

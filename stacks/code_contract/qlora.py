@@ -17,7 +17,9 @@ ENTRY_POINT = "train.py"
 # Flags SageMaker fills from SM_* variables and channels; a hyperparameter must never point them elsewhere.
 RESERVED = frozenset({"train_data", "eval_data", "output_dir", "model_dir", "checkpoint_dir", "model_channel"})
 _KINDS = {"int": "an integer", "float": "a number", "parse_bool": "a boolean (true/false)"}
-
+# The workflow records the model folder as the servable model; `merge` false leaves an adapter there.
+NO_MERGE_PROBLEM = ("the workflow records the job's model folder as the servable model and merge false leaves "
+                    "only an adapter there: keep merge true (run train.py --no-merge outside the workflow)")
 
 
 @cache
@@ -53,6 +55,28 @@ def hyperparameter_problem(name: str, value: str) -> str | None:
     if action.choices and converted not in action.choices:
         return f"got {value!r}; allowed: {', '.join(map(str, action.choices))}"
     return None
+
+
+def merge_problem(value: str) -> str | None:
+    """Why the workflow refuses this `merge` value (false in any spelling train.py accepts), or None."""
+    if hyperparameter_problem("merge", value):
+        return None  # the type error is reported there
+    return None if parse_bool(value) else f"got {value!r}; {NO_MERGE_PROBLEM}"
+
+
+def parse_bool(value: str) -> bool:
+    """train.py's boolean parsing; a value it rejects counts as false (hyperparameter_problem reports it)."""
+    try:
+        return bool(load_code_module(QLORA_CODE, "qlora_args.py").parse_bool(value))
+    except argparse.ArgumentTypeError:
+        return False
+
+
+def bool_spellings(truth: bool) -> tuple[str, ...]:
+    """train.py's true (or false) booleans as lower, Capitalized and UPPER case: what a Choice can compare."""
+    module = load_code_module(QLORA_CODE, "qlora_args.py")
+    words = module._TRUE if truth else module._FALSE  # noqa: SLF001 - the parser's own tables
+    return tuple(sorted({form for word in words for form in (word, word.capitalize(), word.upper())}))
 
 
 @cache

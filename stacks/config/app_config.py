@@ -11,7 +11,7 @@ from .network import NetworkConfig
 from .pruning import PruningConfig
 from .schema import setting
 from .serving import ServingConfig
-from .training import TrainingConfig
+from .training import OFFLINE_IMAGE, TrainingConfig
 
 ACCOUNT_PATTERN = r"\d{12}"
 REGION_PATTERN = r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d"
@@ -88,6 +88,8 @@ def isolation_problems(config: AppConfig) -> list[tuple[str, str]]:
     if model_id is not None and not model_id.startswith("/"):
         problems.append(("training.hyperparameters.model_id", f"got {model_id!r}; a Hugging Face hub id needs the "
                          f"internet ({_ISOLATED}): remove it, training.base_model_key supplies the model"))
+    if not training.has_own_image:
+        problems.append(("training.image_uri", f"missing; {_ISOLATED}: {OFFLINE_IMAGE}"))
     for name in ("subnet_ids", "security_group_ids"):
         if getattr(training, name):
             problems.append((f"training.{name}", f"set the VPC under network: ({_ISOLATED} uses it for training "

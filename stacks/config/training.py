@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from .errors import ConfigError
 from .schema import setting
 
+_IMAGE_REFERENCE = r"(:[\w.-]+|@sha256:[0-9a-f]{64})"
+OWN_REPOSITORY_PATTERN = r"[a-z0-9]+([._/-][a-z0-9]+)*" + _IMAGE_REFERENCE
+OFFLINE_IMAGE = ("script mode pip-installs training_code/qlora/requirements.txt, which needs the internet: push an "
+                 "image with them baked in (README, Training) and set training.image_repository (<repo>:<tag> in "
+                 "this account's ECR) or training.image_uri")
 ECR_IMAGE_PATTERN = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})"
 # CloudWatch Logs accepts only these retention periods.
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
@@ -14,6 +19,16 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
 # Job names are `<prefix>-<32 hex>-<attempt>-<retry>` and SageMaker allows 63 characters.
 MAX_JOB_NAME_PREFIX = 63 - (1 + 32 + 4)
 PREFIX_LIMIT = f"at most {MAX_JOB_NAME_PREFIX} characters so job names fit SageMaker's 63"
+# GPUs per instance of the multi-GPU SageMaker training types; any other type counts as one GPU.
+MULTI_GPU_TYPES = {
+    **dict.fromkeys(("ml.g4dn.12xlarge", "ml.g5.12xlarge", "ml.g5.24xlarge", "ml.g6.12xlarge", "ml.g6.24xlarge",
+                     "ml.g6e.12xlarge", "ml.g6e.24xlarge", "ml.p3.8xlarge"), 4),
+    **dict.fromkeys(("ml.g4dn.metal", "ml.g5.48xlarge", "ml.g6.48xlarge", "ml.g6e.48xlarge", "ml.p3.16xlarge",
+                     "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge",
+                     "ml.p5en.48xlarge"), 8),
+}
+# Script-mode switches the stack sets from the job shape (README, Training); never config or execution input.
+TORCH_DISTRIBUTED = "sagemaker_torch_distributed_enabled"
 SEED_HYPERPARAMETERS = {
     "model_id": "NousResearch/Llama-2-7b-chat-hf",
     "epochs": "1",
@@ -65,6 +80,9 @@ class TrainingConfig:
     subnet_ids: list[str] = setting([], pattern=r"subnet-[0-9a-f]{8,17}")
     security_group_ids: list[str] = setting([], pattern=r"sg-[0-9a-f]{8,17}")
     image_uri: str | None = setting(None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table")
+    image_repository: str | None = setting(
+        None, pattern=OWN_REPOSITORY_PATTERN, hint="<repo>:<tag> in the deploying account's ECR (same region)"
+    )
     job_name_prefix: str | None = setting(
         None, pattern=r"[a-z][a-z0-9]*(-[a-z0-9]+)*", hint="lower-case; null: <app_name>-<env>"
     )
@@ -91,15 +109,55 @@ class TrainingConfig:
             fail(missing, "empty; a VPC config needs both subnet_ids and security_group_ids")
         if self.network_isolation and self.base_model_key is None:
             fail("base_model_key", "missing; network_isolation: true needs the base model as an S3 `model` channel")
+        if self.image_uri is not None and self.image_repository is not None:
+            fail("image_repository", "set together with image_uri; keep one of them")
+        if self.network_isolation and not self.has_own_image:
+            fail("image_uri", f"missing; network_isolation: true: {OFFLINE_IMAGE}")
         if not self.network_isolation and self.base_model_key is None and "model_id" not in self.hyperparameters:
             fail("hyperparameters.model_id", "missing; set a Hugging Face model id or base_model_key")
 
-        from ..code_contract.qlora import hyperparameter_problem
+        from ..code_contract.qlora import hyperparameter_problem, merge_problem
 
         for name, value in self.hyperparameters.items():
-            problem = hyperparameter_problem(name, value)
+            problem = hyperparameter_problem(name, value) or (merge_problem(value) if name == "merge" else None)
             if problem:
                 fail(f"hyperparameters.{name}", problem)
+        found = self.distribution_problem(self.hyperparameters)
+        if found:
+            fail(f"hyperparameters.{found[0]}", found[1])
+
+    @property
+    def world_size(self) -> int:
+        """torchrun processes of one job: instances times GPUs per instance."""
+        return self.instance_count * MULTI_GPU_TYPES.get(self.instance_type, 1)
+
+    @property
+    def distributed(self) -> bool:
+        """More than one GPU: the stack launches train.py with torchrun (DDP, or FSDP with fsdp true)."""
+        return self.world_size > 1
+
+    def distribution_problem(self, hyperparameters: dict[str, str]) -> tuple[str, str] | None:
+        """(name, problem) for hyperparameters the job shape cannot run; `hyperparameters` as the job gets them."""
+        from ..code_contract.qlora import parse_bool
+
+        shape = f"{self.instance_type} x {self.instance_count} ({self.world_size} GPU{'s' * self.distributed})"
+        if TORCH_DISTRIBUTED in hyperparameters:
+            return TORCH_DISTRIBUTED, ("set by the stack from training.instance_type and instance_count (on for "
+                                       "more than one GPU); remove it")
+        method = hyperparameters.get("method", "qlora")
+        if self.distributed and method != "qlora":
+            return "method", (f"got {method!r}; {shape} runs torchrun, which train.py supports for method qlora only: "
+                              "use qlora, or one single-GPU instance")
+        fsdp = hyperparameters.get("fsdp", "false")
+        if not self.distributed and parse_bool(fsdp):
+            return "fsdp", (f"got {fsdp!r}; FSDP shards the model over several GPUs and {shape} has one: set it "
+                            "false or use a multi-GPU instance_type / instance_count > 1")
+        return None
+
+    @property
+    def has_own_image(self) -> bool:
+        """An image other than the pinned table's: the config's promise that it holds the requirements."""
+        return self.image_uri is not None or self.image_repository is not None
 
     @property
     def max_wait_seconds(self) -> int | None:

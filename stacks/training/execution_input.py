@@ -1,9 +1,10 @@
-"""The execution input of the training state machine, validated in one place (standard library only).
+"""The execution input of the training state machine, validated in one place (no CDK: the tool imports it).
 
 tools/start_training.py validates with it before any execution starts; the EventBridge rule builds the
 same shape; the state machine re-checks the shape it can (bucket, prefix, keys) with a Choice state.
 
-    {"train_data": "s3://<artifact bucket>/datasets/<key or folder>", "hyperparameters": {"<name>": "<value>"}}
+    {"train_data": "s3://<artifact bucket>/datasets/<key or folder>", "hyperparameters": {"<name>": "<value>"},
+     "eval_data": "s3://<artifact bucket>/datasets/..."}   # optional: the job's `eval` channel
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..code_contract.qlora import hyperparameter_problem
+from ..code_contract.qlora import hyperparameter_problem, merge_problem
+from ..config.training import TrainingConfig
 from ..shared.bucket_layout import DATASETS_PREFIX
 
-KEYS = ("train_data", "hyperparameters")
+KEYS = ("train_data", "hyperparameters", "eval_data")
 _S3_URI = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(.+)")
 
 
@@ -33,33 +35,44 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def split_s3_uri(value: Any) -> tuple[str, str]:
-    """(bucket, key) of an s3:// URI whose key lies under datasets/."""
+def split_s3_uri(value: Any, field: str = "train_data") -> tuple[str, str]:
+    """(bucket, key) of an s3:// URI whose key lies under datasets/; `field` names it in errors."""
     if not isinstance(value, str):
-        raise InputError("train_data", f"got {_short(value)}; expected an s3://<bucket>/{DATASETS_PREFIX}... string")
+        raise InputError(field, f"got {_short(value)}; expected an s3://<bucket>/{DATASETS_PREFIX}... string")
     match = _S3_URI.fullmatch(value)
     if not match:
-        raise InputError("train_data", f"got {_short(value)}; expected s3://<bucket>/{DATASETS_PREFIX}<key>")
+        raise InputError(field, f"got {_short(value)}; expected s3://<bucket>/{DATASETS_PREFIX}<key>")
     bucket, key = match.groups()
     if not key.startswith(DATASETS_PREFIX) or key == DATASETS_PREFIX:
-        raise InputError("train_data", f"got {_short(value)}; the key must be under {DATASETS_PREFIX} (not the prefix)")
+        raise InputError(field, f"got {_short(value)}; the key must be under {DATASETS_PREFIX} (not the prefix)")
     if any(part in ("", ".", "..") for part in key.rstrip("/").split("/")) or re.search(r"\s", key):
-        raise InputError("train_data", f"got {_short(value)}; no empty, '.' or '..' segments and no whitespace")
+        raise InputError(field, f"got {_short(value)}; no empty, '.' or '..' segments and no whitespace")
     return bucket, key
+
+
+def _dataset(data: Mapping[str, Any], field: str, bucket: str | None) -> str:
+    """The dataset URI at `field`, in the artifact bucket (when `bucket` is known) under datasets/."""
+    data_bucket, _ = split_s3_uri(data[field], field)
+    if bucket is not None and data_bucket != bucket:
+        raise InputError(field, f"bucket {data_bucket!r} is not the artifact bucket {bucket!r}")
+    return data[field]
 
 
 def _value(name: str, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise InputError(f"hyperparameters.{name}", f"got {_short(value)}; expected a string or a number")
     text = value if isinstance(value, str) else repr(value)
-    problem = hyperparameter_problem(name, text)
+    problem = hyperparameter_problem(name, text) or (merge_problem(text) if name == "merge" else None)
     if problem:
         raise InputError(f"hyperparameters.{name}", problem)
     return text
 
 
-def validate_execution_input(data: Any, *, bucket: str | None) -> dict[str, Any]:
-    """The normalized input (hyperparameter values as strings); `bucket` None skips the bucket check."""
+def validate_execution_input(
+    data: Any, *, bucket: str | None, training: TrainingConfig | None = None
+) -> dict[str, Any]:
+    """The normalized input (hyperparameter values as strings); `bucket` None skips the bucket check;
+    `training` (the environment's section) adds the job shape's rules on config + override hyperparameters."""
     if not isinstance(data, Mapping):
         raise InputError("<input>", f"got {_short(data)}; expected an object with {', '.join(KEYS)}")
     unknown = sorted(str(k) for k in data if k not in KEYS)
@@ -67,11 +80,15 @@ def validate_execution_input(data: Any, *, bucket: str | None) -> dict[str, Any]
         raise InputError(unknown[0], f"unknown key; allowed: {', '.join(KEYS)}")
     if "train_data" not in data:
         raise InputError("train_data", f"missing; expected s3://<bucket>/{DATASETS_PREFIX}<key>")
-    data_bucket, _ = split_s3_uri(data["train_data"])
-    if bucket is not None and data_bucket != bucket:
-        raise InputError("train_data", f"bucket {data_bucket!r} is not the artifact bucket {bucket!r}")
+    checked = {"train_data": _dataset(data, "train_data", bucket)}
+    if "eval_data" in data:
+        checked["eval_data"] = _dataset(data, "eval_data", bucket)
     overrides = data.get("hyperparameters", {})
     if not isinstance(overrides, Mapping):
         raise InputError("hyperparameters", f"got {_short(overrides)}; expected an object of name: value")
     normalized = {str(name): _value(str(name), value) for name, value in sorted(overrides.items())}
-    return {"train_data": data["train_data"], "hyperparameters": normalized}
+    if training is not None:
+        found = training.distribution_problem({**training.hyperparameters, **normalized})
+        if found:
+            raise InputError(f"hyperparameters.{found[0]}", found[1])
+    return {**checked, "hyperparameters": normalized}

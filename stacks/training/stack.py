@@ -7,6 +7,8 @@ A state machine runs `training_code/qlora` as a SageMaker job, started by upload
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from aws_cdk import Aws, CfnOutput, Stack
 from aws_cdk import aws_iam as iam
@@ -19,7 +21,7 @@ from constructs import Construct
 
 from ..code_contract.qlora import ENTRY_POINT
 from ..config import AppConfig, ConfigError
-from ..config.training import PREFIX_LIMIT
+from ..config.training import PREFIX_LIMIT, TORCH_DISTRIBUTED, TrainingConfig
 from ..paths import QLORA_CODE
 from ..shared.assets import build_content_addressed
 from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATASETS_PREFIX, MODELS_PREFIX
@@ -33,7 +35,26 @@ from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
 
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
+# What script mode finds offline: `pip install -r` of a file without requirements installs nothing, needs no index.
+BAKED_REQUIREMENTS = b"# Baked into the training image (training.image_repository or image_uri; README, Training).\n"
 COMPILE_IMAGE = "vllm_neuronx"  # the serving image compiles: same optimum-neuron and neuronx-cc versions
+
+
+def training_code_tarball(*, offline: bool) -> Path:
+    """The code asset. Offline (no internet), requirements.txt ships as a comment only: the image holds the
+    packages (config requires one) and script mode would otherwise try, and fail, to pip-install them."""
+    extra = {"requirements.txt": BAKED_REQUIREMENTS} if offline else None
+    return build_content_addressed(QLORA_CODE, extra_files=extra)
+
+
+def script_mode_keys(training: TrainingConfig, *, submit_directory: str) -> dict[str, str]:
+    """What the training toolkit reads (never train.py); more than one GPU: torchrun on every host, with the
+    instance type as the SageMaker SDK's torch_distributed sets it (the launcher's EFA settings key on it)."""
+    keys = {"sagemaker_program": ENTRY_POINT, "sagemaker_submit_directory": submit_directory,
+            "sagemaker_region": Aws.REGION}
+    if training.distributed:
+        keys.update({TORCH_DISTRIBUTED: "true", "sagemaker_instance_type": training.instance_type})
+    return keys
 
 
 def job_name_prefix(config: AppConfig) -> str:
@@ -76,8 +97,12 @@ class TrainingStack(Stack):
         self.nag_details = {"compile": "" if compiles else None}  # stacks/nag.py: the CompileRole entries
         images = ContainerImages(self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else [])])
         images.require_region(config)
-        code = s3_assets.Asset(self, "TrainingCode", path=str(build_content_addressed(QLORA_CODE)))
-        role = self._job_role(config, bucket=bucket, key=key, code=code, images=images, placement=placement)
+        offline = training.network_isolation or placement is not None
+        code = s3_assets.Asset(self, "TrainingCode", path=str(training_code_tarball(offline=offline)))
+        image_uri, image_repository_arn = self._training_image(training, images)
+        role = self._job_role(
+            config, bucket=bucket, key=key, code=code, image_repository_arn=image_repository_arn, placement=placement
+        )
         self.topic = sns.Topic(self, "FailureTopic", master_key=key, enforce_ssl=True)
         self.model_parameter = self._model_parameter(config)
         roles = [role.role]
@@ -96,7 +121,7 @@ class TrainingStack(Stack):
             key=key,
             code=code,
             role=role.role,
-            image_uri=images.uri(TRAINING_IMAGE, training.image_uri),
+            image_uri=image_uri,
             placement=placement,
         )
         workflow = TrainingWorkflow(
@@ -106,11 +131,7 @@ class TrainingStack(Stack):
             job_name_prefix=prefix,
             bucket_name=bucket.bucket_name,
             default_hyperparameters=training.hyperparameters,
-            fixed_hyperparameters={
-                "sagemaker_program": ENTRY_POINT,
-                "sagemaker_submit_directory": submit_directory,
-                "sagemaker_region": Aws.REGION,
-            },
+            fixed_hyperparameters=script_mode_keys(training, submit_directory=submit_directory),
             topic=self.topic,
             model_parameter=self.model_parameter,
             capacity_retries=training.capacity_retries,
@@ -120,6 +141,7 @@ class TrainingStack(Stack):
             role_statements=self._state_machine_statements(prefix=prefix, roles=roles, key=key),
             compile_request=self.compile_request,
             compiled_model_parameter=self.compiled_model_parameter,
+            distributed=training.distributed,
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
@@ -132,10 +154,9 @@ class TrainingStack(Stack):
         bucket: s3.IBucket,
         key: kms.IKey,
         code: s3_assets.Asset,
-        images: ContainerImages,
+        image_repository_arn: str,
         placement: Placement | None,
     ) -> SageMakerJobRole:
-        training = config.training
         return SageMakerJobRole(
             self,
             "TrainingRole",
@@ -145,12 +166,22 @@ class TrainingStack(Stack):
             job_name_prefix=job_name_prefix(config),
             read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
-            image_repository_arn=images.repository_arn(TRAINING_IMAGE, training.image_uri),
+            image_repository_arn=image_repository_arn,
             vpc=job_placement(config, placement),
             description="SageMaker execution role of the QLoRA training jobs",
             policy_description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
             code_channel=placement is not None,
         )
+
+    def _training_image(self, training: TrainingConfig, images: ContainerImages) -> tuple[str, str]:
+        """(image URI, repository ARN): `image_repository` lives in the deploying account's ECR, so the URI is
+        built from the stack's account and region (prod stays account-agnostic); else image_uri or the table."""
+        if training.image_repository is None:
+            return (images.uri(TRAINING_IMAGE, training.image_uri),
+                    images.repository_arn(TRAINING_IMAGE, training.image_uri))
+        name = re.split(r"[:@]", training.image_repository, maxsplit=1)[0]
+        uri = f"{Aws.ACCOUNT_ID}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{training.image_repository}"
+        return uri, self.format_arn(service="ecr", resource="repository", resource_name=name)
 
     def _model_parameter(self, config: AppConfig, *, compiled: bool = False) -> ssm.StringParameter:
         """A well-known name per environment (the lookup handle for people and the serving side). Name is the

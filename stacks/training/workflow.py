@@ -1,9 +1,9 @@
 """The training state machine: validate input, run the SageMaker job (.sync), record the model, or notify.
 
-    ValidateInput -> Defaults -> Prepare -> Train -> RecordModel -> Done
+    ValidateInput -> Defaults -> Prepare -> EvalData? -> Train | TrainWithEval -> RecordModel -> Done
                  \\-> InvalidInput -> Notify -> Failed
-    Train --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> Train
-    Train / RecordModel --any other error--> Notify -> Failed
+    Train* --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> EvalData?
+    Train* / RecordModel --any other error--> Notify -> Failed
 
 Job names are `<prefix>-<md5(execution id)>-<capacity attempt>-<API retry>`: unique per try (SageMaker
 never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Checkpoints go to
@@ -22,8 +22,10 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from ..code_contract.qlora import bool_spellings
+from ..config.training import TORCH_DISTRIBUTED
 from ..shared.bucket_layout import DATASETS_PREFIX
-from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, TrainingJobRequest
+from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, S3Channel, TrainingJobRequest
 from ..shared.workflow_shell import (
     failure_path,
     logged_state_machine,
@@ -71,8 +73,10 @@ class TrainingWorkflow(Construct):
         role_statements: Sequence[iam.PolicyStatement],
         compile_request: TrainingJobRequest | None = None,
         compiled_model_parameter: ssm.IStringParameter | None = None,
+        distributed: bool = False,
     ) -> None:
-        """`compile_request` (with `compiled_model_parameter`): the Neuron compile step after RecordModel."""
+        """`compile_request` (with `compiled_model_parameter`): the Neuron compile step after RecordModel;
+        `distributed`: the job has several GPUs (torchrun), which ValidateInput's method / fsdp rules follow."""
         super().__init__(scope, construct_id)
         invalid, notify = failure_path(
             self,
@@ -80,7 +84,8 @@ class TrainingWorkflow(Construct):
             subject="Training failed",
             invalid_input_cause=(
                 f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}...\", "
-                "\"hyperparameters\": {...}}; see README, Training"
+                "\"hyperparameters\": {...}} and an optional \"eval_data\" under the same prefix; merge not false; "
+                "see README, Training"
             ),
         )
         defaults = sfn.Pass(
@@ -92,28 +97,18 @@ class TrainingWorkflow(Construct):
             result_path="$.defaults",
         )
         prepare = self._prepare(job_name_prefix, capacity_backoff_seconds)
-        train = self._train(request, bucket_name)
-        self._capacity_retry(train, notify=notify, capacity_retries=capacity_retries)
+        eval_data, train, train_eval = self._training_jobs(
+            request, bucket_name, notify=notify, capacity_retries=capacity_retries
+        )
         record = record_model_task(
             self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
         )
-        output = {
-            "job_name.$": "$.training.job_name",
-            "model_s3_uri.$": "$.training.model_s3_uri",
-            "train_data.$": "$.train_data",
-            "hyperparameters.$": "$.run.hyperparameters",
-            "model_parameter": model_parameter.parameter_name,
-        }
-        chain = defaults.next(prepare).next(train).next(record)
-        if compile_request is not None:
-            chain = chain.next(self._compile(compile_request, notify=notify, parameter=compiled_model_parameter))
-            output.update({
-                "compile_job_name.$": "$.compile.job_name",
-                "compiled_model_s3_uri.$": "$.compile.model_s3_uri",
-                "compiled_model_parameter": compiled_model_parameter.parameter_name,
-            })
-        done = sfn.Pass(self, "Done", parameters=output)
-        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), chain.next(done)).otherwise(invalid)
+        defaults.next(prepare).next(eval_data)
+        train_eval.next(record)
+        self._finish(train.next(record), model_parameter=model_parameter, notify=notify,
+                     compile_request=compile_request, compiled_model_parameter=compiled_model_parameter)
+        valid = _valid_input(bucket_name, distributed)
+        start = sfn.Choice(self, "ValidateInput").when(valid, defaults).otherwise(invalid)
         self.state_machine = logged_state_machine(
             self,
             start=start,
@@ -125,6 +120,46 @@ class TrainingWorkflow(Construct):
             model_parameter=model_parameter,
             log_retention_days=log_retention_days,
         )
+
+    def _finish(
+        self,
+        chain: sfn.Chain,
+        *,
+        model_parameter: ssm.IStringParameter,
+        notify: sfn.IChainable,
+        compile_request: TrainingJobRequest | None,
+        compiled_model_parameter: ssm.IStringParameter | None,
+    ) -> None:
+        """After RecordModel: the optional compile step, then `Done` with where the models are."""
+        output = {
+            "job_name.$": "$.training.job_name",
+            "model_s3_uri.$": "$.training.model_s3_uri",
+            "train_data.$": "$.train_data",
+            "hyperparameters.$": "$.run.hyperparameters",
+            "model_parameter": model_parameter.parameter_name,
+        }
+        if compile_request is not None:
+            chain = chain.next(self._compile(compile_request, notify=notify, parameter=compiled_model_parameter))
+            output.update({
+                "compile_job_name.$": "$.compile.job_name",
+                "compiled_model_s3_uri.$": "$.compile.model_s3_uri",
+                "compiled_model_parameter": compiled_model_parameter.parameter_name,
+            })
+        chain.next(sfn.Pass(self, "Done", parameters=output))
+
+    def _training_jobs(
+        self, request: TrainingJobRequest, bucket_name: str, *, notify: sfn.IChainable, capacity_retries: int
+    ) -> tuple[sfn.Choice, sfn.CustomState, sfn.CustomState]:
+        """(`EvalData`, `Train`, `TrainWithEval`). CreateTrainingJob's channel list is one value: an execution
+        with eval_data runs the twin job state whose list ends with an `eval` channel (same data type and
+        distribution as `training`). Both retry on capacity through `EvalData`."""
+        train = self._train(request.channels, request, bucket_name, "Train")
+        evaluated = [*request.channels, S3Channel("eval", Ref("$.eval_data"))]
+        train_eval = self._train(evaluated, request, bucket_name, "TrainWithEval")
+        eval_data = sfn.Choice(self, "EvalData").when(sfn.Condition.is_present("$.eval_data"), train_eval)
+        eval_data.otherwise(train)
+        self._capacity_retry([train, train_eval], eval_data, notify=notify, capacity_retries=capacity_retries)
+        return eval_data, train, train_eval
 
     def _prepare(self, job_name_prefix: str, capacity_backoff_seconds: int) -> sfn.Pass:
         """`$.run`: the run name, attempt 0, the first capacity wait, the merged hyperparameters."""
@@ -142,16 +177,20 @@ class TrainingWorkflow(Construct):
             result_path="$.run",
         )
 
-    def _train(self, request: TrainingJobRequest, bucket_name: str) -> sfn.CustomState:
-        """`Train`: CreateTrainingJob.sync with the API retries; the merged model's prefix into `$.training`."""
+    def _train(
+        self, channels: Sequence[S3Channel], request: TrainingJobRequest, bucket_name: str, construct_id: str
+    ) -> sfn.CustomState:
+        """`Train`: CreateTrainingJob.sync of `request` with these `channels`, with the API retries; the merged
+        model's prefix into `$.training`."""
         partition = Stack.of(self).partition
+        parameters = {**request.to_asl(), "InputDataConfig": [c.to_asl() for c in channels]}
         train = sfn.CustomState(
             self,
-            "Train",
+            construct_id,
             state_json={
                 "Type": "Task",
                 "Resource": CREATE_TRAINING_JOB_SYNC.format(partition=partition),
-                "Parameters": request.to_asl(),
+                "Parameters": parameters,
                 "ResultSelector": {
                     "job_name.$": "$.TrainingJobName",
                     "job_arn.$": "$.TrainingJobArn",
@@ -192,8 +231,12 @@ class TrainingWorkflow(Construct):
         )
         return state.next(record)
 
-    def _capacity_retry(self, train: sfn.CustomState, *, notify: sfn.IChainable, capacity_retries: int) -> None:
-        """A capacity failure waits (doubling), then starts the next attempt under a new name; others notify."""
+    def _capacity_retry(
+        self, trains: Sequence[sfn.CustomState], again: sfn.IChainable, *, notify: sfn.IChainable,
+        capacity_retries: int,
+    ) -> None:
+        """A capacity failure of any of `trains` waits (doubling), then starts the next attempt under a new name
+        through `again` (the EvalData choice, which picks the same job state); other failures notify."""
         next_attempt = sfn.Pass(
             self,
             "NextAttempt",
@@ -206,7 +249,7 @@ class TrainingWorkflow(Construct):
             result_path="$.run",
         )
         wait = sfn.Wait(self, "WaitForCapacity", time=sfn.WaitTime.seconds_path("$.run.wait_seconds"))
-        wait.next(next_attempt).next(train)
+        wait.next(next_attempt).next(again)
         capacity = (
             sfn.Choice(self, "CapacityRetry")
             .when(
@@ -221,15 +264,42 @@ class TrainingWorkflow(Construct):
             )
             .otherwise(notify)
         )
-        train.add_catch(capacity, errors=["States.TaskFailed"], result_path="$.error")
-        train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+        for train in trains:
+            train.add_catch(capacity, errors=["States.TaskFailed"], result_path="$.error")
+            train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
 
 
-def _valid_input(bucket_name: str) -> sfn.Condition:
-    """What the state machine can re-check itself: train_data is a string under this bucket's datasets/."""
+def _is_bool(path: str, truth: bool) -> sfn.Condition:
+    """`path` is present and one of train.py's spellings of `truth`."""
+    return sfn.Condition.and_(
+        sfn.Condition.is_present(path),
+        sfn.Condition.or_(*(sfn.Condition.string_equals(path, v) for v in bool_spellings(truth))),
+    )
+
+
+def _valid_input(bucket_name: str, distributed: bool) -> sfn.Condition:
+    """What the state machine can re-check itself: train_data (and eval_data, when given) is a string under this
+    bucket's datasets/; no override turns the merge off (the model folder would hold an adapter) or sets the
+    launcher; on several GPUs method stays qlora, on one GPU fsdp stays off (stacks/config/training.py)."""
+    datasets = f"s3://{bucket_name}/{DATASETS_PREFIX}*"
+    eval_data = sfn.Condition.or_(
+        sfn.Condition.not_(sfn.Condition.is_present("$.eval_data")),
+        sfn.Condition.and_(
+            sfn.Condition.is_string("$.eval_data"), sfn.Condition.string_matches("$.eval_data", datasets)
+        ),
+    )
+    shape = (
+        sfn.Condition.or_(sfn.Condition.not_(sfn.Condition.is_present("$.hyperparameters.method")),
+                          sfn.Condition.string_equals("$.hyperparameters.method", "qlora"))
+        if distributed else sfn.Condition.not_(_is_bool("$.hyperparameters.fsdp", True))
+    )
     return sfn.Condition.and_(
         sfn.Condition.is_present("$.train_data"),
         sfn.Condition.is_string("$.train_data"),
-        sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
+        sfn.Condition.string_matches("$.train_data", datasets),
         sfn.Condition.is_present("$.hyperparameters"),
+        sfn.Condition.not_(_is_bool("$.hyperparameters.merge", False)),
+        eval_data,
+        sfn.Condition.not_(sfn.Condition.is_present(f"$.hyperparameters.{TORCH_DISTRIBUTED}")),
+        shape,
     )

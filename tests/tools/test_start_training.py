@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from stacks.code_contract.qlora import RESERVED, hyperparameter_names, hyperparameter_problem
+from stacks.config.training import TrainingConfig
 from stacks.training.execution_input import InputError, validate_execution_input
 from tests.synth import ROOT
 
@@ -41,6 +43,15 @@ REJECTED = [
      "hyperparameters.merge: got 'maybe'; train.py expects a boolean"),
     ("hp-json-bool", {"train_data": DATA, "hyperparameters": {"merge": True}}, BUCKET,
      "hyperparameters.merge: got True; expected a string or a number"),
+    ("no-merge", {"train_data": DATA, "hyperparameters": {"merge": "false"}}, BUCKET,
+     "hyperparameters.merge: got 'false'; the workflow records the job's model folder as the servable model"),
+    ("no-merge-other-spelling", {"train_data": DATA, "hyperparameters": {"merge": "Off"}}, BUCKET,
+     "hyperparameters.merge: got 'Off'; the workflow records"),
+    ("eval-outside-datasets", {"train_data": DATA, "eval_data": f"s3://{BUCKET}/models/e.jsonl"}, BUCKET,
+     "eval_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/models/e.jsonl'; the key must be under datasets/"),
+    ("eval-wrong-bucket", {"train_data": DATA, "eval_data": "s3://other-bucket/datasets/e.jsonl"}, BUCKET,
+     "eval_data: bucket 'other-bucket' is not the artifact bucket"),
+    ("eval-not-string", {"train_data": DATA, "eval_data": None}, BUCKET, "eval_data: got None; expected an s3://"),
     ("hp-list", {"train_data": DATA, "hyperparameters": {"target_modules": ["q_proj"]}}, BUCKET,
      "expected a string or a number"),
 ]
@@ -56,12 +67,19 @@ def test_rejected_with_one_line(case, data, bucket, expected):
 
 def test_valid_input_is_normalized_to_strings():
     checked = validate_execution_input(
-        {"train_data": DATA, "hyperparameters": {"lora_r": 16, "learning_rate": 1e-4, "merge": "false"}}, bucket=BUCKET
+        {"train_data": DATA, "hyperparameters": {"lora_r": 16, "learning_rate": 1e-4, "merge": "True"}}, bucket=BUCKET
     )
     assert checked == {
-        "train_data": DATA, "hyperparameters": {"learning_rate": "0.0001", "lora_r": "16", "merge": "false"}
+        "train_data": DATA, "hyperparameters": {"learning_rate": "0.0001", "lora_r": "16", "merge": "True"}
     }
     assert validate_execution_input({"train_data": DATA}, bucket=None)["hyperparameters"] == {}
+
+
+def test_eval_data_is_optional_and_kept():
+    eval_data = f"s3://{BUCKET}/datasets/guanaco/eval.jsonl"
+    checked = validate_execution_input({"train_data": DATA, "eval_data": eval_data}, bucket=BUCKET)
+    assert checked == {"train_data": DATA, "eval_data": eval_data, "hyperparameters": {}}
+    assert "eval_data" not in validate_execution_input({"train_data": DATA}, bucket=BUCKET)
 
 
 def test_folder_of_files_is_accepted():
@@ -97,12 +115,15 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["--data", "s3://b-1/models/x"], "train_data: got 's3://b-1/models/x'; the key must be under datasets/"),
         (["--data", DATA, "--set", "lora_rank=8"], "hyperparameters.lora_rank: unknown hyperparameter"),
         (["--data", DATA, "--set", "lora_r"], "--set 'lora_r': expected NAME=VALUE"),
+        (["--data", DATA, "--set", "merge=false"], "hyperparameters.merge: got 'false'; the workflow records"),
+        (["--data", DATA, "--set", "fsdp=true"], "hyperparameters.fsdp: got 'true'; FSDP shards the model over"),
         (["--input", '{"train_data": 1'], "--input: not JSON"),
         (["--input", json.dumps({"train_data": DATA, "x": 1})], "x: unknown key"),
         ([], "--data s3://<artifact bucket>/datasets/... is required"),
         (["--env", "qa", "--data", DATA], "qa.yaml: env: no such file"),
     ],
-    ids=["outside-datasets", "unknown-hp", "bad-set", "bad-json", "unknown-key", "no-data", "unknown-env"],
+    ids=["outside-datasets", "unknown-hp", "bad-set", "no-merge", "fsdp-one-gpu",
+         "bad-json", "unknown-key", "no-data", "unknown-env"],
 )
 def test_cli_rejects_before_any_aws_call(args, expected):
     result = _run(*args)
@@ -118,8 +139,46 @@ def test_cli_dry_run_prints_the_normalized_input():
     assert json.loads(result.stdout) == {"train_data": DATA, "hyperparameters": {"lora_r": "16"}}
 
 
+def test_cli_eval_data_goes_into_the_input():
+    eval_data = f"s3://{BUCKET}/datasets/guanaco/eval/"
+    result = _run("--data", DATA, "--eval-data", eval_data, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"train_data": DATA, "eval_data": eval_data, "hyperparameters": {}}
+    bad = _run("--data", DATA, "--eval-data", f"s3://{BUCKET}/datasets/", "--dry-run")
+    assert bad.returncode == 2 and "eval_data: got" in bad.stderr and "not the prefix" in bad.stderr
+
+
 def test_aws_failure_is_one_line():
     result = _run("--data", DATA)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("start_training: aws error: ")
+
+
+MULTI_GPU = TrainingConfig(instance_type="ml.g5.12xlarge", instance_count=2)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"method": "lora"}, "hyperparameters.method: got 'lora'; ml.g5.12xlarge x 2 (8 GPUs) runs torchrun"),
+        ({"sagemaker_torch_distributed_enabled": "false"},
+         "hyperparameters.sagemaker_torch_distributed_enabled: set by the stack"),
+    ],
+    ids=["lora-on-8-gpus", "launcher-by-hand"],
+)
+def test_job_shape_rules_apply_to_config_plus_overrides(overrides, expected):
+    with pytest.raises(InputError, match=re.escape(expected)):
+        validate_execution_input({"train_data": DATA, "hyperparameters": overrides}, bucket=BUCKET, training=MULTI_GPU)
+
+
+def test_fsdp_override_is_fine_on_several_gpus_and_config_method_counts():
+    checked = validate_execution_input(
+        {"train_data": DATA, "hyperparameters": {"fsdp": "true"}}, bucket=BUCKET, training=MULTI_GPU
+    )
+    assert checked["hyperparameters"] == {"fsdp": "true"}
+    lora_config = TrainingConfig(hyperparameters={"method": "lora"})  # one GPU: fine, until two instances
+    assert validate_execution_input({"train_data": DATA}, bucket=BUCKET, training=lora_config)
+    with pytest.raises(InputError, match="hyperparameters.method: got 'lora'; ml.g5.2xlarge x 2"):
+        validate_execution_input({"train_data": DATA}, bucket=BUCKET,
+                                 training=TrainingConfig(instance_count=2, hyperparameters={"method": "lora"}))

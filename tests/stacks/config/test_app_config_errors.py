@@ -66,7 +66,9 @@ def _staging(**changes) -> dict:
     return _changed(STAGING, **changes)
 
 
+_HPS = VALID["training"]["hyperparameters"]
 _READY = {"training__base_model_key": "base-models/llama/", "training__hyperparameters__model_id": None,
+          "training__image_repository": "llm-inf2-training:qlora-1",
           **({"pruning__enabled": False} if "pruning" in VALID else {})}
 
 # (case id, env name, file content (dict = YAML dump, str = raw text, None = no file), expected fragment)
@@ -133,6 +135,20 @@ CASES = [
      "training.hyperparameters.lora_r: got 'sixty-four'; train.py expects an integer"),
     ("training-hyperparameter-not-string", "dev", _with("training.hyperparameters.lora_r", 64),
      "training.hyperparameters.lora_r: got 64; expected a string"),
+    ("training-no-merge", "dev", _with("training.hyperparameters.merge", "false"),
+     "training.hyperparameters.merge: got 'false'; the workflow records the job's model folder as the servable model"),
+    ("training-multi-gpu-lora", "dev", _with("training", {**VALID["training"], "instance_type": "ml.g5.12xlarge",
+                                                          "hyperparameters": {**_HPS, "method": "lora"}}),
+     "training.hyperparameters.method: got 'lora'; ml.g5.12xlarge x 1 (4 GPUs) runs torchrun, which train.py "
+     "supports for method qlora only"),
+    ("training-multi-node-full", "dev", _with("training", {**VALID["training"], "instance_count": 2,
+                                                           "hyperparameters": {**_HPS, "method": "full"}}),
+     "training.hyperparameters.method: got 'full'; ml.g5.2xlarge x 2 (2 GPUs) runs torchrun"),
+    ("training-fsdp-one-gpu", "dev", _with("training.hyperparameters.fsdp", "true"),
+     "training.hyperparameters.fsdp: got 'true'; FSDP shards the model over several GPUs and ml.g5.2xlarge x 1"),
+    ("training-torch-distributed-by-hand", "dev",
+     _with("training.hyperparameters.sagemaker_torch_distributed_enabled", "true"),
+     "training.hyperparameters.sagemaker_torch_distributed_enabled: set by the stack from training.instance_type"),
     ("training-isolation-without-model", "dev", _with("training.network_isolation", True),
      "training.base_model_key: missing; network_isolation: true needs the base model"),
     ("training-base-model-key", "dev", _with("training.base_model_key", "models/llama/"),
@@ -149,6 +165,17 @@ CASES = [
     *([("isolated-with-pruning", "dev", _isolated(**{**_READY, "pruning__enabled": True}),
         "pruning.enabled: got true; the Pruning stack downloads models from the Hugging Face hub")]
       if "pruning" in VALID else []),
+    ("isolated-without-image", "dev", _isolated(**{**_READY, "training__image_repository": None}),
+     "training.image_uri: missing; network.isolated: true: script mode pip-installs training_code/qlora/"
+     "requirements.txt, which needs the internet"),
+    ("training-isolation-without-image", "dev", _with("training", {**VALID["training"], "network_isolation": True,
+                                                                   "base_model_key": "base-models/llama/"}),
+     "training.image_uri: missing; network_isolation: true: script mode pip-installs"),
+    ("training-two-images", "dev", _with("training", {**VALID["training"], "image_repository": "r:1",
+                                                      "image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/r:1"}),
+     "training.image_repository: set together with image_uri; keep one of them"),
+    ("training-image-repository-without-tag", "dev", _with("training.image_repository", "llm-inf2-training"),
+     "training.image_repository: got 'llm-inf2-training'; must match"),
     ("isolated-training-vpc", "dev", _isolated(**_READY, training__subnet_ids=["subnet-0123456789abcdef0"],
                                                training__security_group_ids=["sg-0123456789abcdef0"]),
      "training.subnet_ids: set the VPC under network:"),

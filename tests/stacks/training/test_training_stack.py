@@ -15,7 +15,11 @@ from tests.synth import ROOT
 
 ENVS = ("dev", "prod")
 CONFIGS = {env: load_config(env, ROOT / "config") for env in ENVS}
-PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
+PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
+          "AWS::URLSuffix": "amazonaws.com"}
+# prod (isolated) pulls its own image, with the requirements baked in, from the deploying account's ECR.
+IMAGES = {"dev": "<map:HfPytorchTrainingGpuUri>",
+          "prod": "123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-inf2-training:qlora-2026-12"}
 
 
 def _render(piece) -> str:
@@ -90,7 +94,7 @@ def test_train_state_is_the_raw_sync_integration(definitions, env):
     }
     assert params["ResourceConfig"]["VolumeKmsKeyId"] == params["OutputDataConfig"]["KmsKeyId"]
     assert params["RoleArn"] == "<getatt:TrainingRoleA2F7D4DF.Arn>"
-    assert params["AlgorithmSpecification"]["TrainingImage"] == "<map:HfPytorchTrainingGpuUri>"
+    assert params["AlgorithmSpecification"]["TrainingImage"] == IMAGES[env]
     assert params["AlgorithmSpecification"]["MetricDefinitions"] == list(metric_definitions())
     assert params["HyperParameters.$"] == "$.run.hyperparameters"
     assert params["InputDataConfig"][0]["ChannelName"] == "training"
@@ -169,14 +173,16 @@ def test_retry_with_backoff_on_throttling_and_capacity(definitions, env):
     assert choice["Next"] == "WaitForCapacity" and capacity["Default"] == "Notify"
     assert states["WaitForCapacity"] == {"Type": "Wait", "SecondsPath": "$.run.wait_seconds", "Next": "NextAttempt"}
     next_attempt = states["NextAttempt"]
-    assert next_attempt["Next"] == "Train"
+    assert next_attempt["Next"] == "EvalData"  # which picks Train or TrainWithEval again
     assert next_attempt["Parameters"]["wait_seconds.$"] == "States.MathAdd($.run.wait_seconds, $.run.wait_seconds)"
 
 
 def test_every_failure_notifies_then_fails(definitions):
     states = definitions["dev"]["States"]
-    catches = {tuple(c["ErrorEquals"]): c["Next"] for c in states["Train"]["Catch"]}
-    assert catches == {("States.TaskFailed",): "CapacityRetry", ("States.ALL",): "Notify"}
+    for name in ("Train", "TrainWithEval"):
+        catches = {tuple(c["ErrorEquals"]): c["Next"] for c in states[name]["Catch"]}
+        assert catches == {("States.TaskFailed",): "CapacityRetry", ("States.ALL",): "Notify"}
+        assert states[name]["Retry"] == states["Train"]["Retry"] and states[name]["Next"] == "RecordModel"
     catch_all = {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Notify"}
     assert states["RecordModel"]["Catch"] == [catch_all]
     assert states["ValidateInput"]["Default"] == "InvalidInput" and states["InvalidInput"]["Next"] == "Notify"
@@ -202,6 +208,30 @@ def test_input_is_checked_by_the_machine_too(definitions):
     (choice,) = definitions["dev"]["States"]["ValidateInput"]["Choices"]
     matches = [c["StringMatches"] for c in choice["And"] if "StringMatches" in c]
     assert matches == ["s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"]
+    refused = _refused_spellings(choice, "$.hyperparameters.merge")
+    assert {"false", "False", "0", "no", "off"} <= refused and not refused & {"true", "True", "1"}
+    assert {"Not": {"Variable": "$.hyperparameters.sagemaker_torch_distributed_enabled", "IsPresent": True}} in (
+        choice["And"]
+    )
+
+
+def _refused_spellings(choice: dict, variable: str) -> set[str]:
+    """The strings ValidateInput refuses at `variable` (a `Not(And(IsPresent, Or(StringEquals...)))` rule)."""
+    (rule,) = [c["Not"]["And"] for c in choice["And"] if "And" in c.get("Not", {})
+               and c["Not"]["And"][0]["Variable"] == variable]
+    assert rule[0] == {"Variable": variable, "IsPresent": True}
+    return {c["StringEquals"] for c in rule[1]["Or"]}
+
+
+def test_the_machine_checks_the_job_shape_rules_too(definitions, distributed):
+    """One GPU: fsdp true is refused; several GPUs: method other than qlora is (config + tool do the same)."""
+    (single,) = definitions["dev"]["States"]["ValidateInput"]["Choices"]
+    assert {"true", "True", "1", "yes"} <= _refused_spellings(single, "$.hyperparameters.fsdp")
+    assert "method" not in json.dumps(single)
+    (several,) = distributed["States"]["ValidateInput"]["Choices"]
+    assert {"Or": [{"Not": {"Variable": "$.hyperparameters.method", "IsPresent": True}},
+                   {"Variable": "$.hyperparameters.method", "StringEquals": "qlora"}]} in several["And"]
+    assert "$.hyperparameters.fsdp" not in json.dumps(several)
 
 
 @pytest.mark.parametrize("env", ENVS)
@@ -253,16 +283,37 @@ def test_image_mapping_has_us_east_1(templates):
     )
 
 
-def test_training_code_asset_is_the_deterministic_tarball(assemblies):
-    directory = Path(assemblies["dev"].directory)
-    manifest = json.loads((directory / "llm-inf2-dev-Training.assets.json").read_text())
-    sources = [a["source"] for a in manifest["files"].values() if a["source"]["path"].endswith(".tar.gz")]
-    assert len(sources) == 1 and sources[0]["packaging"] == "file"  # uploaded as built, not re-zipped
+def _code_asset(assemblies, env: str) -> dict[str, bytes]:
     import tarfile
 
+    directory = Path(assemblies[env].directory)
+    manifest = json.loads((directory / f"llm-inf2-{env}-Training.assets.json").read_text())
+    sources = [a["source"] for a in manifest["files"].values() if a["source"]["path"].endswith(".tar.gz")]
+    assert len(sources) == 1 and sources[0]["packaging"] == "file"  # uploaded as built, not re-zipped
     with tarfile.open(directory / sources[0]["path"]) as tar:
-        names = tar.getnames()
-    assert "train.py" in names and "requirements.txt" in names and "qlora_metrics.py" in names
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_training_code_asset_is_the_deterministic_tarball(assemblies):
+    files = _code_asset(assemblies, "dev")
+    assert "train.py" in files and "qlora_metrics.py" in files
+    assert files["requirements.txt"] == (ROOT / "training_code/qlora/requirements.txt").read_bytes()
+
+
+def test_offline_code_asset_leaves_pip_nothing_to_install(assemblies):
+    """Isolated prod: script mode still runs `pip install -r requirements.txt`; the file lists nothing."""
+    files = _code_asset(assemblies, "prod")
+    assert files["train.py"] == (ROOT / "training_code/qlora/train.py").read_bytes()
+    lines = files["requirements.txt"].decode().splitlines()
+    assert lines and all(line.startswith("#") for line in lines), lines
+
+
+def test_own_image_is_pullable_by_the_job_role_only_from_its_repository(templates):
+    from tests.stacks.training.test_training_iam import statement
+
+    pull = statement(templates["prod"]["Training"], "TrainingRole", "PullTrainingImage")
+    rendered = "".join(_render(p) for p in pull["Resource"]["Fn::Join"][1])
+    assert rendered == "arn:aws:ecr:us-east-1:123456789012:repository/llm-inf2-training"
 
 
 def test_a_derived_prefix_too_long_for_job_names_is_a_config_error():
@@ -296,3 +347,85 @@ def test_data_key_lets_cloudwatch_logs_encrypt_only_log_groups_of_this_account(t
     assert logs["Principal"]["Service"]["Fn::Join"][1] == ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"]
     condition = logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]["Fn::Join"][1]
     assert condition[-1] == ":log-group:*" and {"Ref": "AWS::AccountId"} in condition
+
+
+@pytest.fixture(scope="module")
+def distributed(tmp_path_factory):
+    """dev on two ml.g5.12xlarge (8 GPUs, FSDP), Data and Training only: the torchrun launch in the template."""
+    import yaml
+
+    from tests.synth import synth, templates
+
+    folder = tmp_path_factory.mktemp("distributed")
+    config = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+    config["training"].update(instance_type="ml.g5.12xlarge", instance_count=2)
+    config["training"]["hyperparameters"]["fsdp"] = "true"
+    config.update(serving=None, pruning={"enabled": False})
+    (folder / "dev.yaml").write_text(yaml.safe_dump(config))
+    return definition(templates(synth(load_config("dev", folder), folder / "cdk.out"))["Training"])
+
+
+def test_several_gpus_launch_train_py_with_torchrun(distributed, definitions):
+    params = distributed["States"]["Train"]["Parameters"]
+    assert params["ResourceConfig"]["InstanceType"] == "ml.g5.12xlarge"
+    assert params["ResourceConfig"]["InstanceCount"] == 2
+    assert params["EnableInterContainerTrafficEncryption"] is True
+    fixed = distributed["States"]["Defaults"]["Result"]["fixed"]
+    assert fixed["sagemaker_torch_distributed_enabled"] == "true"
+    assert fixed["sagemaker_instance_type"] == "ml.g5.12xlarge"
+    assert "sagemaker_distributed_dataparallel_enabled" not in fixed  # SMDDP is another library
+    assert distributed["States"]["Defaults"]["Result"]["config"]["fsdp"] == "true"
+    # One checkpoint prefix per execution, shared by every host (rank 0 / each rank's shards sync into it).
+    assert params["CheckpointConfig"]["LocalPath"] == "/opt/ml/checkpoints"
+    for env in ENVS:  # one GPU: plain `python train.py`, no launcher keys
+        single = definitions[env]["States"]["Defaults"]["Result"]["fixed"]
+        assert not {"sagemaker_torch_distributed_enabled", "sagemaker_instance_type"} & set(single)
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_eval_data_adds_an_eval_channel_like_the_training_one(definitions, env):
+    states = definitions[env]["States"]
+    assert states["Prepare"]["Next"] == "EvalData"
+    assert states["EvalData"] == {
+        "Type": "Choice", "Choices": [{"Variable": "$.eval_data", "IsPresent": True, "Next": "TrainWithEval"}],
+        "Default": "Train",
+    }
+    train, train_eval = states["Train"], states["TrainWithEval"]
+    plain, with_eval = train["Parameters"]["InputDataConfig"], train_eval["Parameters"]["InputDataConfig"]
+    # the twin job states differ in the channel list only
+    assert {**train_eval, "Parameters": {**train_eval["Parameters"], "InputDataConfig": plain}} == train
+    assert [c["ChannelName"] for c in plain] == ["training", "model", "code"][: len(plain)]
+    assert "eval" not in {c["ChannelName"] for c in plain}
+    *rest, eval_channel = with_eval
+    assert rest == plain
+    assert eval_channel == {**plain[0], "ChannelName": "eval", "DataSource": {"S3DataSource": {
+        **plain[0]["DataSource"]["S3DataSource"], "S3Uri.$": "$.eval_data"}}}
+    # a capacity retry goes through EvalData again, so it keeps (or keeps out) the eval channel
+    assert states["NextAttempt"]["Next"] == "EvalData"
+
+
+def test_eval_data_is_checked_by_the_machine_when_present(definitions):
+    (choice,) = definitions["dev"]["States"]["ValidateInput"]["Choices"]
+    (optional,) = [c["Or"] for c in choice["And"] if "Or" in c]
+    assert optional[0] == {"Not": {"Variable": "$.eval_data", "IsPresent": True}}
+    assert optional[1]["And"] == [
+        {"Variable": "$.eval_data", "IsString": True},
+        {"Variable": "$.eval_data",
+         "StringMatches": "s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"},
+    ]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_a_capacity_retry_is_a_new_job_that_resumes_the_same_checkpoints(definitions, env):
+    """Spot interruptions are SageMaker's own restart within the job; a capacity failure is a new job (new
+    name: SageMaker never reuses one) on the same run name, hence the same checkpoint prefix, and train.py
+    resumes from its newest complete checkpoint there."""
+    states = definitions[env]["States"]
+    carried = states["NextAttempt"]["Parameters"]
+    assert carried["name.$"] == "$.run.name" and carried["hyperparameters.$"] == "$.run.hyperparameters"
+    assert carried["attempt.$"] == "States.MathAdd($.run.attempt, 1)"
+    assert states["NextAttempt"]["ResultPath"] == "$.run"
+    params = states["Train"]["Parameters"]
+    assert "$.run.attempt" in params["TrainingJobName.$"]
+    assert params["CheckpointConfig"]["S3Uri.$"].endswith("/checkpoints/{}/', $.run.name)")
+    assert params["CheckpointConfig"]["LocalPath"] == "/opt/ml/checkpoints"
