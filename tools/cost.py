@@ -54,6 +54,7 @@ class Job:
     spot: bool = False
     runs: int = 1  # a tuning job: MaxNumberOfTrainingJobs
     problem: str | None = None  # why the state cannot be priced (a JSONPath, a missing bound)
+    choice: str | None = None  # the Choice state that runs this job or another one: one of them per execution
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class Line:
     usd_total: float | None  # month (hours_per_month) for endpoints, the whole run for training
     note: str = ""
     problem: str | None = None
+    choice: str | None = None  # lines of one Choice's alternative jobs: an execution runs one of them
 
 
 @dataclass
@@ -149,7 +151,9 @@ def _job_line(job: Job, region: str, table: PriceTable) -> Line:
     label = f"{job.kind} {job.name} at max runtime{trials}" + (" (managed spot)" if job.spot else "")
     itype = job.instance_type or "<set at run time>"
     hours = None if job.max_runtime_hours is None else job.max_runtime_hours * job.runs
-    unpriced = Line(f"job {job.name}", label, itype, job.instance_count, hours or 0.0, None, None)
+    note = f"one of the jobs {job.choice} chooses from" if job.choice else ""
+    unpriced = Line(f"job {job.name}", label, itype, job.instance_count, hours or 0.0, None, None, note,
+                    choice=job.choice)
     if job.problem or job.instance_type is None or hours is None:
         problem = job.problem or f"{job.kind} {job.name}: the instance type is chosen at run time; cannot price it"
         return dataclasses.replace(unpriced, problem=problem)
@@ -160,12 +164,12 @@ def _job_line(job: Job, region: str, table: PriceTable) -> Line:
     hourly = unit * job.instance_count
     ceiling = hourly * hours
     per_trial = f"{job.runs} x {job.max_runtime_hours:g} h; " if job.runs > 1 else ""
+    notes = [n for n in (unpriced.note, per_trial.rstrip("; ")) if n]
     if not job.spot:
-        note = f"{per_trial.rstrip('; ')}" if per_trial else ""
-        return dataclasses.replace(unpriced, usd_per_hour=hourly, usd_total=ceiling, note=note)
+        return dataclasses.replace(unpriced, usd_per_hour=hourly, usd_total=ceiling, note="; ".join(notes))
     spot_total = ceiling * (1 - table.spot_savings)
-    note = f"{per_trial}spot figure uses the {table.spot_label}; on-demand ceiling {money(ceiling)}"
-    return dataclasses.replace(unpriced, usd_per_hour=hourly, usd_total=spot_total, note=note)
+    notes.append(f"spot figure uses the {table.spot_label}; on-demand ceiling {money(ceiling)}")
+    return dataclasses.replace(unpriced, usd_per_hour=hourly, usd_total=spot_total, note="; ".join(notes))
 
 
 # ------------------------------------------------------------------------------------------- templates
@@ -249,6 +253,19 @@ def _task_states(states: dict, prefix: str = "", in_map: bool = False):
             yield from _task_states(inner.get("States", {}), f"{path}/", True)
 
 
+def _alternative_jobs(states: dict) -> dict[str, str]:
+    """{job state: Choice state} for top-level Choices that branch straight into two or more job states."""
+    found = {}
+    for name, state in sorted(states.items()):
+        if state.get("Type") != "Choice":
+            continue
+        targets = {c.get("Next") for c in state.get("Choices", [])} | {state.get("Default")}
+        jobs = sorted(t for t in targets if t and JOB_TASK.search(str(states.get(t, {}).get("Resource", ""))))
+        if len(jobs) > 1:
+            found.update({job: name for job in jobs})
+    return found
+
+
 def _job_of(name: str, api: str, params: dict) -> Job:
     """A Job from a createTrainingJob / createProcessingJob / createHyperParameterTuningJob request."""
     if api == "createProcessingJob":
@@ -290,11 +307,14 @@ def _jobs_of(stack: str, template: dict) -> list[Job]:
             jobs.append(Job(where, "state machine", "training", None, 1, None,
                             problem=f"state machine {where}: definition is not readable JSON; cannot price its jobs"))
             continue
+        choices = _alternative_jobs(definition.get("States", {}))
         for path, state, in_map in _task_states(definition.get("States", {})):
             match = JOB_TASK.search(str(state.get("Resource", "")))
             if not match:
                 continue
             job = _job_of(f"{where}/{path}", match.group(1), state.get("Parameters") or {})
+            if path in choices:
+                job = dataclasses.replace(job, choice=f"{where}/{choices[path]}")
             if in_map:
                 job = dataclasses.replace(job, problem=f"{job.kind} {job.name}: inside a Map state, the number of "
                                                        "runs per execution is not bounded; cannot price it")
@@ -352,7 +372,15 @@ def render_text(title: str, result: Estimate, table: PriceTable) -> str:
 
 
 def _sum(lines: list[Line]) -> str:
-    return money(None if any(line.usd_total is None for line in lines) else sum(line.usd_total for line in lines))
+    """Lines of one Choice's alternative jobs count once, at the dearest (an execution runs one of them)."""
+    if any(line.usd_total is None for line in lines):
+        return money(None)
+    alone = sum(line.usd_total for line in lines if line.choice is None)
+    groups: dict[str, float] = {}
+    for line in lines:
+        if line.choice is not None:
+            groups[line.choice] = max(groups.get(line.choice, 0.0), line.usd_total)
+    return money(alone + sum(groups.values()))
 
 
 def totals_text(result: Estimate) -> str:

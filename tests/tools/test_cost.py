@@ -48,7 +48,7 @@ def test_every_default_type_is_priced(assemblies, table, env_name):
 
 
 def test_dev_prices_every_stack_endpoint_and_every_job(assemblies, table):
-    _, lines = _lines(assemblies, "dev", table)
+    result, lines = _lines(assemblies, "dev", table)
     endpoints = {key: (line.instance_type, line.count, round(line.usd_total, 2))
                  for key, line in lines.items() if key.startswith("endpoint ")}
     pruning = [key for key in endpoints if "Pruning/" in key]
@@ -57,10 +57,15 @@ def test_dev_prices_every_stack_endpoint_and_every_job(assemblies, table):
     serving = next(key for key in endpoints if "Serving/" in key and key.endswith("@min"))
     assert endpoints[serving] == ("ml.inf2.xlarge", 1, round(0.99 * 730, 2))
     jobs = {key.split("/", 1)[1]: line for key, line in lines.items() if key.startswith("job ")}
-    assert sorted(jobs) == ["Export", "SelectPareto", "Train", "TrainSupernet", "Tune"]
+    assert sorted(jobs) == ["Export", "SelectPareto", "Train", "TrainSupernet", "TrainWithEval", "Tune"]
+    # Train and TrainWithEval are the two sides of the EvalData Choice: one of them runs per execution
+    assert jobs["Train"].choice == jobs["TrainWithEval"].choice and jobs["Train"].choice.endswith("/EvalData")
+    assert "one of the jobs" in jobs["TrainWithEval"].note
     tune = jobs["Tune"]  # 100 trials x 1 instance x 1 h max runtime, not one run
     assert (tune.instance_type, tune.hours) == ("ml.c5.xlarge", 100) and tune.usd_total == pytest.approx(20.4)
     assert jobs["TrainSupernet"].usd_total == pytest.approx(1.408 * 6)
+    one_run = sum(line.usd_total for name, line in jobs.items() if name != "TrainWithEval")
+    assert cost.totals_text(result).endswith(cost.money(one_run))
     train = jobs["Train"]  # managed spot: the labelled assumption, and the on-demand ceiling beside it
     assert train.usd_total == pytest.approx(1.515 * 12 * (1 - table.spot_savings))
     assert f"on-demand ceiling {cost.money(1.515 * 12)}" in train.note and table.spot_label in train.note
@@ -72,8 +77,10 @@ def test_prod_endpoint_and_training(assemblies, table):
     at_max = next(line for key, line in lines.items() if key.endswith("@max"))
     assert (at_min.instance_type, at_min.count, at_max.count) == ("ml.inf2.24xlarge", 2, 6)
     assert at_min.usd_total == pytest.approx(2 * 7.79 * 730) and at_max.usd_total == pytest.approx(6 * 7.79 * 730)
-    [train] = [line for key, line in lines.items() if key.startswith("job ")]
-    assert train.usd_total == pytest.approx(1.515 * 48) and "spot" not in train.label
+    jobs = {key.rsplit("/", 1)[1]: line for key, line in lines.items() if key.startswith("job ")}
+    assert sorted(jobs) == ["Train", "TrainWithEval"]
+    for train in jobs.values():
+        assert train.usd_total == pytest.approx(1.515 * 48) and "spot" not in train.label
 
 
 def _with_extra_states(template: dict) -> dict:
