@@ -19,6 +19,7 @@ from ..config import AppConfig
 from ..shared.bucket_layout import MODELS_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.placement import Placement
+from .job import job_placement, runs_offline
 
 MODEL_CHANNEL = "/opt/ml/input/data/model"
 OUTPUT_DIR = "/opt/ml/model"
@@ -50,8 +51,9 @@ def neuron_compile_request(
     placement: Placement | None,
 ) -> TrainingJobRequest:
     """The compile job; `$.training.job_name` / `$.training.model_s3_uri` come from the Train state."""
-    training, compile_config = config.training, config.training.neuron_compile
+    compile_config = config.training.neuron_compile
     folder = config.serving.neuron.compiled_folder
+    vpc = job_placement(config, placement)
     return TrainingJobRequest(
         job_name=compile_job_name(),
         role_arn=role.role_arn,
@@ -66,9 +68,9 @@ def neuron_compile_request(
         channels=[S3Channel("model", Ref("$.training.model_s3_uri"))],
         max_runtime_seconds=compile_config.max_runtime_hours * 3600,
         metric_definitions=(),
-        network_isolation=training.network_isolation or placement is not None,
-        subnet_ids=placement.subnet_ids if placement else training.subnet_ids,
-        security_group_ids=placement.security_group_ids if placement else training.security_group_ids,
+        network_isolation=runs_offline(config, placement),
+        subnet_ids=vpc.subnet_ids if vpc else (),
+        security_group_ids=vpc.security_group_ids if vpc else (),
         tags=dict(config.all_tags),
         container_entrypoint=("/bin/bash", "-c"),
         container_arguments=(export_command(config),),

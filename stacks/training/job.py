@@ -17,6 +17,19 @@ from .workflow import job_name_expression
 CODE_CHANNEL_DIR = "/opt/ml/input/data/code/"  # an isolated container cannot fetch its code itself
 
 
+def runs_offline(config: AppConfig, placement: Placement | None) -> bool:
+    """The jobs run network-isolated: training.network_isolation, or isolated mode's placement."""
+    return config.training.network_isolation or placement is not None
+
+
+def job_placement(config: AppConfig, placement: Placement | None) -> Placement | None:
+    """Where the jobs run: isolated mode's placement, else training.subnet_ids/security_group_ids if set."""
+    training = config.training
+    if placement is not None or not training.subnet_ids:
+        return placement
+    return Placement(subnet_ids=training.subnet_ids, security_group_ids=training.security_group_ids)
+
+
 def training_job_request(
     config: AppConfig,
     *,
@@ -30,6 +43,7 @@ def training_job_request(
     """(request, sagemaker_submit_directory); `placement` set: isolated mode, the code comes as a channel."""
     training = config.training
     isolated = placement is not None
+    vpc = job_placement(config, placement)
     channels = [S3Channel("training", Ref("$.train_data"))]
     if training.base_model_key:
         channels.append(S3Channel("model", f"s3://{bucket.bucket_name}/{training.base_model_key}"))
@@ -52,9 +66,9 @@ def training_job_request(
         max_wait_seconds=training.max_wait_seconds,
         checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', $.run.name)"),
         metric_definitions=metric_definitions(),
-        network_isolation=training.network_isolation or isolated,
-        subnet_ids=placement.subnet_ids if placement else training.subnet_ids,
-        security_group_ids=placement.security_group_ids if placement else training.security_group_ids,
+        network_isolation=runs_offline(config, placement),
+        subnet_ids=vpc.subnet_ids if vpc else (),
+        security_group_ids=vpc.security_group_ids if vpc else (),
         tags=dict(config.all_tags),
     )
     return request, submit_directory

@@ -30,7 +30,7 @@ from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
 from ..shared.workflow_shell import job_submitter_statements
 from .compile_job import neuron_compile_request
-from .job import training_job_request
+from .job import job_placement, runs_offline, training_job_request
 from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
 
@@ -67,14 +67,6 @@ def job_name_prefix(config: AppConfig) -> str:
     return prefix
 
 
-def job_placement(config: AppConfig, placement: Placement | None) -> Placement | None:
-    """Where the jobs run: isolated mode's placement, else training.subnet_ids/security_group_ids if set."""
-    training = config.training
-    if placement is not None or not training.subnet_ids:
-        return placement
-    return Placement(subnet_ids=training.subnet_ids, security_group_ids=training.security_group_ids)
-
-
 class TrainingStack(Stack):
     """State machine + EventBridge trigger + SNS failure topic + SSM model pointer for one environment."""
 
@@ -97,7 +89,7 @@ class TrainingStack(Stack):
         self.nag_details = {"compile": "" if compiles else None}  # stacks/nag.py: the CompileRole entries
         images = ContainerImages(self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else [])])
         images.require_region(config)
-        offline = training.network_isolation or placement is not None
+        offline = runs_offline(config, placement)
         code = s3_assets.Asset(self, "TrainingCode", path=str(training_code_tarball(offline=offline)))
         image_uri, image_repository_arn = self._training_image(training, images)
         role = self._job_role(
