@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,14 @@ def cli_context() -> dict[str, Any]:
         "aws:cdk:enable-asset-metadata": True,
         "aws:cdk:version-reporting": cdk_json.get("versionReporting", True),
     }
+
+
+def replaced(config: AppConfig, **changes) -> AppConfig:
+    """`config` with top-level fields replaced; env_name and source (init=False, from the file) are kept."""
+    changed = dataclasses.replace(config, **changes)
+    for name in ("env_name", "source"):
+        object.__setattr__(changed, name, getattr(config, name))
+    return changed
 
 
 def synth(config: AppConfig, outdir: Path) -> CloudAssembly:

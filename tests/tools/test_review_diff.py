@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.synth import ROOT, cli_context
+from tests.synth import ROOT, cli_context, replaced
 from tools import cost, review_diff
 
 
@@ -65,11 +65,9 @@ def promotion(assemblies, tmp_path_factory):
     config = load_config("prod", ROOT / "config")
     if config.serving is None:
         pytest.fail("config/prod.yaml has no serving section")
-    promoted = dataclasses.replace(
+    promoted = replaced(
         config, serving=dataclasses.replace(config.serving, model_prefix="models/llama2-7b-qlora-20261201/merged/")
     )
-    object.__setattr__(promoted, "env_name", config.env_name)
-    object.__setattr__(promoted, "source", config.source)
     head_dir = _synth(promoted, tmp_path_factory.mktemp("promoted"))
     base = review_diff.read_assembly(Path(assemblies["prod"].directory))
     head = review_diff.read_assembly(head_dir)

@@ -87,14 +87,12 @@ def test_a_missing_required_flag_fails(states, channels, state, flag):
 def non_default_states(tmp_path_factory):
     """dev with every pruning setting the scripts default differently, so a dropped flag shows."""
     from stacks.config import load_config
-    from tests.synth import ROOT, synth, templates
+    from tests.synth import ROOT, replaced, synth, templates
 
     config = load_config("dev", ROOT / "config")
     pruning = dataclasses.replace(config.pruning, search_space="per_layer", objectives="validation_error,latency_ms",
                                   minimise="latency_ms", max_error_increase=0.02)
-    changed = dataclasses.replace(config, pruning=pruning)
-    for name in ("env_name", "source"):
-        object.__setattr__(changed, name, getattr(config, name))
+    changed = replaced(config, pruning=pruning)
     template = templates(synth(changed, tmp_path_factory.mktemp("cdk-pruning-settings")))["Pruning"]
     return definition(template)["States"]
 

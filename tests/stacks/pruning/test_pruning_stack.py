@@ -6,7 +6,6 @@ unacknowledged finding fails every test here).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import subprocess
@@ -19,7 +18,7 @@ import pytest
 from stacks.config import ConfigError, PruningConfig, load_config
 from stacks.paths import NAS_CODE
 from stacks.pruning.stack import pruning_prefix
-from tests.synth import ROOT
+from tests.synth import ROOT, replaced
 
 sys.path.insert(0, str(NAS_CODE))
 from nas_metrics import METRIC_DEFINITIONS  # noqa: E402
@@ -148,9 +147,7 @@ def test_tuning_job_is_random_search_over_the_codes_search_space(asl):
 def test_tuning_job_names_fit_32_characters():
     prefix = pruning_prefix(DEV)
     assert len(f"{prefix}-{'2' * 17}-9") <= 32
-    long = dataclasses.replace(DEV, app_name="a-much-longer-app")
-    for name in ("env_name", "source"):
-        object.__setattr__(long, name, getattr(DEV, name))
+    long = replaced(DEV, app_name="a-much-longer-app")
     with pytest.raises(ConfigError, match="pruning.job_name_prefix"):
         pruning_prefix(long)
 

@@ -22,12 +22,10 @@ PROMOTED_PREFIX = "models/promoted-job/merged/"
 def promoted_assembly(tmp_path_factory):
     """The dev app with only serving.model_prefix changed: what a one-line promotion synthesizes."""
     from stacks.config import load_config
-    from tests.synth import ROOT, synth
+    from tests.synth import ROOT, replaced, synth
 
     config = load_config("dev", ROOT / "config")
-    promoted = dataclasses.replace(config, serving=dataclasses.replace(config.serving, model_prefix=PROMOTED_PREFIX))
-    for name in ("env_name", "source"):  # init=False fields are not copied by replace()
-        object.__setattr__(promoted, name, getattr(config, name))
+    promoted = replaced(config, serving=dataclasses.replace(config.serving, model_prefix=PROMOTED_PREFIX))
     return synth(promoted, tmp_path_factory.mktemp("cdk-dev-promoted"))
 
 

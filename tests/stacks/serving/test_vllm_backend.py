@@ -10,7 +10,7 @@ import pytest
 from stacks.config import load_config
 from stacks.serving.vllm_neuronx_endpoint import NEURON_AMI
 from tests.stacks.training.test_training_stack import resources_of
-from tests.synth import ROOT, synth
+from tests.synth import ROOT, replaced, synth
 from tools import review_diff
 
 STAGING = load_config("staging", ROOT / "config")
@@ -62,9 +62,7 @@ def test_model_is_network_isolated_and_reads_only_its_prefix(templates):
 def promotion(assemblies, tmp_path_factory):
     """staging with only serving.model_prefix changed to another compiled model of the same shape."""
     prefix = "models/llm-inf2-staging-0123456789abcdef0123456789abcdef-0-0/neuron/bs4-seq4096-tp2/x-n-0/output/model/"
-    promoted = dataclasses.replace(STAGING, serving=dataclasses.replace(STAGING.serving, model_prefix=prefix))
-    for name in ("env_name", "source"):
-        object.__setattr__(promoted, name, getattr(STAGING, name))
+    promoted = replaced(STAGING, serving=dataclasses.replace(STAGING.serving, model_prefix=prefix))
     head_dir = Path(synth(promoted, tmp_path_factory.mktemp("staging-promoted")).directory)
     base = review_diff.read_assembly(Path(assemblies["staging"].directory))
     head = review_diff.read_assembly(head_dir)
