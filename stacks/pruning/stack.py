@@ -82,7 +82,7 @@ class PruningStack(Stack):
                 "the Pruning stack does not support network.isolated yet (its jobs and endpoints would run outside "
                 "the VPC); keep pruning off in isolated environments",
             )
-        prefix = pruning_prefix(config)
+        self.job_name_prefix = prefix = pruning_prefix(config)
         endpoints = {
             name: cfg for name, cfg in (("Base", pruning.base_endpoint), ("Pruned", pruning.pruned_endpoint)) if cfg
         }
@@ -153,7 +153,7 @@ class PruningStack(Stack):
         images: ContainerImages,
     ) -> tuple[SageMakerJobRole, SageMakerJobRole]:
         """(super-network/trial/export role, selection role); only the selection role may list the trials."""
-        prefix = pruning_prefix(config)
+        prefix = self.job_name_prefix
         image_repository_arn = images.repository_arn(TRAINING_IMAGE, config.pruning.image_uri)
         common = {
             "bucket": bucket,

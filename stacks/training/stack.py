@@ -84,7 +84,7 @@ class TrainingStack(Stack):
         """`placement`: isolated mode (network.isolated): the job runs in these subnets, network-isolated."""
         super().__init__(scope, construct_id, **kwargs)
         training = config.training
-        prefix = job_name_prefix(config)
+        self.job_name_prefix = prefix = job_name_prefix(config)
         compiles = config.compiles_for_neuron
         self.nag_details = {"compile": "" if compiles else None}  # stacks/nag.py: the CompileRole entries
         images = ContainerImages(self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else [])])
@@ -155,7 +155,7 @@ class TrainingStack(Stack):
             bucket=bucket,
             key=key,
             code=code,
-            job_name_prefix=job_name_prefix(config),
+            job_name_prefix=self.job_name_prefix,
             read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
             image_repository_arn=image_repository_arn,
@@ -204,7 +204,7 @@ class TrainingStack(Stack):
             bucket=bucket,
             key=key,
             code=None,
-            job_name_prefix=job_name_prefix(config),
+            job_name_prefix=self.job_name_prefix,
             read_prefixes=(MODELS_PREFIX,),
             write_prefixes=(MODELS_PREFIX,),
             image_repository_arn=images.repository_arn(COMPILE_IMAGE, config.serving.image_uri),
