@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import time
 import urllib.request
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ from botocore.config import Config
 
 from tools.cloud_assembly import CloudAssemblyReader, StackArtifact
 
+from .execution_patches import apply_all as apply_execution_patches
+from .job_runner import LocalJobRunner
 from .moto_patches import apply_all as apply_moto_patches
+from .sagemaker_sync import install as install_sagemaker_sync
 
 BOOTSTRAP_QUALIFIER = "hnb659fds"
 BOOTSTRAP_VERSION = "30"
@@ -47,14 +51,22 @@ class LocalAws:
         self.region = region
         self.account = EMULATED_ACCOUNT
         self._server = server
+        self.clock: Any = None  # execution_patches.EmulatedClock, set by start()
+        self.job_runner: Any = None  # job_runner.LocalJobRunner, set by start()
         self._session = boto3.session.Session(
             aws_access_key_id="emulated", aws_secret_access_key="emulated", region_name=region
         )
 
     @classmethod
     @contextmanager
-    def start(cls, *, port: int | None = None, region: str = "us-east-1", keep: bool = False) -> Iterator[LocalAws]:
-        """Run moto's threaded server on loopback (inf2 allowed) for the duration of the block."""
+    def start(
+        cls, *, port: int | None = None, region: str = "us-east-1", keep: bool = False,
+        time_scale: float = 1.0, work_root: Path | None = None, max_trials: int = 3,
+        say: Callable[[str], None] | None = None,
+    ) -> Iterator[LocalAws]:
+        """Run moto's threaded server on loopback (inf2 allowed) for the duration of the block, with state
+        machines executed and their SageMaker jobs run locally (`aws.job_runner`; `time_scale` shortens the
+        workflows' Wait and Retry intervals, `max_trials` caps tuning jobs)."""
         import logging
 
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
@@ -62,16 +74,28 @@ class LocalAws:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         # moto warns per unsupported resource type; `skipped_resources` reports them per stack instead.
         logging.getLogger("moto").setLevel(logging.ERROR)
+        # The ASL interpreter logs every absent path an IsPresent test looks at (ERROR level): expected here.
+        logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
         warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto")
         apply_moto_patches()
+        clock = apply_execution_patches(time_scale=time_scale)
+        clock.waits.clear()
         port = port or free_port()
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         server.start()
         # moto's backends live in this process, shared by every server it starts: begin from empty.
         endpoint = f"http://127.0.0.1:{port}"
-        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30)
+        _post(f"{endpoint}/moto-api/reset", None)
+        _post(f"{endpoint}/moto-api/config", {"stepfunctions": {"execute_state_machine": True}})
+        # The interpreter's own AWS calls (SNS, SSM, SageMaker) go to localhost:$MOTO_PORT.
+        os.environ["MOTO_PORT"] = str(port)
+        aws = cls(endpoint, region, server)
+        aws.clock = clock
+        aws.job_runner = LocalJobRunner(endpoint_url=endpoint, region=region, work_root=work_root,
+                                        max_trials=max_trials, say=say)
+        install_sagemaker_sync(aws.job_runner)
         try:
-            yield cls(endpoint, region, server)
+            yield aws
         finally:
             if not keep:
                 server.stop()
@@ -244,6 +268,11 @@ class LocalAws:
                 raise DeployError(f"{stack_name}: DELETE_FAILED")
             time.sleep(0.2)
         raise DeployError(f"{stack_name}: not deleted after 60s")
+
+
+def _post(url: str, body: dict | None) -> None:
+    data = None if body is None else json.dumps(body).encode()
+    urllib.request.urlopen(urllib.request.Request(url, data=data, method="POST"), timeout=30)
 
 
 def _message(err: botocore.exceptions.ClientError) -> str:

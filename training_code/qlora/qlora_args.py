@@ -48,6 +48,12 @@ def _existing_dir(env: Mapping[str, str], key: str) -> str | None:
     return path if path and os.path.isdir(path) else None
 
 
+def sagemaker_checkpoint_dir(env: Mapping[str, str]) -> str:
+    """CheckpointConfig.LocalPath: `checkpoints` beside SM_MODEL_DIR (`/opt/ml/checkpoints` in SageMaker, the
+    same folder of the emulated job's root when the local job runner runs it)."""
+    return os.path.join(os.path.dirname(env["SM_MODEL_DIR"].rstrip("/")), "checkpoints")
+
+
 def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     env = os.environ if env is None else env
     in_sagemaker = "SM_MODEL_DIR" in env
@@ -88,7 +94,7 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
     )
     paths.add_argument(
         "--checkpoint_dir",
-        default=SAGEMAKER_CHECKPOINT_DIR if in_sagemaker else None,
+        default=sagemaker_checkpoint_dir(env) if in_sagemaker else None,
         help="checkpoints, synced to S3 by SageMaker; default: OUTPUT_DIR/checkpoints",
     )
 

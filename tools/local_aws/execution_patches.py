@@ -1,0 +1,166 @@
+"""What moto 5.2 needs to run our workflows end to end from a deployed stack, patched narrowly and idempotently.
+
+1. State machines created by CloudFormation go to the executing backend (moto keeps two: one that only
+   stores definitions, used by its CloudFormation handler, and the ASL interpreter's, used by the API when
+   `stepfunctions.execute_state_machine` is on).
+2. AWS::S3::Bucket's `NotificationConfiguration.EventBridgeConfiguration` is applied (moto's CloudFormation
+   handler drops it), so object uploads reach EventBridge as on AWS.
+3. EventBridge rules deliver to Step Functions targets: the target's InputTransformer is applied and the
+   execution started (moto delivers only to logs, SQS and event buses, and skips the transformer for S3 events).
+4. An execution started without a name gets a UUID, as on AWS (moto names it `None`, so every unnamed
+   execution of a machine would share one id, hence one job name).
+5. Emulated time: Wait states and Retry intervals sleep `scale` times their length (the real lengths are
+   recorded in `EmulatedClock.waits`), so a 600 s capacity back-off takes 0.6 s at scale 0.001.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from moto.events import models as events_models
+from moto.events.utils import EventTemplateParser
+from moto.s3 import models as s3_models
+from moto.stepfunctions import models as sfn_models
+from moto.stepfunctions.parser import models as parser_models
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from moto.stepfunctions.parser.asl.component.state.wait.wait_function import wait_function
+from moto.utilities.arns import parse_arn
+
+_FLAG = "_llm_inf2_patched"
+
+
+def executing_backend_for_cloudformation() -> None:
+    sfn_models.stepfunctions_backends = parser_models.stepfunctions_parser_backends
+
+
+def bucket_eventbridge_from_cloudformation() -> None:
+    cls = s3_models.FakeBucket
+    original = cls.create_from_cloudformation_json.__func__
+    if getattr(original, _FLAG, False):
+        return
+
+    def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name, **kw):
+        bucket = original(klass, resource_name, cloudformation_json, account_id, region_name, **kw)
+        notification = cloudformation_json.get("Properties", {}).get("NotificationConfiguration") or {}
+        if notification.get("EventBridgeConfiguration", {}).get("EventBridgeEnabled"):
+            bucket.set_notification_configuration({"EventBridgeConfiguration": {}})
+        return bucket
+
+    setattr(create_from_cloudformation_json, _FLAG, True)
+    cls.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
+
+
+def _start_execution(target: dict, event: dict, account: str, region: str) -> None:
+    transformer = target.get("InputTransformer") or {}
+    event = {"id": str(uuid.uuid4()), "ingestion-time": time.time(), **event}
+    if transformer:
+        body = EventTemplateParser.parse(input_template=transformer.get("InputTemplate"),
+                                         input_paths_map=transformer.get("InputPathsMap", {}), event=event)
+    else:
+        body = target.get("Input") or event
+    body = body if isinstance(body, str) else json.dumps(body)
+    parser_models.stepfunctions_parser_backends[account][region].start_execution(target["Arn"],
+                                                                                 execution_input=body)
+
+
+def rules_start_state_machines() -> None:
+    cls = events_models.Rule
+    original = cls.send_to_targets
+    if getattr(original, _FLAG, False):
+        return
+
+    def send_to_targets(self, original_event, transform_input: bool = True) -> None:
+        if not self.event_pattern.matches_event(original_event):
+            return
+        machines = [t for t in self.targets if parse_arn(t["Arn"]).service == "states"]
+        for target in machines:
+            try:
+                _start_execution(target, original_event, self.account_id, self.region_name)
+            except Exception as err:  # moto's S3 notifier swallows errors: say it, as EventBridge's metrics would
+                print(f"emulator: rule {self.name} could not start {target['Arn']}: {err!r}", file=sys.stderr)
+                raise
+        others = [t for t in self.targets if t not in machines]
+        if others:
+            saved, self.targets = self.targets, others
+            try:
+                original(self, original_event, transform_input)
+            finally:
+                self.targets = saved
+
+    setattr(send_to_targets, _FLAG, True)
+    cls.send_to_targets = send_to_targets
+
+
+def unnamed_executions_get_a_uuid() -> None:
+    cls = parser_models.StepFunctionsParserBackend
+    original = cls.start_execution
+    if getattr(original, _FLAG, False):
+        return
+
+    def start_execution(self, state_machine_arn, name=None, execution_input=None, trace_header=None):
+        return original(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, trace_header)
+
+    setattr(start_execution, _FLAG, True)
+    cls.start_execution = start_execution
+
+
+@dataclass
+class EmulatedClock:
+    """Scales the interpreter's waits; `waits` lists (kind, seconds asked) in order."""
+
+    scale: float = 1.0
+    waits: list[tuple[str, float]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def asked(self, kind: str, seconds: float) -> float:
+        with self._lock:
+            self.waits.append((kind, float(seconds)))
+        return seconds * self.scale
+
+
+CLOCK = EmulatedClock()
+
+
+class _ScaledTime:
+    """Stands in for the `time` module inside retrier_decl: only sleep() is scaled."""
+
+    def __getattr__(self, name):
+        import time
+
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        import time
+
+        time.sleep(CLOCK.asked("retry", seconds))
+
+
+def scaled_waits() -> None:
+    if isinstance(retrier_decl.time, _ScaledTime):
+        return
+    retrier_decl.time = _ScaledTime()
+    original = wait_function.WaitFunction._wait_interval
+
+    def _wait_interval(self, env, wait_seconds: int) -> None:
+        scaled = CLOCK.asked("wait", wait_seconds)
+        if scaled > 0:
+            env.program_state_event.wait(scaled)
+
+    wait_function.WaitFunction._wait_interval = _wait_interval
+    wait_function.WaitFunction._unscaled_wait_interval = original
+
+
+def apply_all(*, time_scale: float) -> EmulatedClock:
+    executing_backend_for_cloudformation()
+    bucket_eventbridge_from_cloudformation()
+    rules_start_state_machines()
+    unnamed_executions_get_a_uuid()
+    scaled_waits()
+    CLOCK.scale = time_scale
+    return CLOCK

@@ -1,0 +1,272 @@
+"""Run a SageMaker training job on this machine, as script mode would in the job's container: emulation.
+
+What is the same as SageMaker: the code comes from the `sagemaker_submit_directory` tarball in (emulated) S3,
+the channels are downloaded from S3 into `input/data/<channel>`, the hyperparameters and SM_* variables follow
+the toolkit's contract (script_mode.py), metrics are the job's MetricDefinitions applied to the log (last value,
+stored as 32-bit floats as SageMaker stores them), the model folder is uploaded uncompressed
+(`CompressionType: NONE`) or as `model.tar.gz`, `output/data` as `output.tar.gz`, checkpoints are synced with
+CheckpointConfig.S3Uri (downloaded first, so a retry resumes), and a failed script gives an `AlgorithmError`
+FailureReason with its exit code and last error line.
+
+What differs: the job runs in this machine's Python (.venv stands in for the image, so the code's
+requirements.txt is not installed), on one process without GPUs, under a temporary root instead of /opt/ml,
+without network isolation. A job that is not script mode (a ContainerEntrypoint, such as the Neuron compile
+step's `optimum-cli export neuron`) needs its image's own programs and is failed with a FailureReason that
+says so: it runs only on AWS.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from .faults import CAPACITY_REASON, FaultPlan
+from .script_mode import OptMl, command_line, decoded, environment, write_input_config
+
+LOG_TAIL_LINES = 40
+
+
+@dataclass
+class JobOutcome:
+    """What DescribeTrainingJob reports once the job has ended."""
+
+    status: str  # Completed | Failed
+    failure_reason: str | None
+    metrics: dict[str, float]
+    model_artifacts: str | None
+    started: datetime
+    ended: datetime
+    log: list[str] = field(default_factory=list)
+
+    def final_metric_data_list(self) -> list[dict[str, Any]]:
+        return [{"MetricName": k, "Value": v, "Timestamp": self.ended} for k, v in sorted(self.metrics.items())]
+
+
+def float32(value: float) -> float:
+    """SageMaker keeps metric values as 32-bit floats."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def parse_metrics(lines: list[str], definitions: list[Mapping[str, str]]) -> dict[str, float]:
+    """The last value each MetricDefinitions regex (first group) finds in the log, as float32."""
+    found: dict[str, float] = {}
+    for definition in definitions:
+        pattern = re.compile(definition["Regex"])
+        for line in lines:
+            for match in pattern.finditer(line):
+                try:
+                    found[definition["Name"]] = float32(float(match.group(1)))
+                except (ValueError, IndexError):
+                    continue
+    return found
+
+
+def split_s3(uri: str) -> tuple[str, str]:
+    if not uri.startswith("s3://"):
+        raise ValueError(f"not an s3:// URI: {uri}")
+    bucket, _, key = uri[5:].partition("/")
+    return bucket, key
+
+
+class LocalJobRunner:
+    """Runs CreateTrainingJob requests; `say` gets one progress line per phase (the pipeline prints them)."""
+
+    def __init__(
+        self,
+        *,
+        endpoint_url: str,
+        region: str,
+        work_root: Path | None = None,
+        python: str = sys.executable,
+        faults: FaultPlan | None = None,
+        max_trials: int = 3,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self.work_root = Path(work_root or tempfile.mkdtemp(prefix="local-sagemaker-"))
+        self.python = python
+        self.faults = faults or FaultPlan()
+        self.max_trials = max_trials
+        self.say = say or (lambda line: None)
+        self.requests: list[dict[str, Any]] = []  # every job request run, in order (tests read them)
+        self._s3 = boto3.session.Session(
+            aws_access_key_id="emulated", aws_secret_access_key="emulated", region_name=region
+        ).client("s3", endpoint_url=endpoint_url, config=Config(retries={"max_attempts": 2}))
+
+    # -- one job ---------------------------------------------------------------------------------
+    def run(self, request: Mapping[str, Any], *, job_arn: str) -> JobOutcome:
+        """Run one job to its end; never raises for a failure of the job itself (that is the outcome)."""
+        request = dict(request)
+        self.requests.append(request)
+        name = request["TrainingJobName"]
+        started = datetime.now(UTC)
+        tree = OptMl(self.work_root / name)
+        drill = self.faults.hit("run", name)
+        if drill == "capacity":
+            return _failed(CAPACITY_REASON, started)
+        if "sagemaker_program" not in (request.get("HyperParameters") or {}):
+            return _failed(self._not_script_mode(request), started)
+        try:
+            self._stage(request, tree)
+        except (LookupError, ValueError) as err:
+            return _failed(f"ClientError: {err}", started)
+        code, lines, argv = self._execute(request, tree, job_arn=job_arn, fail=drill == "algorithm_error")
+        if drill == "no_metrics":
+            lines = [line for line in lines if not parse_metrics([line], self._metric_definitions(request))]
+        metrics = parse_metrics(lines, self._metric_definitions(request))
+        self._sync_checkpoints_up(request, tree)
+        if code != 0:
+            return _failed(self._algorithm_error(code, lines, argv, tree), started, metrics, lines)
+        artifacts = self._upload_outputs(request, tree)
+        self.say(f"    {name}: Completed ({len(metrics)} metric(s)) -> {artifacts}")
+        return JobOutcome("Completed", None, metrics, artifacts, started, datetime.now(UTC), lines)
+
+    @staticmethod
+    def _metric_definitions(request: Mapping[str, Any]) -> list[Mapping[str, str]]:
+        return list(request.get("AlgorithmSpecification", {}).get("MetricDefinitions") or [])
+
+    @staticmethod
+    def _not_script_mode(request: Mapping[str, Any]) -> str:
+        spec = request.get("AlgorithmSpecification", {})
+        entry = " ".join(spec.get("ContainerEntrypoint") or []) or "the image's own entry point"
+        return (f"AlgorithmError: not run locally: the job runs `{entry[:200]}` from image "
+                f"{spec.get('TrainingImage', '?')}, whose programs (for the Neuron compile step, the Neuron "
+                "compiler) no registry here ships; this step runs only on AWS (turn it off in the local "
+                "environment's config)")
+
+    # -- staging: code, channels, checkpoints ----------------------------------------------------
+    def _stage(self, request: Mapping[str, Any], tree: OptMl) -> None:
+        channels = request.get("InputDataConfig", [])
+        if tree.root.exists():
+            shutil.rmtree(tree.root)
+        tree.create([c["ChannelName"] for c in channels])
+        write_input_config(request, tree)
+        code_uri = str(decoded(request["HyperParameters"]["sagemaker_submit_directory"]))
+        self._extract_code(code_uri, tree.code)
+        for channel in channels:
+            source = channel["DataSource"]["S3DataSource"]
+            if source.get("S3DataType", "S3Prefix") != "S3Prefix":
+                raise ValueError(f"channel {channel['ChannelName']}: S3DataType {source['S3DataType']} is not emulated")
+            count = self._download_prefix(source["S3Uri"], tree.channel(channel["ChannelName"]))
+            self.say(f"    channel {channel['ChannelName']}: {count} object(s) from {source['S3Uri']}")
+        checkpoint = request.get("CheckpointConfig")
+        if checkpoint:
+            self._download_prefix(checkpoint["S3Uri"], tree.checkpoints, required=False)
+
+    def _extract_code(self, uri: str, target: Path) -> None:
+        bucket, key = split_s3(uri)
+        try:
+            body = self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except self._s3.exceptions.NoSuchKey:
+            raise LookupError(f"sagemaker_submit_directory {uri} does not exist") from None
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as archive:
+            archive.extractall(target, filter="data")
+
+    def _download_prefix(self, uri: str, target: Path, *, required: bool = True) -> int:
+        """S3Prefix semantics: every object whose key starts with the URI's key, placed relative to the
+        prefix's folder (so `datasets/x/` and `datasets/x/train.jsonl` both give `train.jsonl`)."""
+        bucket, prefix = split_s3(uri)
+        base = prefix.rsplit("/", 1)[0] + "/" if "/" in prefix else ""
+        count = 0
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                relative = item["Key"][len(base):]
+                if not relative or relative.endswith("/"):
+                    continue
+                destination = target / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                self._s3.download_file(bucket, item["Key"], str(destination))
+                count += 1
+        if count == 0 and required:
+            raise LookupError(f"No S3 objects found under S3 URL \"{uri}\" given in input data source")
+        return count
+
+    # -- the entry point ------------------------------------------------------------------------
+    def _execute(self, request: Mapping[str, Any], tree: OptMl, *, job_arn: str,
+                 fail: bool) -> tuple[int, list[str], list[str]]:
+        from .script_mode import child_environment
+
+        hyperparameters = request["HyperParameters"]
+        program = str(decoded(hyperparameters["sagemaker_program"]))
+        argv = [self.python, program, *command_line(hyperparameters)]
+        if fail:  # the drill: the same command, made to crash the way a bad script does
+            argv = [self.python, "-c", "import sys; sys.exit('drill: algorithm error injected by the emulator')"]
+        sm_env = environment(request, tree, job_arn=job_arn, num_cpus=os.cpu_count() or 1)
+        env = child_environment(sm_env, endpoint_url=self.endpoint_url, region=self.region)
+        limit = request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
+        self.say(f"    {request['TrainingJobName']}: python {program} {' '.join(argv[2:])[:160]}")
+        log_path = tree.root / "job.log"
+        started = time.monotonic()
+        with log_path.open("w") as log:
+            try:
+                code = subprocess.run(argv, cwd=tree.code, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      timeout=limit).returncode
+            except subprocess.TimeoutExpired:
+                code = -9
+        lines = log_path.read_text(errors="replace").splitlines()
+        self.say(f"    {request['TrainingJobName']}: exit {code} after {time.monotonic() - started:.1f}s "
+                 f"(log {log_path})")
+        return code, lines, argv
+
+    @staticmethod
+    def _algorithm_error(code: int, lines: list[str], argv: list[str], tree: OptMl) -> str:
+        failure_file = tree.output / "failure"
+        detail = failure_file.read_text()[:1024].strip() if failure_file.is_file() else ""
+        last = next((line for line in reversed(lines) if line.strip()), "")
+        if code == -9:
+            return "MaxRuntimeExceeded: the job ran past StoppingCondition.MaxRuntimeInSeconds"
+        return (f"AlgorithmError: ExecuteUserScriptError:\nExitCode {code}\nErrorMessage \"{detail or last}\"\n"
+                f"Command \"{' '.join(argv[1:])[:300]}\"")
+
+    # -- outputs ----------------------------------------------------------------------------------
+    def _upload_outputs(self, request: Mapping[str, Any], tree: OptMl) -> str:
+        output = request["OutputDataConfig"]
+        bucket, key = split_s3(output["S3OutputPath"])
+        prefix = f"{key.rstrip('/')}/{request['TrainingJobName']}/output/".lstrip("/")
+        if output.get("CompressionType", "GZIP") == "NONE":
+            for path in sorted(p for p in tree.model.rglob("*") if p.is_file()):
+                self._s3.upload_file(str(path), bucket, prefix + "model/" + path.relative_to(tree.model).as_posix())
+            artifacts = f"s3://{bucket}/{prefix}model/"
+        else:
+            self._s3.put_object(Bucket=bucket, Key=prefix + "model.tar.gz", Body=_tarball(tree.model))
+            artifacts = f"s3://{bucket}/{prefix}model.tar.gz"
+        self._s3.put_object(Bucket=bucket, Key=prefix + "output.tar.gz", Body=_tarball(tree.output_data))
+        return artifacts
+
+    def _sync_checkpoints_up(self, request: Mapping[str, Any], tree: OptMl) -> None:
+        checkpoint = request.get("CheckpointConfig")
+        if not checkpoint:
+            return
+        bucket, key = split_s3(checkpoint["S3Uri"])
+        for path in sorted(p for p in tree.checkpoints.rglob("*") if p.is_file()):
+            relative = path.relative_to(tree.checkpoints).as_posix()
+            self._s3.upload_file(str(path), bucket, f"{key.rstrip('/')}/{relative}")
+
+
+def _failed(reason: str, started: datetime, metrics: dict | None = None, lines: list | None = None) -> JobOutcome:
+    return JobOutcome("Failed", reason, metrics or {}, None, started, datetime.now(UTC), lines or [])
+
+
+def _tarball(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            archive.add(path, arcname=path.relative_to(folder).as_posix())
+    return buffer.getvalue()
