@@ -9,7 +9,11 @@
    execution started (moto delivers only to logs, SQS and event buses, and skips the transformer for S3 events).
 4. An execution started without a name gets a UUID, as on AWS (moto names it `None`, so every unnamed
    execution of a machine would share one id, hence one job name).
-5. Emulated time: Wait states and Retry intervals sleep `scale` times their length (the real lengths are
+5. `$$.Execution.StartTime` is the ISO 8601 string AWS gives (`2026-12-01T12:57:33.161Z`); moto hands the
+   interpreter a datetime, which `States.StringSplit` (the pruning run's name) cannot take.
+6. EventBridge's TestEventPattern answers (moto's is a stub that answers nothing) with the matcher moto's
+   rules use, so a pattern is tested by the same code that routes the events.
+7. Emulated time: Wait states and Retry intervals sleep `scale` times their length (the real lengths are
    recorded in `EmulatedClock.waits`), so a 600 s capacity back-off takes 0.6 s at scale 0.001.
 """
 
@@ -21,6 +25,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from moto.events import models as events_models
 from moto.events.utils import EventTemplateParser
@@ -109,6 +114,42 @@ def unnamed_executions_get_a_uuid() -> None:
     cls.start_execution = start_execution
 
 
+def execution_start_time_is_a_string() -> None:
+    from moto.stepfunctions.parser.backend import execution_worker
+
+    cls = execution_worker.ExecutionWorker
+    original = cls._get_evaluation_environment
+    if getattr(original, _FLAG, False):
+        return
+
+    def _get_evaluation_environment(self):
+        env = original(self)
+        execution = env.states.context_object.context_object_data["Execution"]
+        started = execution.get("StartTime")
+        if isinstance(started, datetime):
+            utc = started.astimezone(UTC) if started.tzinfo else started
+            execution["StartTime"] = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+        return env
+
+    setattr(_get_evaluation_environment, _FLAG, True)
+    cls._get_evaluation_environment = _get_evaluation_environment
+
+
+def test_event_pattern_answers() -> None:
+    from moto.events.responses import EventsHandler
+
+    if getattr(EventsHandler.test_event_pattern, _FLAG, False):
+        return
+
+    def test_event_pattern(self) -> tuple[str, dict]:
+        pattern = events_models.EventPattern.load(self._get_param("EventPattern"))
+        event = json.loads(self._get_param("Event"))
+        return json.dumps({"Result": bool(pattern.matches_event(event))}), self.response_headers
+
+    setattr(test_event_pattern, _FLAG, True)
+    EventsHandler.test_event_pattern = test_event_pattern
+
+
 @dataclass
 class EmulatedClock:
     """Scales the interpreter's waits; `waits` lists (kind, seconds asked) in order."""
@@ -161,6 +202,8 @@ def apply_all(*, time_scale: float) -> EmulatedClock:
     bucket_eventbridge_from_cloudformation()
     rules_start_state_machines()
     unnamed_executions_get_a_uuid()
+    execution_start_time_is_a_string()
+    test_event_pattern_answers()
     scaled_waits()
     CLOCK.scale = time_scale
     return CLOCK

@@ -39,7 +39,24 @@ from botocore.config import Config
 from .faults import CAPACITY_REASON, FaultPlan
 from .script_mode import OptMl, command_line, decoded, environment, write_input_config
 
-LOG_TAIL_LINES = 40
+TIMED_OUT, STOPPED = -9001, -9002  # exit codes the runner gives a job it ended itself
+
+
+def _wait(process: subprocess.Popen, limit_s: float, cancelled: Callable[[], bool]) -> int:
+    """The exit code, or TIMED_OUT / STOPPED after terminating the process (SIGTERM, then SIGKILL)."""
+    deadline = time.monotonic() + limit_s
+    while process.poll() is None:
+        ended = TIMED_OUT if time.monotonic() > deadline else STOPPED if cancelled() else None
+        if ended is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            return ended
+        time.sleep(0.2)
+    return process.returncode
 
 
 @dataclass
@@ -97,7 +114,9 @@ class LocalJobRunner:
         faults: FaultPlan | None = None,
         max_trials: int = 3,
         say: Callable[[str], None] | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
+        """`extra_env`: added to every job's environment (the pipeline's offline hub cache, hub_cache.py)."""
         self.endpoint_url = endpoint_url
         self.region = region
         self.work_root = Path(work_root or tempfile.mkdtemp(prefix="local-sagemaker-"))
@@ -105,14 +124,18 @@ class LocalJobRunner:
         self.faults = faults or FaultPlan()
         self.max_trials = max_trials
         self.say = say or (lambda line: None)
+        self.extra_env = dict(extra_env or {})
         self.requests: list[dict[str, Any]] = []  # every job request run, in order (tests read them)
         self._s3 = boto3.session.Session(
             aws_access_key_id="emulated", aws_secret_access_key="emulated", region_name=region
         ).client("s3", endpoint_url=endpoint_url, config=Config(retries={"max_attempts": 2}))
 
     # -- one job ---------------------------------------------------------------------------------
-    def run(self, request: Mapping[str, Any], *, job_arn: str) -> JobOutcome:
-        """Run one job to its end; never raises for a failure of the job itself (that is the outcome)."""
+    def run(self, request: Mapping[str, Any], *, job_arn: str,
+            cancelled: Callable[[], bool] = lambda: False) -> JobOutcome:
+        """Run one job to its end; never raises for a failure of the job itself (that is the outcome).
+        `cancelled` is polled while the script runs: true (the execution was stopped) stops the job, as Step
+        Functions calls StopTrainingJob when a `.sync` task's execution stops."""
         request = dict(request)
         self.requests.append(request)
         name = request["TrainingJobName"]
@@ -127,7 +150,10 @@ class LocalJobRunner:
             self._stage(request, tree)
         except (LookupError, ValueError) as err:
             return _failed(f"ClientError: {err}", started)
-        code, lines, argv = self._execute(request, tree, job_arn=job_arn, fail=drill == "algorithm_error")
+        code, lines, argv = self._execute(request, tree, job_arn=job_arn, fail=drill == "algorithm_error",
+                                          cancelled=cancelled)
+        if code == STOPPED:
+            return JobOutcome("Stopped", None, {}, None, started, datetime.now(UTC), lines)
         if drill == "no_metrics":
             lines = [line for line in lines if not parse_metrics([line], self._metric_definitions(request))]
         metrics = parse_metrics(lines, self._metric_definitions(request))
@@ -199,8 +225,8 @@ class LocalJobRunner:
         return count
 
     # -- the entry point ------------------------------------------------------------------------
-    def _execute(self, request: Mapping[str, Any], tree: OptMl, *, job_arn: str,
-                 fail: bool) -> tuple[int, list[str], list[str]]:
+    def _execute(self, request: Mapping[str, Any], tree: OptMl, *, job_arn: str, fail: bool,
+                 cancelled: Callable[[], bool]) -> tuple[int, list[str], list[str]]:
         from .script_mode import child_environment
 
         hyperparameters = request["HyperParameters"]
@@ -209,17 +235,14 @@ class LocalJobRunner:
         if fail:  # the drill: the same command, made to crash the way a bad script does
             argv = [self.python, "-c", "import sys; sys.exit('drill: algorithm error injected by the emulator')"]
         sm_env = environment(request, tree, job_arn=job_arn, num_cpus=os.cpu_count() or 1)
-        env = child_environment(sm_env, endpoint_url=self.endpoint_url, region=self.region)
+        env = {**child_environment(sm_env, endpoint_url=self.endpoint_url, region=self.region), **self.extra_env}
         limit = request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
         self.say(f"    {request['TrainingJobName']}: python {program} {' '.join(argv[2:])[:160]}")
         log_path = tree.root / "job.log"
         started = time.monotonic()
         with log_path.open("w") as log:
-            try:
-                code = subprocess.run(argv, cwd=tree.code, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                      timeout=limit).returncode
-            except subprocess.TimeoutExpired:
-                code = -9
+            code = _wait(subprocess.Popen(argv, cwd=tree.code, env=env, stdout=log, stderr=subprocess.STDOUT),
+                         limit, cancelled)
         lines = log_path.read_text(errors="replace").splitlines()
         self.say(f"    {request['TrainingJobName']}: exit {code} after {time.monotonic() - started:.1f}s "
                  f"(log {log_path})")
@@ -230,7 +253,7 @@ class LocalJobRunner:
         failure_file = tree.output / "failure"
         detail = failure_file.read_text()[:1024].strip() if failure_file.is_file() else ""
         last = next((line for line in reversed(lines) if line.strip()), "")
-        if code == -9:
+        if code == TIMED_OUT:
             return "MaxRuntimeExceeded: the job ran past StoppingCondition.MaxRuntimeInSeconds"
         return (f"AlgorithmError: ExecuteUserScriptError:\nExitCode {code}\nErrorMessage \"{detail or last}\"\n"
                 f"Command \"{' '.join(argv[1:])[:300]}\"")

@@ -147,7 +147,7 @@ class SageMakerTasks(StateTaskServiceCallback):
         run = _run_training_job if action == "createtrainingjob" else _run_tuning_job
 
         def resolve() -> dict:
-            description, failed = run(resource_runtime_part, normalised_parameters)
+            description, failed = run(resource_runtime_part, normalised_parameters, lambda: not env.is_running())
             description = json.loads(to_json_str(description))
             if failed:
                 raise self._task_failed(env, description)
@@ -156,11 +156,11 @@ class SageMakerTasks(StateTaskServiceCallback):
         return resolve
 
 
-def _run_training_job(part, request: dict) -> tuple[dict, bool]:
+def _run_training_job(part, request: dict, cancelled: Callable[[], bool]) -> tuple[dict, bool]:
     backend = _backend(part.account, part.region)
     job = backend.training_jobs[request["TrainingJobName"]]
     definitions = list(request.get("AlgorithmSpecification", {}).get("MetricDefinitions") or [])
-    outcome = runner().run(request, job_arn=job.arn)
+    outcome = runner().run(request, job_arn=job.arn, cancelled=cancelled)
     record_outcome(job, outcome, definitions)
     return backend.describe_training_job(request["TrainingJobName"]), outcome.status != "Completed"
 
@@ -185,7 +185,7 @@ def _register_trial(backend: Any, trial: tuning.Trial, tuning_arn: str) -> Any:
     return job
 
 
-def _run_tuning_job(part, request: dict) -> tuple[dict, bool]:
+def _run_tuning_job(part, request: dict, cancelled: Callable[[], bool]) -> tuple[dict, bool]:
     backend = _backend(part.account, part.region)
     tuning_job = backend.hyper_parameter_tuning_jobs[request["HyperParameterTuningJobName"]]
     planned = tuning.plan(request, max_trials=runner().max_trials)
@@ -196,7 +196,11 @@ def _run_tuning_job(part, request: dict) -> tuple[dict, bool]:
     for trial in planned.trials:
         job = _register_trial(backend, trial, tuning_job.arn)
         runner().say(f"    trial {trial.name}: {trial.tuned}")
-        outcome = runner().run(trial.request, job_arn=job.arn)
+        if cancelled():  # the execution was stopped: the trials not yet run never start
+            for left in planned.trials[planned.trials.index(trial):]:
+                left.status = "Stopped"
+            break
+        outcome = runner().run(trial.request, job_arn=job.arn, cancelled=cancelled)
         record_outcome(job, outcome, definitions)
         trial.status, trial.failure_reason, trial.outcome = outcome.status, outcome.failure_reason, outcome
         trial.objective = outcome.metrics.get(planned.objective_metric) if outcome.status == "Completed" else None

@@ -1,0 +1,144 @@
+"""The local job runner against SageMaker's script-mode contract: what the entry point sees, what lands in S3."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+import pytest
+
+from tools.local_aws import LocalAws
+from tools.local_aws.faults import Drill, FaultPlan
+
+BUCKET = "runner-contract"
+
+# An entry point that records what it was given, prints metrics and writes a model, like train.py does.
+ENTRY = r'''
+import json, os, sys
+from pathlib import Path
+seen = {"argv": sys.argv[1:], "env": {k: v for k, v in os.environ.items() if k.startswith(("SM_", "TRAINING_JOB"))},
+        "cwd_files": sorted(os.listdir(".")), "channel": sorted(os.listdir(os.environ["SM_CHANNEL_TRAINING"])),
+        "config": sorted(os.listdir(os.environ["SM_INPUT_CONFIG_DIR"])),
+        "checkpoint_from_s3": sorted(os.listdir(Path(os.environ["SM_MODEL_DIR"]).parent / "checkpoints"))}
+Path(os.environ["SM_MODEL_DIR"], "seen.json").write_text(json.dumps(seen))
+Path(os.environ["SM_OUTPUT_DATA_DIR"], "report.txt").write_text("report")
+(Path(os.environ["SM_MODEL_DIR"]).parent / "checkpoints" / "step-2").write_text("saved")
+print("epoch=1; train_loss=0.50; num_parameters=108311810")
+print("epoch=2; train_loss=0.25; num_parameters=108311810")
+if os.environ.get("SM_HP_FAIL") == "1":
+    Path(os.environ["SM_OUTPUT_DIR"], "failure").write_text("ValueError: the data has no text column")
+    sys.exit(3)
+'''
+METRICS = [{"Name": n, "Regex": rf"{n}=([0-9.eE+-]+)"} for n in ("epoch", "train_loss", "num_parameters")]
+
+
+def _code_tarball() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        data = ENTRY.encode()
+        info = tarfile.TarInfo("entry.py")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def aws(tmp_path_factory):
+    with LocalAws.start(work_root=tmp_path_factory.mktemp("jobs")) as emulator:
+        s3 = emulator.client("s3")
+        s3.create_bucket(Bucket=BUCKET)
+        s3.put_object(Bucket=BUCKET, Key="code/sourcedir.tar.gz", Body=_code_tarball())
+        for name in ("a.jsonl", "b.jsonl"):
+            s3.put_object(Bucket=BUCKET, Key=f"datasets/set/{name}", Body=b'{"text": "x"}\n')
+        s3.put_object(Bucket=BUCKET, Key="checkpoints/run/step-1", Body=b"earlier")
+        yield emulator
+
+
+def request(name: str, *, compression: str = "NONE", fail: bool = False, data: str = "datasets/set/") -> dict:
+    hyperparameters = {"epochs": "2", "merge": "true", "model_id": "org/model", "lora_r": "16",
+                       "sagemaker_program": "entry.py",
+                       "sagemaker_submit_directory": f"s3://{BUCKET}/code/sourcedir.tar.gz"}
+    if fail:
+        hyperparameters["fail"] = "1"
+    return {
+        "TrainingJobName": name,
+        "HyperParameters": hyperparameters,
+        "AlgorithmSpecification": {"TrainingImage": "image", "TrainingInputMode": "File", "MetricDefinitions": METRICS},
+        "InputDataConfig": [{"ChannelName": "training", "DataSource": {"S3DataSource": {
+            "S3DataType": "S3Prefix", "S3Uri": f"s3://{BUCKET}/{data}",
+            "S3DataDistributionType": "FullyReplicated"}}}],
+        "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/models/", "CompressionType": compression},
+        "ResourceConfig": {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 120},
+        "CheckpointConfig": {"S3Uri": f"s3://{BUCKET}/checkpoints/run/", "LocalPath": "/opt/ml/checkpoints"},
+    }
+
+
+def _object(aws, key: str) -> bytes:
+    return aws.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read()
+
+
+def test_entry_point_sees_the_script_mode_contract(aws):
+    outcome = aws.job_runner.run(request("contract-1"), job_arn="arn:aws:sagemaker:::training-job/contract-1")
+    assert outcome.status == "Completed", outcome.failure_reason
+    seen = json.loads(_object(aws, "models/contract-1/output/model/seen.json"))
+    # The toolkit's command line: sorted, sagemaker_* left out, JSON-decoded ("true" -> True).
+    assert seen["argv"] == ["--epochs", "2", "--lora_r", "16", "--merge", "True", "--model_id", "org/model"]
+    env = seen["env"]
+    assert json.loads(env["SM_HPS"]) == {"epochs": 2, "lora_r": 16, "merge": True, "model_id": "org/model"}
+    assert json.loads(env["SM_CHANNELS"]) == ["training"] and env["SM_HP_MERGE"] == "true"
+    assert env["SM_MODEL_DIR"].endswith("/contract-1/model") and env["SM_CHANNEL_TRAINING"].endswith(
+        "/contract-1/input/data/training")
+    assert env["SM_USER_ENTRY_POINT"] == "entry.py" and env["TRAINING_JOB_NAME"] == "contract-1"
+    assert env["SM_CURRENT_INSTANCE_TYPE"] == "ml.g5.2xlarge"
+    assert seen["channel"] == ["a.jsonl", "b.jsonl"] and "entry.py" in seen["cwd_files"]
+    assert seen["config"] == ["hyperparameters.json", "inputdataconfig.json", "resourceconfig.json"]
+    assert seen["checkpoint_from_s3"] == ["step-1"]  # CheckpointConfig is downloaded first, so a retry resumes
+    assert _object(aws, "checkpoints/run/step-2") == b"saved"  # and synced back
+
+
+def test_metrics_are_the_last_values_as_float32(aws):
+    outcome = aws.job_runner.run(request("metrics-1"), job_arn="arn")
+    # 108,311,810 is not a float32: SageMaker reports 108,311,808, as this does.
+    assert outcome.metrics == {"epoch": 2.0, "train_loss": 0.25, "num_parameters": 108311808.0}
+
+
+def test_gzip_output_is_a_model_tarball_and_output_data_is_packed(aws):
+    outcome = aws.job_runner.run(request("gzip-1", compression="GZIP"), job_arn="arn")
+    assert outcome.model_artifacts == f"s3://{BUCKET}/models/gzip-1/output/model.tar.gz"
+    with tarfile.open(fileobj=io.BytesIO(_object(aws, "models/gzip-1/output/model.tar.gz"))) as archive:
+        assert archive.getnames() == ["seen.json"]
+    with tarfile.open(fileobj=io.BytesIO(_object(aws, "models/gzip-1/output/output.tar.gz"))) as archive:
+        assert archive.getnames() == ["report.txt"]
+
+
+def test_a_failing_script_gives_an_algorithm_error_with_its_failure_file(aws):
+    outcome = aws.job_runner.run(request("fail-1", fail=True), job_arn="arn")
+    assert outcome.status == "Failed" and outcome.model_artifacts is None
+    assert outcome.failure_reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 3\n")
+    assert "the data has no text column" in outcome.failure_reason
+
+
+def test_missing_data_and_container_jobs_fail_with_a_reason(aws):
+    missing = aws.job_runner.run(request("missing-1", data="datasets/none/"), job_arn="arn")
+    assert missing.status == "Failed" and "No S3 objects found under S3 URL" in missing.failure_reason
+    compile_job = request("compile-1")
+    compile_job["HyperParameters"] = {}
+    compile_job["AlgorithmSpecification"]["ContainerEntrypoint"] = ["bash", "-c", "optimum-cli export neuron"]
+    outcome = aws.job_runner.run(compile_job, job_arn="arn")
+    assert outcome.status == "Failed" and "runs only on AWS" in outcome.failure_reason
+    assert "optimum-cli export neuron" in outcome.failure_reason
+
+
+def test_drills_hit_the_named_try_only(aws):
+    aws.job_runner.faults = FaultPlan([Drill("capacity", job_contains="drill-", tries=(1,))])
+    try:
+        first = aws.job_runner.run(request("drill-1"), job_arn="arn")
+        second = aws.job_runner.run(request("drill-2"), job_arn="arn")
+    finally:
+        aws.job_runner.faults = FaultPlan()
+    assert first.status == "Failed" and first.failure_reason.startswith("CapacityError:")
+    assert second.status == "Completed"
+    with pytest.raises(ValueError, match="drill kind"):
+        Drill("flaky")
