@@ -14,7 +14,7 @@ File map (the file for a concern in one guess):
                           what LMI NeuronX and vLLM Neuron accept (architectures, images, the compiled shape)
     shared/               CDK pieces two or more units use
         assets.py           deterministic, content-addressed tarball assets
-        bucket_layout.py    the artifact bucket's prefixes (datasets/, models/, checkpoints/, ...)
+        bucket_layout.py    the artifact bucket's prefixes (datasets/, pruning-datasets/, models/, ...), _READY
         container_images.py ContainerImages: the image table as a region mapping, ECR ARNs for grants
         job_request.py      TrainingJobRequest: typed CreateTrainingJob parameters for Step Functions
         job_role.py         SageMakerJobRole: execution role of a SageMaker training-type job
@@ -28,8 +28,9 @@ File map (the file for a concern in one guess):
         job.py              the training job's CreateTrainingJob request
         compile_job.py      the Neuron compile job (optimum-cli export neuron) for vllm_neuronx
         workflow.py         the state machine (validate, train, capacity retries, record, notify)
+        input_checks.py     its hyperparameter value/name checks and the dataset marker -> folder step
         execution_input.py  the execution input's validation (shared with tools/start_training.py)
-        trigger.py          the EventBridge rule on dataset uploads
+        trigger.py          the EventBridge rule on dataset completion markers (datasets/<name>/_READY)
     serving/              the LLM endpoint on ml.inf2
         stack.py            execution role, alarm topic, outputs; picks the backend
         hosting.py          the SageMakerEndpoint both backends share

@@ -136,8 +136,8 @@ _PRUNING_JOB_POLICIES = ("JobRole/Policy/Resource", "SelectRole/Policy/Resource"
 _PRUNING_REASONS = (
     ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
      "/aws/sagemaker/TrainingJobs namespace)"),
-    (f"{_DATA_BUCKET_ARN}/datasets/*", "The super-network and trial jobs read the dataset given per execution, "
-     "any folder under datasets/; read only."),
+    (f"{_DATA_BUCKET_ARN}/pruning-datasets/*", "The super-network and trial jobs read the dataset given per "
+     "execution, any folder under pruning-datasets/; read only."),
     (f"{_DATA_BUCKET_ARN}/pruning/*", "Each run writes and reads back its jobs' outputs, trials, Pareto front and "
      "models under pruning/<run>/; the run name is generated per execution."),
     (f"{_DATA_BUCKET_ARN}/checkpoints/*", "Super-network checkpoints are written and read back on resume under "

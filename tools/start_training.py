@@ -3,9 +3,11 @@
 
     tools/start_training.py --env dev --data s3://<bucket>/datasets/train.jsonl [--eval-data s3://...] [--set lora_r=16]
 
-The input is checked (shape, datasets/ prefix, hyperparameter names and types against train.py) before any
-AWS call, and the bucket against the Data stack's artifact bucket before the execution starts. A bad input
-exits 2 with one line; an AWS error exits 1 with one line. AWS_ENDPOINT_URL points it at an emulator.
+--data takes a file, a folder (ending in /) or a folder's completion marker `datasets/<name>/_READY`, which
+is sent as its folder. The input is checked (shape, datasets/ prefix, hyperparameter names and types against
+train.py) before any AWS call, and the bucket against the Data stack's artifact bucket before the execution
+starts. A bad input exits 2 with one line; an AWS error exits 1 with one line. AWS_ENDPOINT_URL points it at
+an emulator.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def start(execution_input: dict[str, Any], *, config: Any, name: str | None, ses
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="dev", help="environment (config/<env>.yaml)")
-    parser.add_argument("--data", help="s3://<artifact bucket>/datasets/<file or folder>")
+    parser.add_argument("--data", help="s3://<artifact bucket>/datasets/<file, folder/ or folder/_READY>")
     parser.add_argument("--eval-data", help="s3://<artifact bucket>/datasets/...: the job's `eval` channel (optional)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="hyperparameter override")
     parser.add_argument("--input", help="the whole execution input as JSON, or @file.json")

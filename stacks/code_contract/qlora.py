@@ -24,10 +24,13 @@ NO_MERGE_PROBLEM = ("the workflow records the job's model folder as the servable
 
 @cache
 def _options() -> dict[str, argparse.Action]:
-    """{hyperparameter name: argparse action} for every `--name` flag of train.py but the reserved paths."""
+    """{hyperparameter name: argparse action} for every `--name` flag of train.py but the reserved paths and
+    `--help` (a hyperparameter `help` would make the job print its usage and exit 0 without training)."""
     parser = load_code_module(QLORA_CODE, "qlora_args.py").build_parser({})
     options = {}
     for action in parser._actions:  # noqa: SLF001 - argparse has no public listing of its actions
+        if isinstance(action, argparse._HelpAction):  # noqa: SLF001 - the only way to recognise --help
+            continue
         for flag in action.option_strings:
             name = flag[2:]
             if flag.startswith("--") and name == action.dest and name not in RESERVED:

@@ -27,7 +27,7 @@ from ..config import AppConfig, ConfigError
 from ..config.pruning import MAX_PRUNING_PREFIX, PruningConfig
 from ..paths import ENCODER_CODE, NAS_CODE
 from ..shared.assets import build_content_addressed
-from ..shared.bucket_layout import CHECKPOINTS_PREFIX, DATASETS_PREFIX, PRUNING_PREFIX
+from ..shared.bucket_layout import CHECKPOINTS_PREFIX, PRUNING_DATASETS_PREFIX, PRUNING_PREFIX
 from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.sagemaker_endpoint import SageMakerEndpoint
@@ -166,10 +166,10 @@ class PruningStack(Stack):
         job_role = SageMakerJobRole(
             self,
             "JobRole",
-            read_prefixes=(DATASETS_PREFIX, PRUNING_PREFIX, CHECKPOINTS_PREFIX),
+            read_prefixes=(PRUNING_DATASETS_PREFIX, PRUNING_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(PRUNING_PREFIX, CHECKPOINTS_PREFIX),
             description="SageMaker execution role of the NAS pruning jobs (super-network, trials, export)",
-            policy_description="NAS pruning jobs: code, datasets/, pruning/, checkpoints/, data key",
+            policy_description="NAS pruning jobs: code, pruning-datasets/, pruning/, checkpoints/, data key",
             **common,
         )
         select_role = SageMakerJobRole(

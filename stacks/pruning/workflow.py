@@ -25,7 +25,7 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ..shared.bucket_layout import DATASETS_PREFIX, PRUNING_PREFIX
+from ..shared.bucket_layout import PRUNING_DATASETS_PREFIX, PRUNING_PREFIX
 from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
 from ..shared.workflow_shell import (
     failure_path,
@@ -129,8 +129,8 @@ class PruningWorkflow(Construct):
             topic=topic,
             subject="Pruning failed",
             invalid_input_cause=(
-                f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}<folder>/\"}} "
-                "(train.jsonl, test.jsonl); see README, Pruning"
+                f"expected {{\"train_data\": \"s3://{bucket_name}/{PRUNING_DATASETS_PREFIX}<folder>/\"}} "
+                "(train.jsonl, test.jsonl; not under datasets/, where uploads start QLoRA runs); see README, Pruning"
             ),
         )
         start_time = sfn.Pass(
@@ -260,8 +260,9 @@ class PruningWorkflow(Construct):
 
 
 def _valid_input(bucket_name: str) -> sfn.Condition:
+    """train_data is a string under this bucket's pruning-datasets/ (datasets/ belongs to the Training rule)."""
     return sfn.Condition.and_(
         sfn.Condition.is_present("$.train_data"),
         sfn.Condition.is_string("$.train_data"),
-        sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{DATASETS_PREFIX}*"),
+        sfn.Condition.string_matches("$.train_data", f"s3://{bucket_name}/{PRUNING_DATASETS_PREFIX}*"),
     )

@@ -1,10 +1,14 @@
 """The execution input of the training state machine, validated in one place (no CDK: the tool imports it).
 
 tools/start_training.py validates with it before any execution starts; the EventBridge rule builds the
-same shape; the state machine re-checks the shape it can (bucket, prefix, keys) with a Choice state.
+same shape; the state machine re-checks what it can (bucket, prefix, string values, known names, the marker).
 
-    {"train_data": "s3://<artifact bucket>/datasets/<key or folder>", "hyperparameters": {"<name>": "<value>"},
+    {"train_data": "s3://<artifact bucket>/datasets/<key, folder/ or folder/_READY>",
+     "hyperparameters": {"<name>": "<value>"},
      "eval_data": "s3://<artifact bucket>/datasets/..."}   # optional: the job's `eval` channel
+
+A completion marker `datasets/<name>/_READY` (what the rule passes) stands for its folder `datasets/<name>/`:
+the tool sends the folder, as the state machine's DatasetMarker state makes it.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from ..code_contract.qlora import hyperparameter_problem, merge_problem
 from ..config.training import TrainingConfig
-from ..shared.bucket_layout import DATASETS_PREFIX
+from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
 
 KEYS = ("train_data", "hyperparameters", "eval_data")
 _S3_URI = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(.+)")
@@ -50,12 +54,26 @@ def split_s3_uri(value: Any, field: str = "train_data") -> tuple[str, str]:
     return bucket, key
 
 
+def _marker_folder(value: str, key: str) -> str:
+    """`datasets/<name>/` of the marker key `datasets/<name>/_READY`; any other marker is refused."""
+    if len(key.split("/")) != 3:  # datasets, <name>, _READY (empty segments are refused before)
+        raise InputError("train_data", f"got {_short(value)}; a dataset completion marker must be "
+                         f"{DATASETS_PREFIX}<name>/{DATASET_READY_MARKER} (one folder under {DATASETS_PREFIX})")
+    return key.removesuffix(DATASET_READY_MARKER)
+
+
 def _dataset(data: Mapping[str, Any], field: str, bucket: str | None) -> str:
-    """The dataset URI at `field`, in the artifact bucket (when `bucket` is known) under datasets/."""
-    data_bucket, _ = split_s3_uri(data[field], field)
+    """The dataset URI at `field`, in the artifact bucket (when `bucket` is known) under datasets/; a
+    train_data completion marker becomes its folder."""
+    data_bucket, key = split_s3_uri(data[field], field)
     if bucket is not None and data_bucket != bucket:
         raise InputError(field, f"bucket {data_bucket!r} is not the artifact bucket {bucket!r}")
-    return data[field]
+    if key.rsplit("/", 1)[-1] != DATASET_READY_MARKER:
+        return data[field]
+    if field != "train_data":
+        raise InputError(field, f"got {_short(data[field])}; give the dataset folder (ending in /): a completion "
+                         "marker stands for a dataset only as train_data")
+    return f"s3://{data_bucket}/{_marker_folder(data[field], key)}"
 
 
 def _value(name: str, value: Any) -> str:

@@ -1,7 +1,8 @@
 """QLoRA training: CloudFormation has no training-job resource, so this stack provisions the trigger.
 
-A state machine runs `training_code/qlora` as a SageMaker job, started by uploads under `datasets/`
-(EventBridge) or by tools/start_training.py, and records the merged model's S3 prefix in SSM.
+A state machine runs `training_code/qlora` as a SageMaker job, started by a dataset's completion marker
+`datasets/<name>/_READY` (EventBridge) or by tools/start_training.py, and records the merged model's S3
+prefix in SSM.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The training state machine: validate input, run the SageMaker job (.sync), record the model, or notify.
 
-    ValidateInput -> Defaults -> Prepare -> EvalData? -> Train | TrainWithEval -> RecordModel -> Done
-                 \\-> InvalidInput -> Notify -> Failed
+    ValidateInput -> (input_checks.py: hyperparameter values and names, dataset marker -> folder) -> Defaults
+        -> Prepare -> EvalData? -> Train | TrainWithEval -> RecordModel -> Done
+    ValidateInput / each check --refused--> InvalidInput (or the check's own Invalid* state) -> Notify -> Failed
     Train* --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> EvalData?
     Train* / RecordModel --any other error--> Notify -> Failed
 
@@ -22,9 +23,9 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ..code_contract.qlora import bool_spellings
+from ..code_contract.qlora import bool_spellings, hyperparameter_names
 from ..config.training import TORCH_DISTRIBUTED
-from ..shared.bucket_layout import DATASETS_PREFIX
+from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
 from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, S3Channel, TrainingJobRequest
 from ..shared.workflow_shell import (
     failure_path,
@@ -32,6 +33,7 @@ from ..shared.workflow_shell import (
     record_model_task,
     retry_api_errors,
 )
+from .input_checks import dataset_marker, hyperparameter_checks
 
 # A .sync job that fails reports States.TaskFailed; its Cause (the DescribeTrainingJob JSON) tells capacity apart.
 CAPACITY_CAUSE_PATTERNS = ("*CapacityError*", "*InsufficientCapacity*")
@@ -83,9 +85,9 @@ class TrainingWorkflow(Construct):
             topic=topic,
             subject="Training failed",
             invalid_input_cause=(
-                f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}...\", "
-                "\"hyperparameters\": {...}} and an optional \"eval_data\" under the same prefix; merge not false; "
-                "see README, Training"
+                f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}<file, folder/ or "
+                f"folder/{DATASET_READY_MARKER}>\", \"hyperparameters\": {{...}}}} and an optional \"eval_data\" "
+                "file or folder under the same prefix; merge not false; see README, Training"
             ),
         )
         defaults = sfn.Pass(
@@ -107,8 +109,10 @@ class TrainingWorkflow(Construct):
         train_eval.next(record)
         self._finish(train.next(record), model_parameter=model_parameter, notify=notify,
                      compile_request=compile_request, compiled_model_parameter=compiled_model_parameter)
+        marker = dataset_marker(self, bucket_name=bucket_name, notify=notify, next_state=defaults)
+        checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify, next_state=marker)
         valid = _valid_input(bucket_name, distributed)
-        start = sfn.Choice(self, "ValidateInput").when(valid, defaults).otherwise(invalid)
+        start = sfn.Choice(self, "ValidateInput").when(valid, checks).otherwise(invalid)
         self.state_machine = logged_state_machine(
             self,
             start=start,
@@ -278,16 +282,19 @@ def _is_bool(path: str, truth: bool) -> sfn.Condition:
 
 
 def _valid_input(bucket_name: str, distributed: bool) -> sfn.Condition:
-    """What the state machine can re-check itself: train_data (and eval_data, when given) is a string under this
-    bucket's datasets/; no override turns the merge off (the model folder would hold an adapter) or sets the
-    launcher; on several GPUs method stays qlora, on one GPU fsdp stays off (stacks/config/training.py)."""
+    """The input's shape: train_data (and eval_data, when given: a file or folder, not a marker) is a string
+    under this bucket's datasets/; hyperparameters is an object or array (input_checks.py tells them apart); no
+    override turns the merge off (the model folder would hold an adapter) or sets the launcher; on several GPUs
+    method stays qlora, on one GPU fsdp stays off (stacks/config/training.py)."""
     datasets = f"s3://{bucket_name}/{DATASETS_PREFIX}*"
     eval_data = sfn.Condition.or_(
         sfn.Condition.not_(sfn.Condition.is_present("$.eval_data")),
         sfn.Condition.and_(
-            sfn.Condition.is_string("$.eval_data"), sfn.Condition.string_matches("$.eval_data", datasets)
+            sfn.Condition.is_string("$.eval_data"), sfn.Condition.string_matches("$.eval_data", datasets),
+            sfn.Condition.not_(sfn.Condition.string_matches("$.eval_data", f"*/{DATASET_READY_MARKER}")),
         ),
     )
+    scalar = ("is_string", "is_numeric", "is_boolean", "is_null")
     shape = (
         sfn.Condition.or_(sfn.Condition.not_(sfn.Condition.is_present("$.hyperparameters.method")),
                           sfn.Condition.string_equals("$.hyperparameters.method", "qlora"))
@@ -298,6 +305,7 @@ def _valid_input(bucket_name: str, distributed: bool) -> sfn.Condition:
         sfn.Condition.is_string("$.train_data"),
         sfn.Condition.string_matches("$.train_data", datasets),
         sfn.Condition.is_present("$.hyperparameters"),
+        *(sfn.Condition.not_(getattr(sfn.Condition, test)("$.hyperparameters")) for test in scalar),
         sfn.Condition.not_(_is_bool("$.hyperparameters.merge", False)),
         eval_data,
         sfn.Condition.not_(sfn.Condition.is_present(f"$.hyperparameters.{TORCH_DISTRIBUTED}")),

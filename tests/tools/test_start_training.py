@@ -54,6 +54,16 @@ REJECTED = [
     ("eval-not-string", {"train_data": DATA, "eval_data": None}, BUCKET, "eval_data: got None; expected an s3://"),
     ("hp-list", {"train_data": DATA, "hyperparameters": {"target_modules": ["q_proj"]}}, BUCKET,
      "expected a string or a number"),
+    ("hp-help", {"train_data": DATA, "hyperparameters": {"help": "1"}}, BUCKET,
+     "hyperparameters.help: unknown hyperparameter"),
+    ("deeper-marker", {"train_data": f"s3://{BUCKET}/datasets/guanaco/v2/_READY"}, BUCKET,
+     "train_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/datasets/guanaco/v2/_READY'; a dataset "
+     "completion marker must be datasets/<name>/_READY (one folder under datasets/)"),
+    ("marker-under-datasets", {"train_data": f"s3://{BUCKET}/datasets/_READY"}, BUCKET,
+     "a dataset completion marker must be datasets/<name>/_READY"),
+    ("eval-marker", {"train_data": DATA, "eval_data": f"s3://{BUCKET}/datasets/guanaco/_READY"}, BUCKET,
+     "eval_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/datasets/guanaco/_READY'; give the dataset "
+     "folder"),
 ]
 
 
@@ -80,6 +90,16 @@ def test_eval_data_is_optional_and_kept():
     checked = validate_execution_input({"train_data": DATA, "eval_data": eval_data}, bucket=BUCKET)
     assert checked == {"train_data": DATA, "eval_data": eval_data, "hyperparameters": {}}
     assert "eval_data" not in validate_execution_input({"train_data": DATA}, bucket=BUCKET)
+
+
+def test_a_completion_marker_stands_for_its_folder():
+    """What the EventBridge rule passes, sent as the folder (the state machine's DatasetMarker does the same)."""
+    marker = {"train_data": f"s3://{BUCKET}/datasets/guanaco/_READY", "hyperparameters": {"lora_r": "8"}}
+    checked = validate_execution_input(marker, bucket=BUCKET)
+    assert checked == {"train_data": f"s3://{BUCKET}/datasets/guanaco/", "hyperparameters": {"lora_r": "8"}}
+    assert validate_execution_input(checked, bucket=BUCKET) == checked
+    not_a_marker = f"s3://{BUCKET}/datasets/guanaco/x_READY"
+    assert validate_execution_input({"train_data": not_a_marker}, bucket=BUCKET)["train_data"] == not_a_marker
 
 
 def test_folder_of_files_is_accepted():
@@ -137,6 +157,12 @@ def test_cli_dry_run_prints_the_normalized_input():
     result = _run("--data", DATA, "--set", "lora_r=16", "--dry-run")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"train_data": DATA, "hyperparameters": {"lora_r": "16"}}
+
+
+def test_cli_sends_a_marker_as_its_folder():
+    result = _run("--data", f"s3://{BUCKET}/datasets/guanaco/_READY", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["train_data"] == f"s3://{BUCKET}/datasets/guanaco/"
 
 
 def test_cli_eval_data_goes_into_the_input():

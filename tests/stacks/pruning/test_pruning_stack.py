@@ -90,6 +90,18 @@ def test_all_steps_in_order(asl):
     assert asl["States"]["Notify"]["Next"] == "Failed" and asl["States"]["Failed"]["Type"] == "Fail"
 
 
+def test_pruning_data_lives_outside_the_training_trigger(asl, template):
+    """datasets/ starts QLoRA runs (the Training rule): the pruning workflow and its jobs use pruning-datasets/."""
+    (choice,) = asl["States"]["ValidateInput"]["Choices"]
+    assert choice["And"][2] == {
+        "Variable": "$.train_data",
+        "StringMatches": "s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/pruning-datasets/*",
+    }
+    assert "pruning-datasets/" in asl["States"]["InvalidInput"]["Parameters"]["Cause"]
+    reads = json.dumps(_statements(template, "JobRolePolicy"))
+    assert "/pruning-datasets/*" in reads and "/datasets/*" not in reads
+
+
 def test_every_job_retries_api_errors_and_notifies_on_failure(asl):
     for name in (*JOBS, "RecordModel"):
         state = asl["States"][name]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.code_contract.qlora import metric_definitions
+from stacks.code_contract.qlora import RESERVED, hyperparameter_names, metric_definitions
 from stacks.config import load_config
 from tests.synth import ROOT
 
@@ -186,6 +186,11 @@ def test_every_failure_notifies_then_fails(definitions):
     catch_all = {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Notify"}
     assert states["RecordModel"]["Catch"] == [catch_all]
     assert states["ValidateInput"]["Default"] == "InvalidInput" and states["InvalidInput"]["Next"] == "Notify"
+    for refusal in ("InvalidHyperparameterValue", "UnknownHyperparameter", "InvalidDatasetMarker"):
+        assert states[refusal]["Next"] == "Notify" and states[refusal]["Parameters"]["Error"] == "InvalidInput"
+    assert states["HyperparameterValues"]["Default"] == "InvalidHyperparameterValue"
+    assert states["HyperparameterNames"]["Default"] == "UnknownHyperparameter"
+    assert states["DatasetMarker"]["Choices"][1]["Next"] == "InvalidDatasetMarker"
     notify = states["Notify"]
     assert notify["Resource"] == "arn:aws:states:::sns:publish"
     assert notify["Parameters"]["TopicArn"].startswith("<ref:FailureTopic")
@@ -213,6 +218,19 @@ def test_input_is_checked_by_the_machine_too(definitions):
     assert {"Not": {"Variable": "$.hyperparameters.sagemaker_torch_distributed_enabled", "IsPresent": True}} in (
         choice["And"]
     )
+
+
+def test_the_machine_knows_the_names_train_py_accepts(definitions):
+    """Unknown names are counted at run time against the list synthesized from train.py's parser."""
+    states = definitions["dev"]["States"]
+    known = states["ReadHyperparameters"]["Parameters"]["known"]
+    assert sorted(known) == hyperparameter_names() and set(known.values()) == {"k"}
+    assert "help" not in known and not RESERVED & set(known)
+    (rule,) = states["HyperparameterNames"]["Choices"]
+    assert rule == {"Variable": "$.check.count", "NumericEquals": len(known), "Next": "DatasetMarker"}
+    (values,) = states["HyperparameterValues"]["Choices"]
+    typed = {c["Or"][1]["Variable"].removeprefix("$.hyperparameters.") for c in values["And"] if "Or" in c}
+    assert typed == set(known)
 
 
 def _refused_spellings(choice: dict, variable: str) -> set[str]:
@@ -255,7 +273,8 @@ def test_dataset_uploads_start_an_execution(templates):
     (rule,) = resources_of(template, "AWS::Events::Rule").values()
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == ["aws.s3"] and pattern["detail-type"] == ["Object Created"]
-    assert pattern["detail"]["object"] == {"key": [{"prefix": "datasets/"}]}
+    # once per dataset: on its completion marker, not on each shard (test_workflow_execution.py matches events)
+    assert pattern["detail"]["object"] == {"key": [{"wildcard": "datasets/*/_READY"}]}
     assert "ArtifactBucket" in pattern["detail"]["bucket"]["name"][0]["Fn::ImportValue"]
     (target,) = rule["Properties"]["Targets"]
     assert target["Arn"]["Ref"].startswith("WorkflowStateMachine")
@@ -336,9 +355,11 @@ def test_rule_input_passes_the_manual_start_validator(templates):
     template = rule["Properties"]["Targets"][0]["InputTransformer"]["InputTemplate"]
     bucket = "llm-inf2-dev-data-artifactbucket-x1"
     event_input = json.loads(
-        template.replace("<detail-bucket-name>", bucket).replace("<detail-object-key>", "datasets/a/train.jsonl")
+        template.replace("<detail-bucket-name>", bucket).replace("<detail-object-key>", "datasets/a/_READY")
     )
-    assert validate_execution_input(event_input, bucket=bucket) == event_input
+    assert event_input["train_data"] == f"s3://{bucket}/datasets/a/_READY"
+    # the tool normalises the marker to its folder, as the machine's DatasetMarker state does
+    assert validate_execution_input(event_input, bucket=bucket) == {**event_input, "train_data": f"s3://{bucket}/datasets/a/"}
 
 
 def test_data_key_lets_cloudwatch_logs_encrypt_only_log_groups_of_this_account(templates):
@@ -412,6 +433,7 @@ def test_eval_data_is_checked_by_the_machine_when_present(definitions):
         {"Variable": "$.eval_data", "IsString": True},
         {"Variable": "$.eval_data",
          "StringMatches": "s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"},
+        {"Not": {"Variable": "$.eval_data", "StringMatches": "*/_READY"}},  # a marker stands for train_data only
     ]
 
 

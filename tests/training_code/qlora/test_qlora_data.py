@@ -207,3 +207,27 @@ def test_a_row_whose_prompt_fills_max_seq_length_is_dropped_and_all_dropped_is_o
     assert prepared.summary["train"]["truncated_rows"] == 0 and prepared.summary["train"]["rows"] == 2
     with pytest.raises(DataError, match=r"^training data: all 2 rows were dropped .* raise --max_seq_length"):
         _prepared(tmp_path, tokenizer, rows * 1, max_seq_length=4, packing=False)
+
+
+def test_a_dataset_folder_with_its_completion_marker_reads_only_the_shards(tmp_path):
+    """The Training rule starts on `datasets/<name>/_READY`, and the channel downloads the whole folder: the
+    (empty) marker sits beside the shards and is never read as data, with any --train_files pattern."""
+    import datasets
+
+    folder = tmp_path / "guanaco"
+    folder.mkdir()
+    for index in range(3):
+        write_jsonl(folder / f"train-{index:05d}.jsonl", text_rows(2, seed=index))
+    (folder / "_READY").write_bytes(b"")
+    assert len(read_rows(folder)) == 6
+    assert len(read_rows(folder, files="*")) == 6
+    assert {row.source.rsplit("/", 1)[-1] for row in read_rows(folder)} == {f"train-{i:05d}.jsonl" for i in range(3)}
+    single = tmp_path / "single"
+    single.mkdir()
+    write_jsonl(single / "part-0.jsonl", text_rows(4))
+    (single / "_READY").write_bytes(b"")
+    assert len(read_rows(single)) == 4  # still the only data file of the channel
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(instruction_rows(3))}).save_to_disk(str(saved))
+    (saved / "_READY").write_bytes(b"")
+    assert len(read_rows(saved)) == 3
