@@ -91,7 +91,7 @@ lint: deps
 	$(VENV)/bin/ruff check .
 
 test: lint $(CHECKOV_STAMP)
-	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 BASE ?= origin/main
 REVIEW_OUT ?= review.md

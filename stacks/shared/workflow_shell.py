@@ -207,7 +207,10 @@ def failure_path(
     scope: Construct, *, topic: sns.ITopic, subject: str, invalid_input_cause: str
 ) -> tuple[sfn.Pass, tasks.SnsPublish]:
     """(`InvalidInput`, `Notify`): `InvalidInput` sets the error for a rejected execution input and goes to
-    `Notify` (execution id, error and input to the topic) -> `Failed` (the error's Error/Cause)."""
+    `Notify` (execution id, error and input to the topic) -> `Failed` (the error's Error/Cause). A caught
+    `States.*` error (a failed job is `States.TaskFailed`) ends in `StepFailed` instead, its name in the
+    Cause: `States.` names are reserved, and a Fail state may not raise one (moto's interpreter refuses it
+    at run time, which ended every job failure in `States.Runtime`)."""
     invalid = sfn.Pass(
         scope,
         "InvalidInput",
@@ -226,7 +229,11 @@ def failure_path(
         }),
         result_path=sfn.JsonPath.DISCARD,
     )
-    notify.next(sfn.Fail(scope, "Failed", error_path="$.error.Error", cause_path="$.error.Cause"))
+    reserved = sfn.Fail(scope, "StepFailed", error="StepFailed",
+                        cause_path="States.Format('{}: {}', $.error.Error, $.error.Cause)")
+    failed = sfn.Fail(scope, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
+    notify.next(sfn.Choice(scope, "ErrorName").when(
+        sfn.Condition.string_matches("$.error.Error", "States.*"), reserved).otherwise(failed))
     invalid.next(notify)
     return invalid, notify
 

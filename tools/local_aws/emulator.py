@@ -25,6 +25,7 @@ from .execution_patches import apply_all as apply_execution_patches
 from .job_runner import LocalJobRunner
 from .moto_patches import apply_all as apply_moto_patches
 from .sagemaker_sync import install as install_sagemaker_sync
+from .sagemaker_sync import uninstall as uninstall_sagemaker_sync
 
 BOOTSTRAP_QUALIFIER = "hnb659fds"
 BOOTSTRAP_VERSION = "30"
@@ -98,6 +99,7 @@ class LocalAws:
             yield aws
         finally:
             if not keep:
+                uninstall_sagemaker_sync()
                 server.stop()
 
     def client(self, service: str) -> Any:

@@ -3,8 +3,8 @@
 1. State machines created by CloudFormation go to the executing backend (moto keeps two: one that only
    stores definitions, used by its CloudFormation handler, and the ASL interpreter's, used by the API when
    `stepfunctions.execute_state_machine` is on).
-2. AWS::S3::Bucket's `NotificationConfiguration.EventBridgeConfiguration` is applied (moto's CloudFormation
-   handler drops it), so object uploads reach EventBridge as on AWS.
+2. AWS::S3::Bucket's `NotificationConfiguration.EventBridgeConfiguration` and `VersioningConfiguration` are
+   applied (moto's CloudFormation handler drops both), so uploads reach EventBridge and keep versions as on AWS.
 3. EventBridge rules deliver to Step Functions targets: the target's InputTransformer is applied and the
    execution started (moto delivers only to logs, SQS and event buses, and skips the transformer for S3 events).
 4. An execution started without a name gets a UUID, as on AWS (moto names it `None`, so every unnamed
@@ -35,6 +35,7 @@ from moto.stepfunctions.parser import models as parser_models
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function import wait_function
 from moto.utilities.arns import parse_arn
+from moto.utilities.utils import get_partition
 
 _FLAG = "_llm_inf2_patched"
 
@@ -43,7 +44,7 @@ def executing_backend_for_cloudformation() -> None:
     sfn_models.stepfunctions_backends = parser_models.stepfunctions_parser_backends
 
 
-def bucket_eventbridge_from_cloudformation() -> None:
+def bucket_settings_from_cloudformation() -> None:
     cls = s3_models.FakeBucket
     original = cls.create_from_cloudformation_json.__func__
     if getattr(original, _FLAG, False):
@@ -54,6 +55,10 @@ def bucket_eventbridge_from_cloudformation() -> None:
         notification = cloudformation_json.get("Properties", {}).get("NotificationConfiguration") or {}
         if notification.get("EventBridgeConfiguration", {}).get("EventBridgeEnabled"):
             bucket.set_notification_configuration({"EventBridgeConfiguration": {}})
+        versioning = cloudformation_json.get("Properties", {}).get("VersioningConfiguration") or {}
+        if versioning.get("Status"):
+            backend = s3_models.s3_backends[account_id][get_partition(region_name)]
+            backend.put_bucket_versioning(bucket.name, versioning["Status"])
         return bucket
 
     setattr(create_from_cloudformation_json, _FLAG, True)
@@ -199,7 +204,7 @@ def scaled_waits() -> None:
 
 def apply_all(*, time_scale: float) -> EmulatedClock:
     executing_backend_for_cloudformation()
-    bucket_eventbridge_from_cloudformation()
+    bucket_settings_from_cloudformation()
     rules_start_state_machines()
     unnamed_executions_get_a_uuid()
     execution_start_time_is_a_string()

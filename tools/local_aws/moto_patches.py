@@ -3,11 +3,15 @@
 1. moto's SageMaker instance-type list predates ml.inf2: only `ml.inf2.*` is let through; every
    other type still goes through moto's own list.
 2. moto's CloudFormation handler for AWS::KMS::Key passes CloudFormation's `Key`/`Value` tags to the
-   KMS API model, which expects `TagKey`/`TagValue`, and crashes: the tags are translated.
+   KMS API model, which expects `TagKey`/`TagValue`, and crashes: the tags are translated. It also keeps
+   the KeyPolicy as the template's JSON object where the API model keeps a string (DescribeKey then
+   answers 500): the policy is serialised as the API would receive it.
 3. Likewise AWS::SSM::Parameter: CloudFormation's Tags map is turned into the list moto expects.
 """
 
 from __future__ import annotations
+
+import json
 
 from moto.kms import models as kms_models
 from moto.sagemaker import models as sagemaker_models
@@ -42,6 +46,8 @@ def translate_kms_key_tags() -> None:
         properties["Tags"] = [
             {"TagKey": t["Key"], "TagValue": t["Value"]} if "Key" in t else t for t in properties.get("Tags", [])
         ]
+        if isinstance(properties.get("KeyPolicy"), dict):
+            properties["KeyPolicy"] = json.dumps(properties["KeyPolicy"])
         patched = {**cloudformation_json, "Properties": properties}
         return original(klass, resource_name, patched, account_id, region_name, **kw)
 

@@ -40,7 +40,6 @@ from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 from . import tuning
 from .job_runner import JobOutcome, LocalJobRunner
 
-_FLAG = "_llm_inf2_patched"
 _PATTERNS: Final = {ResourceCondition.WaitForTaskToken, ResourceCondition.Sync}
 _SYNC_ACTIONS: Final = {"createtrainingjob", "createhyperparametertuningjob"}
 _RUNNER: list[LocalJobRunner] = []  # the emulator's one runner (install() sets it)
@@ -273,19 +272,29 @@ def list_trials_response(self) -> Any:
     return ActionResult(result)
 
 
+_ORIGINAL: list = []  # moto's own factory, restored by uninstall()
+
+
 def install(job_runner: LocalJobRunner) -> None:
-    """Register the integration and the listing API (idempotent); `job_runner` runs the jobs from now on."""
+    """Register the integration and the listing API; `job_runner` runs the jobs until uninstall()."""
     _RUNNER[:] = [job_runner]
-    if getattr(state_task_service_factory.state_task_service_for, _FLAG, False):
-        return
-    original = state_task_service_factory.state_task_service_for
+    if not _ORIGINAL:
+        _ORIGINAL.append(state_task_service_factory.state_task_service_for)
+    original = _ORIGINAL[0]
 
     def state_task_service_for(service_name: str):
         return SageMakerTasks() if service_name == "sagemaker" else original(service_name)
 
-    setattr(state_task_service_for, _FLAG, True)
     state_task_service_factory.state_task_service_for = state_task_service_for
     state_task_factory.state_task_service_for = state_task_service_for
     from moto.sagemaker.responses import SageMakerResponse
 
     SageMakerResponse.list_training_jobs_for_hyper_parameter_tuning_job = list_trials_response
+
+
+def uninstall() -> None:
+    """moto as it ships again (an emulator outside LocalAws.start, e.g. mock_aws, stops at `.sync`)."""
+    _RUNNER.clear()
+    if _ORIGINAL:
+        state_task_service_factory.state_task_service_for = _ORIGINAL[0]
+        state_task_factory.state_task_service_for = _ORIGINAL[0]

@@ -87,7 +87,10 @@ def test_all_steps_in_order(asl):
         name = state.get("Next") or (state["Choices"][0]["Next"] if state["Type"] == "Choice" else None)
     assert order == STEPS
     assert asl["States"]["ValidateInput"]["Default"] == "InvalidInput"
-    assert asl["States"]["Notify"]["Next"] == "Failed" and asl["States"]["Failed"]["Type"] == "Fail"
+    assert asl["States"]["Notify"]["Next"] == "ErrorName"
+    (reserved,) = asl["States"]["ErrorName"]["Choices"]
+    assert reserved["StringMatches"] == "States.*" and asl["States"][reserved["Next"]]["Error"] == "StepFailed"
+    assert asl["States"]["ErrorName"]["Default"] == "Failed" and asl["States"]["Failed"]["Type"] == "Fail"
 
 
 def test_pruning_data_lives_outside_the_training_trigger(asl, template):

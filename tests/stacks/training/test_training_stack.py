@@ -194,7 +194,11 @@ def test_every_failure_notifies_then_fails(definitions):
     notify = states["Notify"]
     assert notify["Resource"] == "arn:aws:states:::sns:publish"
     assert notify["Parameters"]["TopicArn"].startswith("<ref:FailureTopic")
-    assert states[notify["Next"]] == {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"}
+    name = states[notify["Next"]]
+    assert name["Choices"] == [{"Variable": "$.error.Error", "StringMatches": "States.*", "Next": "StepFailed"}]
+    assert states["StepFailed"] == {"Type": "Fail", "Error": "StepFailed",
+                                    "CausePath": "States.Format('{}: {}', $.error.Error, $.error.Cause)"}
+    assert states[name["Default"]] == {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"}
 
 
 def test_success_records_the_model_prefix(definitions, templates):

@@ -121,7 +121,7 @@ def test_hyperparameters_sagemaker_or_train_py_would_refuse_fail_before_any_job(
     execution_input = {"train_data": f"{DATASETS}/guanaco/_READY", "hyperparameters": overrides}
     execution, events = _execute(aws, machine, execution_input, f"refused-{case}")
     entered = _entered(events)
-    assert entered[-3:] == [state, "Notify", "Failed"] and "Defaults" not in entered
+    assert entered[-4:] == [state, "Notify", "ErrorName", "Failed"] and "Defaults" not in entered
     assert execution["status"] == "FAILED" and execution["error"] == "InvalidInput"
     assert cause in execution["cause"]
     (message,) = _published(events)
@@ -139,7 +139,7 @@ MARKERS = [
 @pytest.mark.parametrize(("case", "train_data", "state"), MARKERS, ids=[c[0] for c in MARKERS])
 def test_a_marker_that_is_not_one_folder_under_datasets_is_refused(aws, machine, case, train_data, state):
     execution, events = _execute(aws, machine, {"train_data": train_data, "hyperparameters": {}}, f"marker-{case}")
-    assert _entered(events)[-4:] == ["DatasetMarker", state, "Notify", "Failed"]
+    assert _entered(events)[-5:] == ["DatasetMarker", state, "Notify", "ErrorName", "Failed"]
     assert execution["error"] == "InvalidInput"
     assert execution["cause"] == (
         f"a dataset completion marker must be {DATASETS}/<name>/_READY: one folder under datasets/ with the "
@@ -160,7 +160,7 @@ SHAPES = [
 @pytest.mark.parametrize(("case", "execution_input"), SHAPES, ids=[c[0] for c in SHAPES])
 def test_the_wrong_shape_is_refused_by_validate_input(aws, machine, case, execution_input):
     execution, events = _execute(aws, machine, execution_input, f"shape-{case}")
-    assert _entered(events) == ["ValidateInput", "InvalidInput", "Notify", "Failed"]
+    assert _entered(events) == ["ValidateInput", "InvalidInput", "Notify", "ErrorName", "Failed"]
     assert execution["error"] == "InvalidInput" and "see README, Training" in execution["cause"]
     assert len(_published(events)) == 1
 

@@ -1,0 +1,190 @@
+"""The deployed Training workflow executed on the emulator: every path runs the real state machine, its
+SageMaker jobs run as local processes (train.py on a tiny Llama), and the failure paths come from drills.
+
+The local environment (config/local.yaml) is deployed with train.py's steps cut to 2, so one job takes
+seconds of training plus imports and the merge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+
+import pytest
+
+from tests.synth import ROOT, replaced, synth
+from tools.local_aws import LocalAws
+from tools.local_aws import workflow_run as run
+from tools.local_aws.faults import Drill, FaultPlan
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("training-workflow")]
+FAST = {"max_steps": "2", "lora_r": "8", "lora_alpha": "16", "per_device_batch_size": "4",
+        "logging_steps": "1", "max_seq_length": "64"}
+ROWS = [json.dumps({"instruction": f"What is item {i}?", "response": f"Item {i} is a thing."}) for i in range(24)]
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    from stacks.config import load_config
+
+    sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
+    from qlora_tiny import build_tiny_llama
+
+    config = load_config("local", ROOT / "config")
+    training = dataclasses.replace(config.training, hyperparameters={**config.training.hyperparameters, **FAST})
+    assembly = synth(replaced(config, training=training), tmp_path_factory.mktemp("cdk-local"))
+    base = build_tiny_llama(tmp_path_factory.mktemp("base"), ROWS, vocab_size=300)
+    with LocalAws.start(time_scale=0.001, work_root=tmp_path_factory.mktemp("jobs")) as aws:
+        aws.bootstrap()
+        outputs = aws.deploy(assembly.directory, [config.stack_id("Training")])
+        bucket = outputs[config.stack_id("Data")]["ArtifactBucketName"]
+        s3 = aws.client("s3")
+        for path in base.iterdir():
+            s3.upload_file(str(path), bucket, config.training.base_model_key + path.name)
+        sqs = aws.client("sqs")
+        queue = sqs.create_queue(QueueName="failures")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        topic = outputs[config.stack_id("Training")]["FailureTopicArn"]
+        aws.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+        yield {"aws": aws, "bucket": bucket, "queue": queue, "config": config,
+               "training": outputs[config.stack_id("Training")]}
+
+
+@pytest.fixture
+def drills(deployed):
+    runner = deployed["aws"].job_runner
+    yield runner.faults.drills
+    runner.faults = FaultPlan()
+
+
+def start(deployed, *, name: str, hyperparameters: dict | None = None, dataset: str = "datasets/items/",
+          timeout_s: float = 300) -> dict:
+    """Start an execution by hand (the tool's input shape) and follow it to its end."""
+    aws = deployed["aws"]
+    _upload_dataset(deployed, dataset, marker=False)
+    body = {"train_data": f"s3://{deployed['bucket']}/{dataset}", "hyperparameters": hyperparameters or {}}
+    arn = aws.client("stepfunctions").start_execution(
+        stateMachineArn=deployed["training"]["StateMachineArn"], name=name, input=json.dumps(body))["executionArn"]
+    return run.follow(aws, arn, say=lambda line: None, timeout_s=timeout_s)
+
+
+def _upload_dataset(deployed, prefix: str, *, marker: bool, shards: int = 3) -> None:
+    s3 = deployed["aws"].client("s3")
+    for i in range(shards):
+        s3.put_object(Bucket=deployed["bucket"], Key=f"{prefix}train-{i}.jsonl",
+                      Body=("\n".join(ROWS[i::shards]) + "\n").encode())
+    if marker:
+        s3.put_object(Bucket=deployed["bucket"], Key=f"{prefix}_READY", Body=b"")
+
+
+def notifications(deployed) -> list[dict]:
+    sqs = deployed["aws"].client("sqs")
+    messages = sqs.receive_message(QueueUrl=deployed["queue"], MaxNumberOfMessages=10,
+                                   WaitTimeSeconds=1).get("Messages", [])
+    for m in messages:
+        sqs.delete_message(QueueUrl=deployed["queue"], ReceiptHandle=m["ReceiptHandle"])
+    return [json.loads(json.loads(m["Body"])["Message"]) for m in messages]
+
+
+def requests_of(deployed, execution_name_hash: str) -> list[dict]:
+    return [r for r in deployed["aws"].job_runner.requests if execution_name_hash in r["TrainingJobName"]]
+
+
+def run_name(described: dict) -> str:
+    return json.loads(described.get("output") or "{}").get("job_name", "")
+
+
+def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(deployed):
+    aws, machine = deployed["aws"], deployed["training"]["StateMachineArn"]
+    before = {e["executionArn"] for e in run.executions(aws, machine)}
+    _upload_dataset(deployed, "datasets/sharded/", marker=True)
+    time.sleep(1)
+    started = [e for e in run.executions(aws, machine) if e["executionArn"] not in before]
+    assert len(started) == 1, "three shards and one marker must start exactly one run"
+    described = run.follow(aws, started[0]["executionArn"], say=lambda line: None, timeout_s=600)
+    assert described["status"] == "SUCCEEDED", described.get("cause")
+    output = json.loads(described["output"])
+    assert output["train_data"] == f"s3://{deployed['bucket']}/datasets/sharded/"
+    job = [r for r in aws.job_runner.requests if r["TrainingJobName"] == output["job_name"]][0]
+    assert job["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] == output["train_data"]
+    keys = {o["Key"] for o in aws.client("s3").list_objects_v2(
+        Bucket=deployed["bucket"], Prefix=f"models/{output['job_name']}/output/model/")["Contents"]}
+    assert {f"models/{output['job_name']}/output/model/{f}" for f in ("config.json", "model.safetensors")} <= keys
+    recorded = aws.client("ssm").get_parameter(Name=output["model_parameter"])["Parameter"]["Value"]
+    assert recorded == output["model_s3_uri"] == f"s3://{deployed['bucket']}/models/{output['job_name']}/output/model/"
+    described_job = aws.client("sagemaker").describe_training_job(TrainingJobName=output["job_name"])
+    assert described_job["TrainingJobStatus"] == "Completed"
+    assert {m["MetricName"] for m in described_job["FinalMetricDataList"]} >= {"train_loss"}
+
+
+@pytest.mark.parametrize(("hyperparameters", "cause"), [
+    ({"lora_r": 16}, "string"),
+    ({"no_such_flag": "1"}, "train.py"),
+])
+def test_a_bad_input_notifies_and_fails_without_starting_a_job(deployed, hyperparameters, cause):
+    jobs_before = len(deployed["aws"].job_runner.requests)
+    notifications(deployed)
+    described = start(deployed, name=f"bad-{sorted(hyperparameters)[0]}", hyperparameters=hyperparameters)
+    assert described["status"] == "FAILED" and "InvalidInput" in described["error"]
+    assert cause in described["cause"]
+    states = run.states_entered(deployed["aws"], described["executionArn"])
+    assert states[0] == "ValidateInput" and states[-3:] == ["Notify", "ErrorName", "Failed"]
+    assert not any(s.startswith("Train") for s in states)
+    assert len(deployed["aws"].job_runner.requests) == jobs_before
+    [message] = notifications(deployed)
+    assert message["error"]["Error"] == described["error"]
+
+
+def test_a_capacity_error_waits_and_retries_under_a_new_name_with_the_same_checkpoints(deployed, drills):
+    drills.append(Drill("capacity", tries=(1,)))
+    waits_before = len(deployed["aws"].clock.waits)
+    described = start(deployed, name="capacity")
+    assert described["status"] == "SUCCEEDED", described.get("cause")
+    name = run_name(described)
+    run_id = name.rsplit("-", 2)[0]
+    tries = requests_of(deployed, run_id)
+    assert [r["TrainingJobName"] for r in tries] == [f"{run_id}-0-0", f"{run_id}-1-0"] and name == f"{run_id}-1-0"
+    assert tries[0]["CheckpointConfig"]["S3Uri"] == tries[1]["CheckpointConfig"]["S3Uri"]
+    assert tries[0]["CheckpointConfig"]["S3Uri"].endswith(f"/checkpoints/{run_id}/")
+    backoff = deployed["config"].training.capacity_backoff_seconds
+    assert ("wait", backoff) in deployed["aws"].clock.waits[waits_before:]
+
+
+def test_any_other_job_failure_notifies_and_fails(deployed, drills):
+    drills.append(Drill("algorithm_error", tries=(1,)))
+    notifications(deployed)
+    described = start(deployed, name="algorithm-error")
+    assert described["status"] == "FAILED" and described["error"] == "StepFailed", described.get("cause")
+    assert described["cause"].startswith("States.TaskFailed: ") and "AlgorithmError" in described["cause"]
+    states = run.states_entered(deployed["aws"], described["executionArn"])
+    assert states.count("Train") == 1 and states[-4:] == ["CapacityRetry", "Notify", "ErrorName", "StepFailed"]
+    assert len(notifications(deployed)) == 1
+
+
+def test_a_throttled_create_training_job_is_retried(deployed, drills):
+    drills.append(Drill("throttle", tries=(1,)))
+    waits_before = len(deployed["aws"].clock.waits)
+    described = start(deployed, name="throttled")
+    assert described["status"] == "SUCCEEDED", described.get("cause")
+    assert run_name(described).endswith("-0-1")  # attempt 0, the state's first API retry
+    history = deployed["aws"].client("stepfunctions").get_execution_history(
+        executionArn=described["executionArn"])["events"]
+    assert [e["taskFailedEventDetails"]["error"] for e in history if e["type"] == "TaskFailed"] == [
+        "SageMaker.ThrottlingException"]
+    assert [kind for kind, _ in deployed["aws"].clock.waits[waits_before:]] == ["retry"]
+
+
+def test_the_capacity_retry_loop_ends(deployed, drills):
+    """Every try hits CapacityError: capacity_retries new jobs after the first, doubling waits, then Failed.
+    With the attempt counter constant the loop would never end, and this execution would time out."""
+    drills.append(Drill("capacity", tries=tuple(range(1, 20))))
+    retries = deployed["config"].training.capacity_retries
+    waits_before = len(deployed["aws"].clock.waits)
+    described = start(deployed, name="no-capacity", timeout_s=60)
+    assert described["status"] == "FAILED" and "CapacityError" in described["cause"]
+    states = run.states_entered(deployed["aws"], described["executionArn"])
+    assert states.count("Train") == retries + 1 and states[-3:] == ["Notify", "ErrorName", "StepFailed"]
+    backoff = deployed["config"].training.capacity_backoff_seconds
+    assert deployed["aws"].clock.waits[waits_before:] == [("wait", backoff * 2**i) for i in range(retries)]
