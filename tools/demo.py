@@ -138,8 +138,10 @@ def _wait_ready(server: subprocess.Popen, port_file: Path, timeout: float) -> st
     raise SystemExit(f"demo: the local server did not answer /ping within {timeout:.0f} s")
 
 
-def serve_and_ask(model_dir: Path, properties: Path, work: Path, label: str, max_new_tokens: int) -> dict:
-    """Start the LMI-contract server on model_dir, send the sample prompt once, stop it; timings in the answer."""
+def serve_and_ask(
+    model_dir: Path, properties: Path, work: Path, label: str, prompts: list[str], max_new_tokens: int
+) -> tuple[list[dict], dict[str, float]]:
+    """Start the LMI-contract server on model_dir, send each prompt once, stop it; the answers and timings."""
     port_file = work / f"server-{label}.port"
     port_file.unlink(missing_ok=True)
     log = (work / f"server-{label}.log").open("w")
@@ -151,17 +153,17 @@ def serve_and_ask(model_dir: Path, properties: Path, work: Path, label: str, max
     try:
         url = _wait_ready(server, port_file, timeout=600)
         loaded = time.perf_counter() - started
-        n_positions = int(DEMO_LMI["n_positions"])
-        fitting = min(max_new_tokens, n_positions - prompt_tokens(model_dir, SAMPLE_PROMPT))
-        payload = {"inputs": SAMPLE_PROMPT, "parameters": {**SAMPLE_PARAMETERS, "max_new_tokens": fitting,
-                                                           "details": True}}
-        print(f"== invoke {label}: POST {url}/invocations {json.dumps(payload)[:160]}...", flush=True)
-        sent = time.perf_counter()
-        status, answer = _post(url + "/invocations", payload)
-        if status != 200:
-            raise SystemExit(f"demo: the server answered {status}: {answer}")
-        answer["timings"] = {"load until /ping": loaded, "invoke": time.perf_counter() - sent}
-        return answer
+        answers, sent = [], time.perf_counter()
+        for prompt in prompts:
+            fitting = min(max_new_tokens, int(DEMO_LMI["n_positions"]) - prompt_tokens(model_dir, prompt))
+            parameters = {**SAMPLE_PARAMETERS, "max_new_tokens": fitting, "details": True}
+            payload = {"inputs": prompt, "parameters": parameters}
+            print(f"== invoke {label}: POST {url}/invocations {json.dumps(payload)[:160]}...", flush=True)
+            status, answer = _post(url + "/invocations", payload)
+            if status != 200:
+                raise SystemExit(f"demo: the server answered {status}: {answer}")
+            answers.append(answer)
+        return answers, {"load until /ping": loaded, f"{len(prompts)} invocations": time.perf_counter() - sent}
     finally:
         server.terminate()
         try:
@@ -223,15 +225,18 @@ def pretrained_base(cache: Path, steps: int, timings: dict[str, float]) -> Path:
     return base
 
 
-def _show(answers: dict[str, dict], reference: dict, report: dict) -> None:
-    print("\n== prompt\n" + SAMPLE_PROMPT)
-    print(f"\n== the dataset's answer to its closest question ({question_of(reference['instruction'])!r})")
+def _show(prompts: list[str], answers: dict[str, list[dict]], reference: dict, report: dict) -> None:
+    closest = question_of(reference["instruction"])
+    print(f"\n== the dataset's answer to the question closest to the seed's ({closest!r})")
     print(reference["response"])
-    for label, answer in answers.items():
-        details = answer.get("details", {})
-        print(f"\n== {label} answer (greedy; word overlap with the dataset's answer {answer['overlap']:.2f}; "
-              f"finish_reason {details.get('finish_reason')}, {details.get('generated_tokens')} tokens)")
-        print(answer.get("generated_text", "").strip() or "(empty)")
+    for index, prompt in enumerate(prompts):
+        print(f"\n== prompt {index + 1}\n{prompt}")
+        for label, per_prompt in answers.items():
+            answer = per_prompt[index]
+            details = answer.get("details", {})
+            print(f"-- {label} answer (greedy; word overlap with the dataset's answer {answer['overlap']:.2f}; "
+                  f"finish_reason {details.get('finish_reason')}, {details.get('generated_tokens')} tokens)")
+            print(answer.get("generated_text", "").strip() or "(empty)")
     curve = [point["loss"] for point in (report.get("loss_curve") or {}).get("train", [])]
     loss = (report.get("train_metrics") or {}).get("train_loss")
     if curve:
@@ -288,17 +293,20 @@ def main(argv: list[str] | None = None) -> dict:
     properties = work / "serving.properties"
     properties.write_text(render_properties(template, values))
     reference = closest_row(question_of(SAMPLE_PROMPT), read_rows(Path(args.data)))
+    # The seed's prompt (a paraphrase, with a system prompt), then the dataset's own question in the same format.
+    prompts = [SAMPLE_PROMPT, f"<s>[INST] {reference['instruction']} [/INST]"]
     answers = {}
     for label, model_dir in (("base", base), ("fine-tuned", trained / "model")):
-        answers[label] = serve_and_ask(model_dir, properties, work, label, args.max_new_tokens)
-        answers[label]["overlap"] = answer_overlap(answers[label].get("generated_text", ""), reference["response"])
-        for phase, seconds in answers[label].pop("timings").items():
-            timings[f"serve {label} ({phase})"] = seconds
+        answers[label], served = serve_and_ask(model_dir, properties, work, label, prompts, args.max_new_tokens)
+        for answer in answers[label]:
+            answer["overlap"] = answer_overlap(answer.get("generated_text", ""), reference["response"])
+        timings.update({f"serve {label} ({phase})": seconds for phase, seconds in served.items()})
     timings["total"] = time.perf_counter() - total
 
-    _show(answers, reference, report)
+    _show(prompts, answers, reference, report)
     _show_timings(timings, report)
-    result = {"answers": answers, "reference": reference, "timings": timings, "base_model": str(base)}
+    result = {"prompts": prompts, "answers": answers, "reference": reference, "timings": timings,
+              "base_model": str(base)}
     (work / "demo_result.json").write_text(json.dumps(result, indent=2))
     return result
 

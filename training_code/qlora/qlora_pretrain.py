@@ -1,4 +1,4 @@
-"""A tiny *pretrained* Llama: seconds of full causal-LM training on a general English corpus, cached by content.
+"""A tiny *pretrained* Llama: about a minute of full causal-LM training on a general English corpus, cached.
 
 LoRA adapters on a random-init frozen base cannot learn (the demo answered in byte soup), and no small causal
 LM ships in any package here. So the demo and the local pipeline first build this base: a tokenizer trained
@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # sibling qlora_* modules, as train.py finds them
 ROOT = HERE.parents[1]
 DEFAULT_CORPUS = ROOT / "data" / "corpus.txt"
 DEFAULT_INSTRUCTIONS = ROOT / "data" / "instructions.jsonl"
@@ -60,10 +61,9 @@ def corpus_paragraphs(corpus: Path) -> list[str]:
 
 def instruction_texts(instructions: Path) -> list[str]:
     """Every string of every instruction row: seen by the tokenizer only, never trained on here."""
-    sys.path.insert(0, str(HERE))
-    from qlora_tiny import _texts_from_file
+    from qlora_tiny import texts_from_file
 
-    return _texts_from_file(str(instructions))
+    return texts_from_file(str(instructions))
 
 
 def token_blocks(tokenizer, paragraphs: list[str], seq_len: int):
@@ -143,10 +143,8 @@ def pretrain(
 ) -> dict:
     """Train the tokenizer and the model, save both and pretrain_report.json into out_dir; returns the report."""
     import torch
-    from transformers import LlamaForCausalLM
-
-    sys.path.insert(0, str(HERE))
     from qlora_tiny import tiny_llama_config, train_tokenizer
+    from transformers import LlamaForCausalLM
 
     paragraphs = corpus_paragraphs(corpus)
     tokenizer = train_tokenizer(paragraphs + instruction_texts(instructions), vocab_size=settings.vocab_size)

@@ -105,7 +105,7 @@ def build_tiny_llama(
     return out
 
 
-def _texts_from_file(path: str) -> list[str]:
+def texts_from_file(path: str) -> list[str]:
     """Every string value of every row, so the tokenizer sees both text and instruction data."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from qlora_rows import read_rows
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = build_tiny_llama(
         args.out,
-        _texts_from_file(args.data),
+        texts_from_file(args.data),
         chat_template=args.chat_template,
         vocab_size=args.vocab_size,
         hidden_size=args.hidden_size,

@@ -21,13 +21,15 @@ def test_demo_answers_the_sample_prompt_with_the_base_and_the_fine_tuned_model(t
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     demo = json.loads((work / "demo_result.json").read_text())
     assert set(demo["answers"]) == {"base", "fine-tuned"}
-    for label, answer in demo["answers"].items():
-        assert answer["details"]["generated_tokens"] >= 1
-        assert 0.0 <= answer["overlap"] <= 1.0
+    assert demo["prompts"][0].endswith("What is a machine learning? [/INST]")
+    assert demo["prompts"][1] == "<s>[INST] What is machine learning? [/INST]"
+    for label, answers in demo["answers"].items():
+        assert len(answers) == 2
+        assert all(answer["details"]["generated_tokens"] >= 1 and 0 <= answer["overlap"] <= 1 for answer in answers)
         port = int((work / f"server-{label}.port").read_text())  # written by the server once /ping answered
         assert f"listening on http://127.0.0.1:{port}" in (work / f"server-{label}.log").read_text()
     assert demo["reference"]["instruction"] == "What is machine learning?"
-    assert "== base answer" in result.stdout and "== fine-tuned answer" in result.stdout
+    assert "-- base answer" in result.stdout and "-- fine-tuned answer" in result.stdout
     assert "== timings" in result.stdout
     assert Path(demo["base_model"]).parent == cache
     properties = (work / "serving.properties").read_text()
