@@ -1,11 +1,14 @@
-"""`make demo`: build a tiny Llama, QLoRA fine-tune and merge it, serve it locally, ask the seed's sample prompt.
+"""`make demo`: pretrain a tiny Llama, QLoRA fine-tune and merge it, serve both locally, ask the seed's prompt.
 
-    python tools/demo.py [--workdir build/demo] [--max-steps 20]
+    python tools/demo.py [--workdir build/demo] [--max-steps 300] [--pretrain-steps 300]
 
-Everything is local and offline: the tiny model and tokenizer come from training_code/qlora/qlora_tiny.py,
-training and merging from training_code/qlora/train.py on data/instructions.jsonl, serving from
-tools/local_endpoint.py with a serving.properties rendered from the model's template. Prints the answer and
-how long each step took. The model is tiny and trained for seconds: expect words from the dataset, not sense.
+Everything is local and offline. A LoRA adapter on a random-init base cannot learn, so the base is first
+pretrained for about a minute on data/corpus.txt (training_code/qlora/qlora_pretrain.py; cached under
+build/pretrained/, so later runs reuse it at once), then QLoRA-fine-tuned and merged by
+training_code/qlora/train.py on data/instructions.jsonl. tools/local_endpoint.py serves the base and then the
+fine-tuned model with the same serving.properties, and both answer the sample prompt with the same greedy
+decoding, printed side by side with the dataset's closest answer and each answer's word overlap with it.
+The model has a million parameters: expect the dataset's phrasing, not always its facts.
 """
 
 from __future__ import annotations
@@ -30,17 +33,23 @@ DEFAULT_MODEL_NAME = "tinyllama-1.1b-chat"
 
 # The seed notebook's sample request.
 SAMPLE_PROMPT = "<s>[INST] <<SYS>>\nAs a data scientist\n<</SYS>>\nWhat is a machine learning? [/INST]"
-SAMPLE_PARAMETERS = {"max_new_tokens": 300, "do_sample": True, "stop": ["</s>"]}
+# Greedy, so the base and the fine-tuned answers differ only by the model, and a rerun prints the same text.
+SAMPLE_PARAMETERS = {"max_new_tokens": 300, "do_sample": False, "stop": ["</s>"]}
 
 # Settings that differ from the real endpoint because the model is tiny and runs on a CPU.
 DEMO_LMI = {"n_positions": 512, "dtype": "fp32", "max_rolling_batch_size": 4}
 
+# Rank 64 of 128 hidden features and the output head among the targets: the tiny base's head has barely seen
+# the dataset's words (measured, 200 steps: train_loss 5.09 -> 2.02 without the head, -> 0.86 with it).
+LORA_TARGETS = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj,lm_head"
 TRAIN_FLAGS = [
     "--max_seq_length", "128",
     "--per_device_batch_size", "8",
-    "--lora_r", "16",
-    "--lora_alpha", "32",
-    "--learning_rate", "1e-2",
+    "--lora_r", "64",
+    "--lora_alpha", "128",
+    "--lora_dropout", "0.05",
+    "--target_modules", LORA_TARGETS,
+    "--learning_rate", "3e-3",
     "--compute_dtype", "float32",
     "--logging_steps", "10",
     "--save_steps", "100000",
@@ -129,35 +138,32 @@ def _wait_ready(server: subprocess.Popen, port_file: Path, timeout: float) -> st
     raise SystemExit(f"demo: the local server did not answer /ping within {timeout:.0f} s")
 
 
-def serve_and_ask(model_dir: Path, properties: Path, work: Path, timings: dict, args: argparse.Namespace) -> dict:
-    port_file = work / "server.port"
+def serve_and_ask(
+    model_dir: Path, properties: Path, work: Path, label: str, prompts: list[str], max_new_tokens: int
+) -> tuple[list[dict], dict[str, float]]:
+    """Start the LMI-contract server on model_dir, send each prompt once, stop it; the answers and timings."""
+    port_file = work / f"server-{label}.port"
     port_file.unlink(missing_ok=True)
-    log = (work / "server.log").open("w")
+    log = (work / f"server-{label}.log").open("w")
     argv = [sys.executable, str(SERVER), "--model-dir", str(model_dir), "--properties", str(properties)]
     argv += ["--port", "0", "--port-file", str(port_file)]
-    print(f"== serve: tools/local_endpoint.py --model-dir {model_dir} --properties {properties}", flush=True)
+    print(f"== serve {label}: tools/local_endpoint.py --model-dir {model_dir} --properties {properties}", flush=True)
     started = time.perf_counter()
     server = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         url = _wait_ready(server, port_file, timeout=600)
-        timings["serve (load until /ping)"] = time.perf_counter() - started
-        n_positions = int(DEMO_LMI["n_positions"])
-        parameters = dict(SAMPLE_PARAMETERS)
-        wanted = args.max_new_tokens
-        parameters["max_new_tokens"] = min(wanted, n_positions - prompt_tokens(model_dir, SAMPLE_PROMPT))
-        answer: dict = {}
-        for attempt in range(3):  # a sampled answer of a tiny model can be an immediate </s>: try another seed
-            sampled = {**parameters, "seed": args.seed + attempt, "details": True}
-            payload = {"inputs": SAMPLE_PROMPT, "parameters": sampled}
-            print(f"== invoke: POST {url}/invocations {json.dumps(payload)[:160]}...", flush=True)
-            sent = time.perf_counter()
+        loaded = time.perf_counter() - started
+        answers, sent = [], time.perf_counter()
+        for prompt in prompts:
+            fitting = min(max_new_tokens, int(DEMO_LMI["n_positions"]) - prompt_tokens(model_dir, prompt))
+            parameters = {**SAMPLE_PARAMETERS, "max_new_tokens": fitting, "details": True}
+            payload = {"inputs": prompt, "parameters": parameters}
+            print(f"== invoke {label}: POST {url}/invocations {json.dumps(payload)[:160]}...", flush=True)
             status, answer = _post(url + "/invocations", payload)
-            timings["invoke"] = time.perf_counter() - sent
             if status != 200:
                 raise SystemExit(f"demo: the server answered {status}: {answer}")
-            if answer.get("generated_text", "").strip():
-                break
-        return answer
+            answers.append(answer)
+        return answers, {"load until /ping": loaded, f"{len(prompts)} invocations": time.perf_counter() - sent}
     finally:
         server.terminate()
         try:
@@ -168,14 +174,93 @@ def serve_and_ask(model_dir: Path, properties: Path, work: Path, timings: dict, 
         log.close()
 
 
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+(?:[-'][a-z0-9]+)*", text.lower())
+
+
+def question_of(instruction: str) -> str:
+    """The question without the Llama 2 markers and the <<SYS>> block."""
+    text = instruction.split("<</SYS>>")[-1]
+    return text.replace("<s>", "").replace("[INST]", "").replace("[/INST]", "").strip()
+
+
+def closest_row(question: str, rows: list[dict]) -> dict:
+    """The dataset row whose question shares the most words with this one (Jaccard; the first on a tie)."""
+    asked = set(words(question))
+
+    def similarity(row: dict) -> float:
+        theirs = set(words(question_of(row["instruction"])))
+        return len(asked & theirs) / max(1, len(asked | theirs))
+
+    return max(rows, key=similarity)
+
+
+def answer_overlap(answer: str, reference: str) -> float:
+    """Word-set F1 of an answer against a reference answer: 1.0 says the same words, 0.0 none of them."""
+    said, wanted = set(words(answer)), set(words(reference))
+    common = len(said & wanted)
+    if not common:
+        return 0.0
+    precision, recall = common / len(said), common / len(wanted)
+    return 2 * precision * recall / (precision + recall)
+
+
+def read_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def pretrained_base(cache: Path, steps: int, timings: dict[str, float]) -> Path:
+    """The cached pretrained base of qlora_pretrain.py, built on first use."""
+    sys.path.insert(0, str(QLORA))
+    from qlora_pretrain import PretrainSettings, ensure_pretrained_base
+
+    started = time.perf_counter()
+    print(f"== pretrained base: qlora_pretrain.ensure_pretrained_base({cache}) ({steps} steps unless cached)",
+          flush=True)
+    base = ensure_pretrained_base(cache, settings=PretrainSettings(steps=steps))
+    timings["pretrained base"] = time.perf_counter() - started
+    report = json.loads((base / "pretrain_report.json").read_text(encoding="utf-8"))
+    print(f"   {base}: {report['parameters']} parameters, {report['steps']} steps in {report['train_seconds']} s, "
+          f"held-out corpus loss {report['eval_loss_before']} -> {report['eval_loss_after']}", flush=True)
+    return base
+
+
+def _show(prompts: list[str], answers: dict[str, list[dict]], reference: dict, report: dict) -> None:
+    closest = question_of(reference["instruction"])
+    print(f"\n== the dataset's answer to the question closest to the seed's ({closest!r})")
+    print(reference["response"])
+    for index, prompt in enumerate(prompts):
+        print(f"\n== prompt {index + 1}\n{prompt}")
+        for label, per_prompt in answers.items():
+            answer = per_prompt[index]
+            details = answer.get("details", {})
+            print(f"-- {label} answer (greedy; word overlap with the dataset's answer {answer['overlap']:.2f}; "
+                  f"finish_reason {details.get('finish_reason')}, {details.get('generated_tokens')} tokens)")
+            print(answer.get("generated_text", "").strip() or "(empty)")
+    curve = [point["loss"] for point in (report.get("loss_curve") or {}).get("train", [])]
+    loss = (report.get("train_metrics") or {}).get("train_loss")
+    if curve:
+        print(f"\nQLoRA train_loss {curve[0]:.2f} -> {curve[-1]:.2f} (mean {loss:.2f})")
+
+
+def _show_timings(timings: dict[str, float], report: dict) -> None:
+    print("\n== timings")
+    for step, seconds in timings.items():
+        print(f"{step:<36}{seconds:8.1f} s")
+        if step.startswith("qlora"):
+            for phase, phase_seconds in (report.get("durations_seconds") or {}).items():
+                print(f"  {phase:<34}{phase_seconds:8.1f} s")
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default=str(ROOT / "build" / "demo"), help="wiped and rebuilt on every run")
+    parser.add_argument("--cache", default=str(ROOT / "build" / "pretrained"), help="pretrained bases, kept")
     parser.add_argument("--data", default=str(DATA), help="instruction JSONL to fine-tune on")
-    parser.add_argument("--max-steps", type=int, default=20, help="QLoRA optimizer steps")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed of the sample request")
+    parser.add_argument("--pretrain-steps", type=int, default=300, help="full-training steps of the base")
+    parser.add_argument("--max-steps", type=int, default=300, help="QLoRA optimizer steps")
     parser.add_argument(
-        "--max-new-tokens", type=int, default=300, help="the sample's max_new_tokens, capped to fit n_positions"
+        "--max-new-tokens", type=int, default=80, help="the sample's max_new_tokens, capped to fit n_positions"
     )
     parser.add_argument("--verbose", action="store_true", help="show the output of every step")
     args = parser.parse_args(argv)
@@ -190,9 +275,8 @@ def main(argv: list[str] | None = None) -> dict:
     # second OpenMP thread spin-waits for a core (measured: 8 QLoRA steps 8 s with one thread, 75 s with two).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-    base, trained = work / "base", work / "train"
-    _run("tiny model", [sys.executable, str(QLORA / "qlora_tiny.py"), "--out", str(base), "--data", args.data],
-         timings, quiet)  # fmt: skip
+    base = pretrained_base(Path(args.cache).resolve(), args.pretrain_steps, timings)
+    trained = work / "train"
     _run(
         "qlora train + merge",
         [sys.executable, str(QLORA / "train.py"), "--model_id", str(base), "--train_data", args.data,
@@ -201,7 +285,6 @@ def main(argv: list[str] | None = None) -> dict:
         quiet,
     )  # fmt: skip
     report = json.loads((trained / "training_report.json").read_text(encoding="utf-8"))
-    model_dir = trained / "model"
 
     model_name, values = lmi_values()
     template = ROOT / "serving_artifacts" / model_name / "serving.properties"
@@ -209,26 +292,23 @@ def main(argv: list[str] | None = None) -> dict:
         template = ROOT / "serving_artifacts" / DEFAULT_MODEL_NAME / "serving.properties"
     properties = work / "serving.properties"
     properties.write_text(render_properties(template, values))
-    answer = serve_and_ask(model_dir, properties, work, timings, args)
+    reference = closest_row(question_of(SAMPLE_PROMPT), read_rows(Path(args.data)))
+    # The seed's prompt (a paraphrase, with a system prompt), then the dataset's own question in the same format.
+    prompts = [SAMPLE_PROMPT, f"<s>[INST] {reference['instruction']} [/INST]"]
+    answers = {}
+    for label, model_dir in (("base", base), ("fine-tuned", trained / "model")):
+        answers[label], served = serve_and_ask(model_dir, properties, work, label, prompts, args.max_new_tokens)
+        for answer in answers[label]:
+            answer["overlap"] = answer_overlap(answer.get("generated_text", ""), reference["response"])
+        timings.update({f"serve {label} ({phase})": seconds for phase, seconds in served.items()})
     timings["total"] = time.perf_counter() - total
 
-    details = answer.get("details", {})
-    print("\n== prompt\n" + SAMPLE_PROMPT)
-    print("\n== answer\n" + answer.get("generated_text", ""))
-    print(f"\n(finish_reason {details.get('finish_reason')}, {details.get('generated_tokens')} tokens)")
-    loss = (report.get("train_metrics") or {}).get("train_loss")
-    print(f"train_loss {loss}" if loss is not None else "")
-    print("\n== timings")
-    for step, seconds in timings.items():
-        print(f"{step:<28}{seconds:8.1f} s")
-        if step.startswith("qlora"):
-            for phase, phase_seconds in (report.get("durations_seconds") or {}).items():
-                print(f"  {phase:<26}{phase_seconds:8.1f} s")
-    tokens = details.get("generated_tokens") or 0
-    if tokens and timings.get("invoke"):
-        print(f"{'generation speed':<28}{tokens / timings['invoke']:8.1f} tokens/s")
-    (work / "demo_result.json").write_text(json.dumps({"answer": answer, "timings": timings}, indent=2))
-    return {"answer": answer, "timings": timings}
+    _show(prompts, answers, reference, report)
+    _show_timings(timings, report)
+    result = {"prompts": prompts, "answers": answers, "reference": reference, "timings": timings,
+              "base_model": str(base)}
+    (work / "demo_result.json").write_text(json.dumps(result, indent=2))
+    return result
 
 
 if __name__ == "__main__":

@@ -45,6 +45,32 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 512, chat_template: 
     return wrapped
 
 
+def tiny_llama_config(
+    tokenizer,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    intermediate_size: int = 128,
+    max_position_embeddings: int = 512,
+    model_vocab_size: int | None = None,
+):
+    """A small LlamaConfig sized to the tokenizer; keep hidden and intermediate sizes multiples of 64 (NF4 on CPU)."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=max(len(tokenizer), model_vocab_size or 0),
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        max_position_embeddings=max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=False,
+    )
+
+
 def build_tiny_llama(
     out_dir: str | Path,
     vocab_texts: Iterable[str],
@@ -64,22 +90,12 @@ def build_tiny_llama(
     model_vocab_size: embedding rows, when larger than the tokenizer (e.g. Llama 2's 32000 for a benchmark).
     """
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     template = TINY_CHAT_TEMPLATE if chat_template is True else (chat_template or None)
     tokenizer = train_tokenizer(vocab_texts, vocab_size=vocab_size, chat_template=template)
-    config = LlamaConfig(
-        vocab_size=max(len(tokenizer), model_vocab_size or 0),
-        hidden_size=hidden_size,
-        intermediate_size=intermediate_size,
-        num_hidden_layers=num_layers,
-        num_attention_heads=num_heads,
-        num_key_value_heads=num_heads,
-        max_position_embeddings=max_position_embeddings,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=False,
-    )
+    config = tiny_llama_config(tokenizer, hidden_size, num_layers, num_heads, intermediate_size,
+                               max_position_embeddings, model_vocab_size)
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
     out = Path(out_dir)
@@ -89,7 +105,7 @@ def build_tiny_llama(
     return out
 
 
-def _texts_from_file(path: str) -> list[str]:
+def texts_from_file(path: str) -> list[str]:
     """Every string value of every row, so the tokenizer sees both text and instruction data."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from qlora_rows import read_rows
@@ -108,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = build_tiny_llama(
         args.out,
-        _texts_from_file(args.data),
+        texts_from_file(args.data),
         chat_template=args.chat_template,
         vocab_size=args.vocab_size,
         hidden_size=args.hidden_size,

@@ -1,4 +1,4 @@
-"""`make demo` end to end: tiny model, QLoRA train + merge, local server, the seed's sample prompt."""
+"""`make demo` end to end: pretrained tiny base, QLoRA train + merge, local server, the seed's prompt to both."""
 
 from __future__ import annotations
 
@@ -13,24 +13,44 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
-def test_demo_answers_the_sample_prompt(tmp_path):
-    work = tmp_path / "demo"
-    result = subprocess.run(
-        [sys.executable, "tools/demo.py", "--workdir", str(work), "--max-steps", "2", "--max-new-tokens", "40"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+def test_demo_answers_the_sample_prompt_with_the_base_and_the_fine_tuned_model(tmp_path):
+    work, cache = tmp_path / "demo", tmp_path / "pretrained"
+    argv = [sys.executable, "tools/demo.py", "--workdir", str(work), "--cache", str(cache),
+            "--pretrain-steps", "20", "--max-steps", "2", "--max-new-tokens", "40"]
+    result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     demo = json.loads((work / "demo_result.json").read_text())
-    assert demo["answer"]["generated_text"].strip(), "the answer must be non-empty text"
-    assert demo["answer"]["details"]["generated_tokens"] >= 1
-    assert "== answer" in result.stdout and "== timings" in result.stdout
+    assert set(demo["answers"]) == {"base", "fine-tuned"}
+    assert demo["prompts"][0].endswith("What is a machine learning? [/INST]")
+    assert demo["prompts"][1] == "<s>[INST] What is machine learning? [/INST]"
+    for label, answers in demo["answers"].items():
+        assert len(answers) == 2
+        assert all(answer["details"]["generated_tokens"] >= 1 and 0 <= answer["overlap"] <= 1 for answer in answers)
+        port = int((work / f"server-{label}.port").read_text())  # written by the server once /ping answered
+        assert f"listening on http://127.0.0.1:{port}" in (work / f"server-{label}.log").read_text()
+    assert demo["reference"]["instruction"] == "What is machine learning?"
+    assert "-- base answer" in result.stdout and "-- fine-tuned answer" in result.stdout
+    assert "== timings" in result.stdout
+    assert Path(demo["base_model"]).parent == cache
     properties = (work / "serving.properties").read_text()
     assert "option.n_positions=512" in properties and "{{" not in properties
-    port = int((work / "server.port").read_text())  # written by the server once /ping answered
-    assert f"listening on http://127.0.0.1:{port}" in (work / "server.log").read_text()
+
+
+def test_the_sample_prompts_closest_dataset_question_is_what_is_machine_learning():
+    from tools import demo
+
+    rows = demo.read_rows(ROOT / "data" / "instructions.jsonl")
+    assert demo.question_of(demo.SAMPLE_PROMPT) == "What is a machine learning?"
+    assert demo.closest_row(demo.question_of(demo.SAMPLE_PROMPT), rows)["instruction"] == "What is machine learning?"
+
+
+def test_answer_overlap_is_word_f1():
+    from tools import demo
+
+    assert demo.answer_overlap("Machine learning is data.", "machine learning is a field") == pytest.approx(
+        2 * (3 / 4) * (3 / 5) / (3 / 4 + 3 / 5))
+    assert demo.answer_overlap("", "anything") == 0.0
+    assert demo.answer_overlap("the same words", "words the same") == 1.0
 
 
 def test_shipped_dataset_is_a_few_hundred_instruction_rows():
