@@ -20,7 +20,7 @@ APP_STAMP := $(APP_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps app-deps synth deploy test lint clean review cost actionlint demo invoke train loadtest
+.PHONY: help deps app-deps synth deploy pipeline test lint clean review cost actionlint demo invoke train loadtest
 TARGET ?= local
 
 help:
@@ -28,6 +28,9 @@ help:
 	@echo "make deploy [ENV=] [TARGET=local|aws] [KEEP=1]"
 	@echo "                             local (default): deploy cdk.out to a moto emulator on 127.0.0.1 and check it"
 	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
+	@echo "make pipeline [PIPELINE=training|pruning]"
+	@echo "                             the local environment on the emulator, one workflow run end to end (jobs run"
+	@echo "                             locally), then the trained model served and asked the seed prompt"
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff only"
@@ -77,6 +80,14 @@ deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 	  aws) npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
 	  *) echo "make deploy: TARGET must be local or aws, got '$(TARGET)'" >&2; exit 2 ;; \
 	esac
+
+PIPELINE ?= training
+
+# The emulator holds the workflows' job runner in its own process, so one target deploys and runs.
+pipeline: $(VENV_STAMP) $(NODE_STAMP)
+	rm -rf cdk.out
+	npx cdk synth --quiet -c env=local --output cdk.out --app "$(PY) app.py"
+	$(PY) tools/pipeline.py --cdk-out cdk.out --env local --workflow $(PIPELINE)
 
 invoke: deps
 	$(PY) tools/invoke.py $(if $(URL),--url $(URL),--env $(ENV)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(PROMPT),--prompt "$(PROMPT)")

@@ -225,7 +225,7 @@ def pretrained_base(cache: Path, steps: int, timings: dict[str, float]) -> Path:
     return base
 
 
-def _show(prompts: list[str], answers: dict[str, list[dict]], reference: dict, report: dict) -> None:
+def show_answers(prompts: list[str], answers: dict[str, list[dict]], reference: dict, report: dict) -> None:
     closest = question_of(reference["instruction"])
     print(f"\n== the dataset's answer to the question closest to the seed's ({closest!r})")
     print(reference["response"])
@@ -250,6 +250,28 @@ def _show_timings(timings: dict[str, float], report: dict) -> None:
         if step.startswith("qlora"):
             for phase, phase_seconds in (report.get("durations_seconds") or {}).items():
                 print(f"  {phase:<34}{phase_seconds:8.1f} s")
+
+
+def ask_both(base: Path, fine_tuned: Path, work: Path, data: Path, max_new_tokens: int,
+             timings: dict[str, float]) -> tuple[list[str], dict[str, list[dict]], dict]:
+    """(prompts, answers per model, the dataset row closest to the seed's question): the base and then the
+    fine-tuned model, each served by the LMI-contract server with the same serving.properties."""
+    model_name, values = lmi_values()
+    template = ROOT / "serving_artifacts" / model_name / "serving.properties"
+    if not template.is_file():
+        template = ROOT / "serving_artifacts" / DEFAULT_MODEL_NAME / "serving.properties"
+    properties = work / "serving.properties"
+    properties.write_text(render_properties(template, values))
+    reference = closest_row(question_of(SAMPLE_PROMPT), read_rows(data))
+    # The seed's prompt (a paraphrase, with a system prompt), then the dataset's own question in the same format.
+    prompts = [SAMPLE_PROMPT, f"<s>[INST] {reference['instruction']} [/INST]"]
+    answers = {}
+    for label, model_dir in (("base", base), ("fine-tuned", fine_tuned)):
+        answers[label], served = serve_and_ask(model_dir, properties, work, label, prompts, max_new_tokens)
+        for answer in answers[label]:
+            answer["overlap"] = answer_overlap(answer.get("generated_text", ""), reference["response"])
+        timings.update({f"serve {label} ({phase})": seconds for phase, seconds in served.items()})
+    return prompts, answers, reference
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -286,24 +308,11 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     report = json.loads((trained / "training_report.json").read_text(encoding="utf-8"))
 
-    model_name, values = lmi_values()
-    template = ROOT / "serving_artifacts" / model_name / "serving.properties"
-    if not template.is_file():
-        template = ROOT / "serving_artifacts" / DEFAULT_MODEL_NAME / "serving.properties"
-    properties = work / "serving.properties"
-    properties.write_text(render_properties(template, values))
-    reference = closest_row(question_of(SAMPLE_PROMPT), read_rows(Path(args.data)))
-    # The seed's prompt (a paraphrase, with a system prompt), then the dataset's own question in the same format.
-    prompts = [SAMPLE_PROMPT, f"<s>[INST] {reference['instruction']} [/INST]"]
-    answers = {}
-    for label, model_dir in (("base", base), ("fine-tuned", trained / "model")):
-        answers[label], served = serve_and_ask(model_dir, properties, work, label, prompts, args.max_new_tokens)
-        for answer in answers[label]:
-            answer["overlap"] = answer_overlap(answer.get("generated_text", ""), reference["response"])
-        timings.update({f"serve {label} ({phase})": seconds for phase, seconds in served.items()})
+    prompts, answers, reference = ask_both(base, trained / "model", work, Path(args.data), args.max_new_tokens,
+                                           timings)
     timings["total"] = time.perf_counter() - total
 
-    _show(prompts, answers, reference, report)
+    show_answers(prompts, answers, reference, report)
     _show_timings(timings, report)
     result = {"prompts": prompts, "answers": answers, "reference": reference, "timings": timings,
               "base_model": str(base)}

