@@ -4,7 +4,8 @@
 EMULATION, not AWS: moto on 127.0.0.1 accepts the same templates and the same assets, creates what
 it models (buckets, keys, roles, state machines, rules, topics, SageMaker models/configs/endpoints)
 and skips what it does not (alarms, autoscaling, bucket policies); the skipped resources are listed.
-No model runs on the emulated endpoint: `make demo` serves the model locally with the LMI contract.
+No model runs on the emulated endpoint; `make pipeline` runs the workflows on the same emulator and serves
+the trained model locally with the LMI contract.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from stacks.config import load_config  # noqa: E402
+from stacks.shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX, PRUNING_DATASETS_PREFIX  # noqa: E402
 from tools import demo  # noqa: E402
 from tools.deploy_local import deploy  # noqa: E402
 from tools.local_aws import LocalAws, hub_cache  # noqa: E402
@@ -38,8 +39,8 @@ from tools.local_aws.emulator import DeployError  # noqa: E402
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 NAS_DATA = ROOT / "training_code" / "nas" / "sample_data"
-TRAINING_DATASET = "datasets/instructions/"
-PRUNING_DATASET = "pruning-datasets/nas/"
+TRAINING_DATASET = f"{DATASETS_PREFIX}instructions/"
+PRUNING_DATASET = f"{PRUNING_DATASETS_PREFIX}nas/"
 SHARDS = 3
 TIME_SCALE = 0.01  # workflow Wait/Retry intervals run 100x faster here (the real lengths are printed)
 
@@ -56,7 +57,7 @@ def shards(path: Path, count: int) -> list[tuple[str, bytes]]:
     rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     parts = [("\n".join(rows[i::count]) + "\n").encode() for i in range(count)]
     files = [(f"{TRAINING_DATASET}train-{i:05d}.jsonl", body) for i, body in enumerate(parts)]
-    return files + [(f"{TRAINING_DATASET}_READY", b"")]
+    return files + [(f"{TRAINING_DATASET}{DATASET_READY_MARKER}", b"")]
 
 
 def upload_folder(aws: LocalAws, folder: Path, bucket: str, prefix: str) -> int:

@@ -102,6 +102,9 @@ class PruningConfig:
         "ml.c5.xlarge", pattern=INSTANCE_TYPE, hint="latency is measured here: use the serving instance family"
     )
     trial_max_runtime_minutes: int = setting(60, ge=5, le=1440)
+    trial_hyperparameters: dict[str, str] = setting(
+        {}, hint="evaluate_subnetwork.py flags every trial gets, e.g. latency-repeats"
+    )
     max_jobs: int = setting(100, ge=1, le=750, hint="trials of the tuning job")
     max_parallel_jobs: int = setting(10, ge=1, le=100)
     objectives: Literal["validation_error,num_parameters", "validation_error,latency_ms"] = setting(
@@ -138,6 +141,7 @@ class PruningConfig:
         clash = sorted(reserved & set(self.supernet_hyperparameters))
         if clash:
             fail(f"supernet_hyperparameters.{clash[0]}", "is set by the stack (paths from SageMaker, search_space)")
+        self._check_trial_hyperparameters(fail)
         model = self.supernet_hyperparameters.get("model-name-or-path")
         if model in KNOWN_MODEL_CONFIGS:
             from ..code_contract.nas import model_dims_problem
@@ -148,3 +152,20 @@ class PruningConfig:
                 fail(problem.split(" ", 1)[0], f"{problem} ({model}): type the model's dimensions")
         if self.minimise == "latency_ms" and "latency_ms" not in self.objectives:
             fail("minimise", "latency_ms needs objectives: validation_error,latency_ms")
+
+
+    def _check_trial_hyperparameters(self, fail) -> None:
+        """Trial flags: the split comes from nas_supernet.json, the tuned values and paths from the tuning job."""
+        from ..code_contract.nas import parameter_ranges
+
+        ranges = parameter_ranges(self.search_space, self.num_layers, self.num_heads, self.intermediate_size)
+        tuned = {r["Name"] for kind in ranges.values() for r in kind}
+        reserved = {"search-space", "dataset", "split-seed", "validation-fraction", "data-dir", "model-dir",
+                    "output-data-dir"} | tuned
+        for name in sorted(self.trial_hyperparameters):
+            if name in reserved:
+                fail(f"trial_hyperparameters.{name}", "is set per trial by the stack or the tuning job (the split "
+                     "comes from nas_supernet.json, the sub-network from the ranges): remove it")
+            if not HYPERPARAMETER_NAME.fullmatch(name):
+                fail(f"trial_hyperparameters.{name}", "expected an evaluate_subnetwork.py flag name (lower-case, "
+                     "dashes), e.g. latency-repeats")

@@ -1,7 +1,8 @@
 """A local AWS emulator (moto) that deploys the real synthesized templates: emulation, not AWS.
 
-Used by `make deploy TARGET=local` and by the deploy tests. What moto does not model (alarms,
-autoscaling, bucket policies, `.sync` Step Functions tasks) is skipped by moto itself; see README.
+Used by `make deploy TARGET=local`, `make pipeline` and the deploy and workflow tests. The state machines
+execute, their SageMaker jobs run locally (job_runner.py, sagemaker_sync.py); what moto does not model
+(alarms, autoscaling, bucket policies) is skipped by moto itself; see README, Local emulation.
 """
 
 from tools.cloud_assembly import CloudAssemblyReader, StackArtifact

