@@ -106,19 +106,21 @@ def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable
     say(f"model: {result['model_s3_uri']} (SSM {result['model_parameter']} = {recorded})")
     model = work / "model"
     say(f"downloaded {download_prefix(aws, result['model_s3_uri'], model)} file(s) to {model}")
-    report = training_report(aws, result["model_s3_uri"].replace("/output/model/", "/output/output.tar.gz"))
+    output_tarball = result["model_s3_uri"].replace("/output/model/", "/output/output.tar.gz")
+    report = json_in_tarball(aws, output_tarball, "training_report.json")
     prompts, answers, reference = demo.ask_both(base, model, work, demo.DATA, 80, {})
     demo.show_answers(prompts, answers, reference, report)
     return {"execution": result, "ssm": recorded, "prompts": prompts, "answers": answers, "base_model": str(base)}
 
 
-def training_report(aws: LocalAws, output_tarball: str) -> dict:
-    """training_report.json from the job's output.tar.gz (SageMaker packs output/data there)."""
+def json_in_tarball(aws: LocalAws, uri: str, file_name: str) -> dict:
+    """One JSON file of a job's tarball in S3 (training_report.json in output.tar.gz, where SageMaker packs
+    output/data; nas_export.json in the pruned model.tar.gz), or {} when it has none."""
     import io
     import tarfile
 
-    with tarfile.open(fileobj=io.BytesIO(_read(aws, output_tarball))) as archive:
-        member = next((m for m in archive.getmembers() if m.name.endswith("training_report.json")), None)
+    with tarfile.open(fileobj=io.BytesIO(_read(aws, uri))) as archive:
+        member = next((m for m in archive.getmembers() if m.name.endswith(file_name)), None)
         return json.loads(archive.extractfile(member).read()) if member else {}
 
 
@@ -141,8 +143,15 @@ def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[
         size = aws.client("s3").head_object(Bucket=b, Key=key)["ContentLength"]
         say(f"{label}: {result[label]} ({size / 1e6:.1f} MB)")
     pareto = json.loads(_read(aws, result["pareto_s3_uri"]))
-    say(f"trials: {result['trials']}; Pareto front: {len(pareto.get('front', pareto))} point(s)")
-    return {"execution": result}
+    unpruned = pareto.get("unpruned") or {}
+    say(f"trials: {result['trials']}; Pareto front: {len(pareto.get('pareto', []))} of {pareto.get('num_trials')} "
+        f"trial(s); unpruned validation error {unpruned.get('validation_error')} "
+        f"({unpruned.get('validation_error_source')})")
+    export = json_in_tarball(aws, result["model_s3_uri"], "nas_export.json")
+    say(f"exported pick: {export.get('subnet')}, {export.get('num_parameters')} parameters, validation error "
+        f"{export.get('validation_error')} ({export.get('selection')})")
+    return {"execution": result, "export": export}
+
 
 
 def _read(aws: LocalAws, uri: str) -> bytes:
