@@ -29,7 +29,9 @@ def test_padding_does_not_change_a_pairs_logits(mean_classifier):
     assert batch["attention_mask"].min() == 0  # the shorter pair really is padded
     with torch.no_grad():
         together = model(**batch).logits
-        alone = [model(**tokenizer(p, h, return_tensors="pt")).logits[0] for p, h in zip(PREMISES, HYPOTHESES)]
+        alone = [
+            model(**tokenizer(p, h, return_tensors="pt")).logits[0] for p, h in zip(PREMISES, HYPOTHESES, strict=True)
+        ]
     torch.testing.assert_close(together, torch.stack(alone), atol=1e-5, rtol=0)
 
 
