@@ -81,6 +81,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="after the teacher epochs, order each layer's heads and FFN units by importance, so the "
         "prefixes sub-networks keep are the important ones",
     )
+    parser.add_argument(
+        "--importance-rows",
+        type=int,
+        default=None,
+        help="rewiring scores heads/units on the first N training rows (default: all of them)",
+    )
     parser.add_argument("--learning-rate", type=float, default=2e-5)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-length", type=int, default=128)
@@ -106,6 +112,7 @@ def settings_from_args(args) -> TrainSettings:
         max_steps=args.max_steps,
         teacher_epochs=args.teacher_epochs,
         rewire=args.rewire == "true",
+        importance_rows=args.importance_rows,
     )
 
 
