@@ -76,7 +76,7 @@ def train(args, seed: int, folder: Path) -> float:
         "--teacher-epochs", str(args.teacher_epochs), "--learning-rate", str(args.learning_rate),
         "--batch-size", str(args.batch_size), "--max-length", str(args.max_length), "--seed", str(seed),
         "--num-random-subnets", str(args.num_random_subnets), "--importance-rows", str(args.importance_rows),
-        "--num-threads", str(args.num_threads),
+        "--num-threads", str(args.num_threads), "--checkpoint-dir", str(folder.parent / "checkpoints"),
     ]  # fmt: skip
     if args.max_steps:
         argv += ["--max-steps", str(args.max_steps)]
