@@ -112,6 +112,9 @@ class PruningConfig:
     )
     max_error_increase: float = setting(0.01, ge=0, le=1, hint="export: budget above the unpruned error")
     minimise: Literal["num_parameters", "latency_ms"] = setting("num_parameters", hint="export: within the budget")
+    quantize: Literal["none", "dynamic_int8"] = setting(
+        "none", hint="export: dynamic_int8 serves the pruned model's Linear layers in int8 (handler, at load)"
+    )
     helper_instance_type: str = setting("ml.m5.large", pattern=INSTANCE_TYPE, hint="selection and export jobs")
     volume_size_gb: int = setting(30, ge=5, le=1024)
     image_uri: str | None = setting(None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table")

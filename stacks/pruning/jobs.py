@@ -115,6 +115,7 @@ def _result_jobs(
         hyperparameters={
             "max-error-increase": str(pruning.max_error_increase),
             "minimise": pruning.minimise,
+            "quantize": pruning.quantize,
             "inference-code-dir": ENCODER_CODE_IN_JOB,
             "base-output-s3-uri.$": run_uri(bucket_name, "base/model.tar.gz"),
             "sagemaker_program": EXPORT_PROGRAM,

@@ -91,17 +91,27 @@ def load_data(args) -> dict:
     return splits
 
 
-def load_classifier(path: str | Path):
-    """A BERT sequence classifier and its tokenizer from a local folder (never the hub for local paths)."""
-    from nas_data import LABELS
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def load_classifier(path: str | Path, pooling: str | None = None):
+    """A BERT sequence classifier and its tokenizer from a local folder (never the hub for local paths).
 
-    model = AutoModelForSequenceClassification.from_pretrained(
-        path,
-        num_labels=len(LABELS),
-        id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)},
-    )
+    ``pooling`` ("cls" or "mean") is the head's pooling for a fresh head; None keeps the folder's own
+    (``classifier_pooling`` in its config.json, [CLS] if absent). Mean pooling needs our model class."""
+    from nas_data import LABELS
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    labels = {
+        "num_labels": len(LABELS),
+        "id2label": dict(enumerate(LABELS)),
+        "label2id": {label: i for i, label in enumerate(LABELS)},
+    }
+    config = AutoConfig.from_pretrained(path, **labels)
+    if (pooling or getattr(config, "classifier_pooling", "cls")) == "mean":
+        from nas_pruned_bert import PrunedBertForSequenceClassification
+
+        config.classifier_pooling = "mean"
+        model = PrunedBertForSequenceClassification.from_pretrained(path, config=config)
+    else:
+        model = AutoModelForSequenceClassification.from_pretrained(path, config=config)
     return model.eval(), AutoTokenizer.from_pretrained(path)
 
 

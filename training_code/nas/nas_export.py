@@ -3,7 +3,8 @@
 Heads and units are kept as prefixes, so pruning slices the first ``h * head_size`` rows of Q/K/V (and
 columns of the attention output projection), the first ``u`` FFN units, and drops the trailing layers.
 When every kept layer has all heads and the same unit count the result is a plain ``BertConfig`` model;
-otherwise it is a ``PrunedBertForSequenceClassification`` whose code travels with the weights.
+otherwise (or with a mean-pooling head) it is a ``PrunedBertForSequenceClassification`` whose code
+travels with the weights.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ EXPORT_METADATA = "nas_export.json"
 
 
 def is_plain_bert(super_config, subnet: SubnetConfig) -> bool:
+    """A plain ``BertForSequenceClassification`` computes it: [CLS] head, all heads, one FFN width."""
+    if getattr(super_config, "classifier_pooling", "cls") != "cls":
+        return False
     return all(h == super_config.num_attention_heads for h in subnet.heads) and len(set(subnet.units)) <= 1
 
 

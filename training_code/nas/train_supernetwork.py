@@ -58,6 +58,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="fewest layers of a sub-network trained per step (0: the space's 0-layer smallest network, "
         "whose [CLS] vector ignores the input)",
     )
+    parser.add_argument(
+        "--classifier-pooling",
+        choices=("cls", "mean"),
+        default="cls",
+        help="what the fresh classifier head reads: [CLS] through the pooler (BERT) or the mean of the token "
+        "vectors (models trained with mean pooling, such as MiniLM-L6 sentence-transformers)",
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="distillation temperature (kd)")
     parser.add_argument("--epochs", type=int, default=5, help="all epochs, the teacher epochs included")
     parser.add_argument(
@@ -73,6 +80,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="true",
         help="after the teacher epochs, order each layer's heads and FFN units by importance, so the "
         "prefixes sub-networks keep are the important ones",
+    )
+    parser.add_argument(
+        "--importance-rows",
+        type=int,
+        default=None,
+        help="rewiring scores heads/units on the first N training rows (default: all of them)",
     )
     parser.add_argument("--learning-rate", type=float, default=2e-5)
     parser.add_argument("--batch-size", type=int, default=8)
@@ -99,6 +112,7 @@ def settings_from_args(args) -> TrainSettings:
         max_steps=args.max_steps,
         teacher_epochs=args.teacher_epochs,
         rewire=args.rewire == "true",
+        importance_rows=args.importance_rows,
     )
 
 
@@ -116,16 +130,21 @@ def resume_point(checkpoint_dir: str | None):
     return folder, state["epoch"] + 1, state
 
 
-def initial_model(path, seed: int):
+def initial_model(path, seed: int, pooling: str | None = None):
     """The encoder with its fresh classifier head drawn from ``seed`` (the head is built while loading,
     so the seed must be set before it, not only before the first epoch)."""
     import torch
 
     torch.manual_seed(seed)
-    return load_classifier(path)
+    return load_classifier(path, pooling)
 
 
 def save_supernet(model, tokenizer, folder: Path, metadata: dict) -> None:
+    """Our model class (mean pooling) is saved with its code (``auto_map``), as the exports are."""
+    from nas_pruned_bert import PrunedBertForSequenceClassification
+
+    if isinstance(model, PrunedBertForSequenceClassification):
+        type(model).register_for_auto_class("AutoModelForSequenceClassification")
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     write_json(folder / SUPERNET_METADATA, metadata)
@@ -144,7 +163,9 @@ def main(argv=None) -> int:
         raise SystemExit(f"train_supernetwork.py: {error}") from None
     splits = load_data(args)
     resume_folder, start_epoch, optimizer_state = resume_point(args.checkpoint_dir)
-    model, tokenizer = initial_model(resume_folder or args.model_name_or_path, args.seed)
+    model, tokenizer = initial_model(
+        resume_folder or args.model_name_or_path, args.seed, None if resume_folder else args.classifier_pooling
+    )
     num_parameters = count_model_parameters(model)
     dims = model_dims(model.config)
     metadata = {
@@ -154,6 +175,7 @@ def main(argv=None) -> int:
         "teacher_epochs": settings.teacher_epochs,
         "rewired": any(phase.rewire_after for phase in training_phases(settings)),
         "max_length": args.max_length,
+        "classifier_pooling": args.classifier_pooling,
         "dims": asdict(dims),
         "num_parameters": num_parameters,
         "dataset": args.dataset,

@@ -91,7 +91,7 @@ def non_default_states(tmp_path_factory):
 
     config = load_config("dev", ROOT / "config")
     pruning = dataclasses.replace(config.pruning, search_space="per_layer", objectives="validation_error,latency_ms",
-                                  minimise="latency_ms", max_error_increase=0.02)
+                                  minimise="latency_ms", max_error_increase=0.02, quantize="dynamic_int8")
     changed = replaced(config, pruning=pruning)
     template = templates(synth(changed, tmp_path_factory.mktemp("cdk-pruning-settings")))["Pruning"]
     return definition(template)["States"]
@@ -103,7 +103,7 @@ def test_the_configured_settings_reach_the_scripts(non_default_states, channels)
     assert (select.search_space, select.objectives) == ("per_layer", "validation_error,latency_ms")
     hyperparameters, names = _job(non_default_states, "Export")
     _, export = check_command_line(EXPORT, hyperparameters, {n: channels[n] for n in names})
-    assert (export.minimise, export.max_error_increase) == ("latency_ms", 0.02)
+    assert (export.minimise, export.max_error_increase, export.quantize) == ("latency_ms", 0.02, "dynamic_int8")
     hyperparameters, names = _job(non_default_states, "Tune")
     ((trial, _dims),) = check_command_line(TRIAL, hyperparameters, {n: channels[n] for n in names})
     assert trial.search_space == "per_layer"

@@ -1,24 +1,25 @@
-"""Writes the shipped sentence-pair files: an entailment task hard in the ways GLUE RTE is hard.
+"""Writes the shipped sentence-pair files: an entailment task that word matching does not solve and that
+a small transformer learns within a CPU budget.
 
 No PyPI package ships a real sentence-pair dataset, so the shipped task is generated (run once; the JSONL
-files are committed). The previous templates were solved by word matching (bag-of-words 99.9 %); here
-every construction is built so that the words alone do not give the label away:
+files are committed). The first templates were solved by word matching (bag-of-words 99.9 %). In every
+construction here the label depends on premise and hypothesis *together*, and every hypothesis form
+occurs with both labels:
 
-- roles: "A hired B" / "B was hired by A" entail each other; "B hired A" and "A was hired by B" use the
-  same words and do not (HANS's subject/object swap and passive traps);
-- embedded clauses: "A knew that B called C" entails "B called C", "A believed that ..." does not, and
-  "A called C" (a subsequence of the premise) is never entailed;
-- negation and implicatives ("did not", "failed to", "managed to", "refused to"): the label depends on
-  the polarity of premise *and* hypothesis together;
-- quantifiers ("all", "most", "some", "none of", "more than 40" / "at least 30"): upward and downward;
-- paraphrases that share few words ("purchased a bicycle" / "bought a bike") against the opposite event
-  phrased either way ("sold a bike" / "got rid of a bicycle");
-- two facts in one premise with the hypothesis mixing their people, places and events.
+- negation: "did not" / "was not" in the premise, the hypothesis, both or neither (active or passive);
+  entailed iff the polarities agree (an XOR no single word gives away);
+- embedded clauses: "A knew that B called C" entails "B called C" (or its passive); "A believed that ..."
+  does not, nor does the clause with its roles swapped under a factive verb;
+- quantifiers: all / some / none of a group in premise and hypothesis; every hypothesis quantifier
+  occurs with both labels equally often;
+- events: the same event in other words ("purchased a bicycle" / "bought a bike") against the opposite
+  event, in the premise's words or others ("sold a bike" / "got rid of a bicycle").
 
-Every premise is padded with RTE-like context (reports, places, times, side facts about other people) to
-RTE's premise length (~40-70 words; 60-120 word pieces per pair), labels are balanced within every
-construction, and every hypothesis form occurs with both labels. Baselines on the shipped split are in
-``bench/README-nas.md`` (``bench/nas_baselines.py``).
+Each premise opens RTE-style ("According to a report published on Monday by a newspaper in Lisbon, ...";
+~33 word pieces per pair). Subject/object swaps, two-fact binding and RTE's full premise length (one or two
+side sentences, ~66 word pieces) were tried and not learned by MiniLM-L6 within a few hundred CPU steps
+(``bench/nas_learnability.py``, ``bench/README-nas.md``), so they are not shipped. Labels are balanced
+within every construction. Baselines: ``bench/nas_baselines.py``.
 
     python training_code/nas/sample_data/generate_pairs.py
 """
@@ -141,13 +142,10 @@ GROUP_EVENTS = (
     "signed the petition", "attended the meeting", "voted for the plan", "took the early train",
     "stayed until the end", "received a bonus", "asked for a refund", "joined the strike",
 )  # fmt: skip
-QUANTIFIER_RULES = [  # (premise quantifier, hypothesis quantifier, entailed?)
-    ("All of the", "Some of the", True), ("All of the", "Most of the", True), ("Most of the", "Some of the", True),
-    ("Some of the", "All of the", False), ("Some of the", "Most of the", False), ("Most of the", "All of the", False),
-    ("None of the", "Some of the", False), ("None of the", "All of the", False), ("All of the", "None of the", False),
-    ("None of the", "Not all of the", True), ("Not all of the", "None of the", False),
-    ("Some of the", "Not all of the", False),
-]  # fmt: skip
+# Entailed (premise quantifier, hypothesis quantifier) pairs; every other pair of the three is not entailed.
+QUANTIFIERS = ("All of the", "Some of the", "None of the")
+QUANTIFIER_ENTAILS = {("All of the", "All of the"), ("All of the", "Some of the"), ("Some of the", "Some of the"),
+                      ("None of the", "None of the")}  # fmt: skip
 CONTEXT_BEFORE = [
     "According to a report published on {day} by a newspaper in {city},",
     "In a statement released late on {day}, officials in {city} said that",
@@ -155,14 +153,6 @@ CONTEXT_BEFORE = [
     "Speaking to reporters in {city} after a long meeting on {day}, a spokesperson confirmed that",
     "As several witnesses in {city} told the police on {day},",
     "During a busy week in {city}, which ended with a public holiday on {day},",
-]
-CONTEXT_AFTER = [
-    "The news spread quickly among the residents of {city}, many of whom had followed the story for weeks.",
-    "{other} later told friends that the weather in {city} had been unusually cold that {day}.",
-    "The event took place a few streets away from the central station of {city}, near the old market.",
-    "A spokesperson for the city of {city} declined to comment on the matter when contacted on {day}.",
-    "{other}, who works for a small company in {city}, said the whole week had been very busy.",
-    "Officials expect a full report to be published in {city} before the end of the month.",
 ]
 
 
@@ -191,72 +181,46 @@ def negated(a: str, verb: tuple, b: str, rng: random.Random) -> str:
     return f"{a} did not {verb[2]} {b}" if rng.random() < 0.5 else f"{b} was not {verb[1]} by {a}"
 
 
-def roles_pair(rng: random.Random, entailed: bool):
-    """Subject/object swap, active and passive: both labels use exactly the same words."""
-    a = person(rng)
-    b = person(rng, a)
-    verb = rng.choice(VERBS)
-    premise = (active if rng.random() < 0.6 else passive)(a, verb, b)
-    form = active if rng.random() < 0.5 else passive
-    hypothesis = form(a, verb, b) if entailed else form(b, verb, a)
-    return premise, hypothesis
-
-
 def embedded_pair(rng: random.Random, entailed: bool):
-    """Factive vs non-factive embedding; the premise's subsequence "A <verb> C" is a trap."""
+    """Factive vs non-factive embedding: the hypothesis is the embedded clause (or its roles swapped), so
+    only a factive verb with the clause's own roles entails it."""
     a = person(rng)
     b = person(rng, a)
     c = person(rng, a, b)
     verb = rng.choice(VERBS)
-    clause = active(b, verb, c)
+    form = active if rng.random() < 0.5 else passive
     if entailed:
-        attitude = rng.choice(FACTIVE)
-        hypothesis = rng.choice([clause, passive(b, verb, c), f"{a} {attitude} that {clause}"])
+        attitude, hypothesis = rng.choice(FACTIVE), form(b, verb, c)
+    elif rng.random() < 0.5:
+        attitude, hypothesis = rng.choice(NON_FACTIVE), form(b, verb, c)
     else:
-        attitude = rng.choice(FACTIVE + NON_FACTIVE)
-        traps = [active(a, verb, c), active(c, verb, b), f"{a} {attitude} that {active(c, verb, b)}"]
-        if attitude in NON_FACTIVE:
-            traps += [clause, passive(b, verb, c)] * 2
-        hypothesis = rng.choice(traps)
-    return f"{a} {attitude} that {clause}", hypothesis
-
-
-IMPLICATIVES = {"managed to": True, "failed to": False, "refused to": False, "did not hesitate to": True}
+        attitude, hypothesis = rng.choice(FACTIVE), form(c, verb, b)
+    return f"{a} {attitude} that {active(b, verb, c)}", hypothesis
 
 
 def negation_pair(rng: random.Random, entailed: bool):
-    """Polarity of premise and hypothesis together decides; implicatives hide the premise's polarity."""
+    """Polarity of premise and hypothesis together decides (an XOR no single word gives away)."""
     a = person(rng)
     b = person(rng, a)
     verb = rng.choice(VERBS)
-    if rng.random() < 0.5:
-        implicative = rng.choice(list(IMPLICATIVES))
-        premise, positive = f"{a} {implicative} {verb[2]} {b}", IMPLICATIVES[implicative]
-    else:
-        positive = rng.random() < 0.5
-        premise = (active if rng.random() < 0.5 else passive)(a, verb, b) if positive else negated(a, verb, b, rng)
+    positive = rng.random() < 0.5
+    premise = (active if rng.random() < 0.5 else passive)(a, verb, b) if positive else negated(a, verb, b, rng)
     wants_positive = positive == entailed
     hypothesis = (active if rng.random() < 0.5 else passive)(a, verb, b) if wants_positive else negated(a, verb, b, rng)
     return premise, hypothesis
 
 
 def quantifier_pair(rng: random.Random, entailed: bool):
-    """Monotonicity of all/most/some/none and of numbers ("more than 40" -> "more than 30")."""
+    """all / some / none in premise and hypothesis: the pair decides, and every hypothesis quantifier
+    occurs with both labels equally often (so the hypothesis alone says nothing)."""
     group, event = rng.choice(GROUPS), rng.choice(GROUP_EVENTS)
-    if rng.random() < 0.7:
-        rule = rng.choice([r for r in QUANTIFIER_RULES if r[2] == entailed])
-        return f"{rule[0]} {group} {event}", f"{rule[1]} {group} {event}"
-    n = rng.randrange(20, 90, 10)
-    m = rng.choice([n - 10, n - 20]) if entailed else rng.choice([n + 10, n + 20])
-    if rng.random() < 0.5:
-        return f"More than {n} {group} {event}", f"More than {m} {group} {event}"
-    # "fewer than": downward monotone, the entailed direction flips.
-    m = 2 * n - m
-    return f"Fewer than {n} {group} {event}", f"Fewer than {m} {group} {event}"
+    hypothesis_quantifier = rng.choice(QUANTIFIERS)
+    premises = [q for q in QUANTIFIERS if ((q, hypothesis_quantifier) in QUANTIFIER_ENTAILS) == entailed]
+    return f"{rng.choice(premises)} {group} {event}", f"{hypothesis_quantifier} {group} {event}"
 
 
-def paraphrase_pair(rng: random.Random, entailed: bool):
-    """The same event in other words vs the opposite event in the premise's or other words."""
+def event_pair(rng: random.Random, entailed: bool):
+    """The same event in other words vs the opposite event, in the premise's words or others."""
     a = person(rng)
     event, opposite = rng.choice(EVENTS)
     if rng.random() < 0.5:
@@ -266,51 +230,25 @@ def paraphrase_pair(rng: random.Random, entailed: bool):
     return f"{a} {premise_phrase}", f"{a} {hypothesis_phrase}"
 
 
-def two_facts_pair(rng: random.Random, entailed: bool):
-    """Two people, two events, two cities: the hypothesis recombines them or restates one."""
-    a = person(rng)
-    b = person(rng, a)
-    (event_a, _), (event_b, _) = rng.sample(EVENTS, 2)
-    city_a = pick(rng, CITIES)
-    city_b = pick(rng, CITIES, city_a)
-    premise = f"{a} {event_a[0]} in {city_a}, while {b} {event_b[0]} in {city_b}"
-    if entailed:
-        hypothesis = rng.choice(
-            [f"{a} {event_a[1]} in {city_a}", f"{b} {event_b[1]}", f"{b} {event_b[0]} in {city_b}", f"{a} {event_a[1]}"]
-        )
-    else:
-        hypothesis = rng.choice(
-            [f"{a} {event_b[1]}", f"{b} {event_a[0]} in {city_a}", f"{a} {event_a[1]} in {city_b}",
-             f"{b} {event_b[1]} in {city_a}"]
-        )  # fmt: skip
-    return premise, hypothesis
-
-
 FAMILIES: dict[str, Callable] = {
-    "roles": roles_pair,
-    "embedded": embedded_pair,
     "negation": negation_pair,
+    "embedded": embedded_pair,
     "quantifiers": quantifier_pair,
-    "paraphrase": paraphrase_pair,
-    "two_facts": two_facts_pair,
+    "events": event_pair,
 }
 
 
-LOWERED_OPENINGS = ("The", "All", "Some", "Most", "None", "Not", "More", "Fewer")
+LOWERED_OPENINGS = ("The", "All", "Some", "None")
 
 
-def with_context(core: str, rng: random.Random, avoid: str) -> str:
-    """Pads the fact to RTE's premise length with a lead-in and one or two side sentences."""
-    fill = {
-        "city": rng.choice(CITIES),
-        "day": rng.choice(DAYS),
-        "other": pick(rng, NAMES, *(n for n in NAMES if n in avoid)),
-    }
-    lead = rng.choice(CONTEXT_BEFORE).format(**fill)
+def with_context(core: str, rng: random.Random) -> str:
+    """Opens the fact with an RTE-style lead-in (source, place, day). Longer padding (one or two side
+    sentences, RTE's premise length) made the task unlearnable for MiniLM in our CPU budget: measured
+    in ``bench/README-nas.md``."""
+    lead = rng.choice(CONTEXT_BEFORE).format(city=rng.choice(CITIES), day=rng.choice(DAYS))
     if core.split(" ", 1)[0] in LOWERED_OPENINGS:
         core = core[0].lower() + core[1:]
-    after = [s.format(**fill) for s in rng.sample(CONTEXT_AFTER, rng.choice([1, 2]))]
-    return " ".join([f"{lead} {core}.", *after])
+    return f"{lead} {core}."
 
 
 def generate(num_rows: int, seed: int, exclude: frozenset = frozenset()) -> list[dict]:
@@ -323,7 +261,7 @@ def generate(num_rows: int, seed: int, exclude: frozenset = frozenset()) -> list
         entailed = len(rows) % 2 == 0
         core, hypothesis = FAMILIES[family](rng, entailed)
         hypothesis = cap(hypothesis) + "."
-        premise = with_context(core, rng, core + hypothesis)
+        premise = with_context(core, rng)
         if (premise, hypothesis) in seen:
             continue
         seen.add((premise, hypothesis))
@@ -339,10 +277,11 @@ def write_jsonl(rows: list[dict], path: Path) -> None:
 
 if __name__ == "__main__":
     here = Path(__file__).parent
-    # Train: GLUE RTE's train size (2,490 rows, cut 70/30 into train/validation like the cloud path).
+    # Train: 4,000 rows (cut 70/30 into train/validation like the cloud path; more distinct rows than
+    # GLUE RTE's 2,490, as a 500-row subset was memorised without generalising).
     # Test: 4,000 held-out rows, so that the 95 % interval of an accuracy near 0.85 is about +-1.1 points
     # and a paired difference of 1.5 points between two models is well outside the noise.
-    train = generate(2490, seed=7)
+    train = generate(4000, seed=7)
     write_jsonl(train, here / "train.jsonl")
     seen = frozenset((row["sentence1"], row["sentence2"]) for row in train)
     write_jsonl(generate(4000, seed=8, exclude=seen), here / "test.jsonl")
