@@ -21,6 +21,7 @@ if str(ROOT) not in sys.path:
 
 from tools.local_aws import CloudAssemblyReader, LocalAws  # noqa: E402
 from tools.local_aws.emulator import DeployError  # noqa: E402
+from tools.local_aws.workflow_run import rule_name  # noqa: E402
 
 
 def _role_exists(aws: LocalAws, role_arn: str) -> bool:
@@ -52,8 +53,7 @@ def check_wiring(aws: LocalAws, stack_name: str) -> list[str]:
             if not _role_exists(aws, role):
                 problems.append(f"{logical_id}: state machine role {role} does not exist")
         elif kind == "AWS::Events::Rule":
-            rule_name = physical.rsplit("|", 1)[-1].rsplit("/", 1)[-1]
-            for target in events.list_targets_by_rule(Rule=rule_name)["Targets"]:
+            for target in events.list_targets_by_rule(Rule=rule_name(physical))["Targets"]:
                 if target.get("RoleArn") and not _role_exists(aws, target["RoleArn"]):
                     problems.append(f"{logical_id}: target role {target['RoleArn']} does not exist")
     return problems

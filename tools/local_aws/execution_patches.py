@@ -37,7 +37,7 @@ from moto.stepfunctions.parser.asl.component.state.wait.wait_function import wai
 from moto.utilities.arns import parse_arn
 from moto.utilities.utils import get_partition
 
-_FLAG = "_llm_inf2_patched"
+from .moto_patches import patch_once
 
 
 def executing_backend_for_cloudformation() -> None:
@@ -45,24 +45,23 @@ def executing_backend_for_cloudformation() -> None:
 
 
 def bucket_settings_from_cloudformation() -> None:
-    cls = s3_models.FakeBucket
-    original = cls.create_from_cloudformation_json.__func__
-    if getattr(original, _FLAG, False):
-        return
+    def build(original):
+        def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name,
+                                            **kw):
+            bucket = original(klass, resource_name, cloudformation_json, account_id, region_name, **kw)
+            properties = cloudformation_json.get("Properties", {})
+            notification = properties.get("NotificationConfiguration") or {}
+            if notification.get("EventBridgeConfiguration", {}).get("EventBridgeEnabled"):
+                bucket.set_notification_configuration({"EventBridgeConfiguration": {}})
+            versioning = properties.get("VersioningConfiguration") or {}
+            if versioning.get("Status"):
+                backend = s3_models.s3_backends[account_id][get_partition(region_name)]
+                backend.put_bucket_versioning(bucket.name, versioning["Status"])
+            return bucket
 
-    def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name, **kw):
-        bucket = original(klass, resource_name, cloudformation_json, account_id, region_name, **kw)
-        notification = cloudformation_json.get("Properties", {}).get("NotificationConfiguration") or {}
-        if notification.get("EventBridgeConfiguration", {}).get("EventBridgeEnabled"):
-            bucket.set_notification_configuration({"EventBridgeConfiguration": {}})
-        versioning = cloudformation_json.get("Properties", {}).get("VersioningConfiguration") or {}
-        if versioning.get("Status"):
-            backend = s3_models.s3_backends[account_id][get_partition(region_name)]
-            backend.put_bucket_versioning(bucket.name, versioning["Status"])
-        return bucket
+        return create_from_cloudformation_json
 
-    setattr(create_from_cloudformation_json, _FLAG, True)
-    cls.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
+    patch_once(s3_models.FakeBucket, "create_from_cloudformation_json", build)
 
 
 def _start_execution(target: dict, event: dict, account: str, region: str) -> None:
@@ -79,80 +78,70 @@ def _start_execution(target: dict, event: dict, account: str, region: str) -> No
 
 
 def rules_start_state_machines() -> None:
-    cls = events_models.Rule
-    original = cls.send_to_targets
-    if getattr(original, _FLAG, False):
-        return
+    def build(original):
+        def send_to_targets(self, original_event, transform_input: bool = True) -> None:
+            if not self.event_pattern.matches_event(original_event):
+                return
+            machines = [t for t in self.targets if parse_arn(t["Arn"]).service == "states"]
+            for target in machines:
+                try:
+                    _start_execution(target, original_event, self.account_id, self.region_name)
+                except Exception as err:  # moto's S3 notifier swallows errors: say it, as EventBridge's metrics would
+                    print(f"emulator: rule {self.name} could not start {target['Arn']}: {err!r}", file=sys.stderr)
+                    raise
+            others = [t for t in self.targets if t not in machines]
+            if others:
+                saved, self.targets = self.targets, others
+                try:
+                    original(self, original_event, transform_input)
+                finally:
+                    self.targets = saved
 
-    def send_to_targets(self, original_event, transform_input: bool = True) -> None:
-        if not self.event_pattern.matches_event(original_event):
-            return
-        machines = [t for t in self.targets if parse_arn(t["Arn"]).service == "states"]
-        for target in machines:
-            try:
-                _start_execution(target, original_event, self.account_id, self.region_name)
-            except Exception as err:  # moto's S3 notifier swallows errors: say it, as EventBridge's metrics would
-                print(f"emulator: rule {self.name} could not start {target['Arn']}: {err!r}", file=sys.stderr)
-                raise
-        others = [t for t in self.targets if t not in machines]
-        if others:
-            saved, self.targets = self.targets, others
-            try:
-                original(self, original_event, transform_input)
-            finally:
-                self.targets = saved
+        return send_to_targets
 
-    setattr(send_to_targets, _FLAG, True)
-    cls.send_to_targets = send_to_targets
+    patch_once(events_models.Rule, "send_to_targets", build)
 
 
 def unnamed_executions_get_a_uuid() -> None:
-    cls = parser_models.StepFunctionsParserBackend
-    original = cls.start_execution
-    if getattr(original, _FLAG, False):
-        return
+    def build(original):
+        def start_execution(self, state_machine_arn, name=None, execution_input=None, trace_header=None):
+            return original(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, trace_header)
 
-    def start_execution(self, state_machine_arn, name=None, execution_input=None, trace_header=None):
-        return original(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, trace_header)
+        return start_execution
 
-    setattr(start_execution, _FLAG, True)
-    cls.start_execution = start_execution
+    patch_once(parser_models.StepFunctionsParserBackend, "start_execution", build)
+
+
+def _iso_start_time(started: datetime) -> str:
+    utc = started.astimezone(UTC) if started.tzinfo else started
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
 def execution_start_time_is_a_string() -> None:
     from moto.stepfunctions.parser.backend import execution_worker
 
-    cls = execution_worker.ExecutionWorker
-    original = cls._get_evaluation_environment
-    if getattr(original, _FLAG, False):
-        return
+    def build(original):
+        def _get_evaluation_environment(self):
+            env = original(self)
+            execution = env.states.context_object.context_object_data["Execution"]
+            if isinstance(execution.get("StartTime"), datetime):
+                execution["StartTime"] = _iso_start_time(execution["StartTime"])
+            return env
 
-    def _get_evaluation_environment(self):
-        env = original(self)
-        execution = env.states.context_object.context_object_data["Execution"]
-        started = execution.get("StartTime")
-        if isinstance(started, datetime):
-            utc = started.astimezone(UTC) if started.tzinfo else started
-            execution["StartTime"] = utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-        return env
+        return _get_evaluation_environment
 
-    setattr(_get_evaluation_environment, _FLAG, True)
-    cls._get_evaluation_environment = _get_evaluation_environment
+    patch_once(execution_worker.ExecutionWorker, "_get_evaluation_environment", build)
 
 
 def test_event_pattern_answers() -> None:
     from moto.events.responses import EventsHandler
-
-    if getattr(EventsHandler.test_event_pattern, _FLAG, False):
-        return
 
     def test_event_pattern(self) -> tuple[str, dict]:
         pattern = events_models.EventPattern.load(self._get_param("EventPattern"))
         event = json.loads(self._get_param("Event"))
         return json.dumps({"Result": bool(pattern.matches_event(event))}), self.response_headers
 
-    setattr(test_event_pattern, _FLAG, True)
-    EventsHandler.test_event_pattern = test_event_pattern
+    patch_once(EventsHandler, "test_event_pattern", lambda original: test_event_pattern)
 
 
 @dataclass
@@ -176,30 +165,23 @@ class _ScaledTime:
     """Stands in for the `time` module inside retrier_decl: only sleep() is scaled."""
 
     def __getattr__(self, name):
-        import time
-
         return getattr(time, name)
 
     @staticmethod
     def sleep(seconds: float) -> None:
-        import time
-
         time.sleep(CLOCK.asked("retry", seconds))
 
 
+def _scaled_wait_interval(self, env, wait_seconds: int) -> None:
+    scaled = CLOCK.asked("wait", wait_seconds)
+    if scaled > 0:
+        env.program_state_event.wait(scaled)
+
+
 def scaled_waits() -> None:
-    if isinstance(retrier_decl.time, _ScaledTime):
-        return
-    retrier_decl.time = _ScaledTime()
-    original = wait_function.WaitFunction._wait_interval
-
-    def _wait_interval(self, env, wait_seconds: int) -> None:
-        scaled = CLOCK.asked("wait", wait_seconds)
-        if scaled > 0:
-            env.program_state_event.wait(scaled)
-
-    wait_function.WaitFunction._wait_interval = _wait_interval
-    wait_function.WaitFunction._unscaled_wait_interval = original
+    if not isinstance(retrier_decl.time, _ScaledTime):
+        retrier_decl.time = _ScaledTime()
+    patch_once(wait_function.WaitFunction, "_wait_interval", lambda original: _scaled_wait_interval)
 
 
 def apply_all(*, time_scale: float) -> EmulatedClock:

@@ -37,7 +37,8 @@ import boto3
 from botocore.config import Config
 
 from .faults import CAPACITY_REASON, FaultPlan
-from .script_mode import OptMl, command_line, decoded, environment, write_input_config
+from .s3_folders import download_prefix, split_s3, upload_folder
+from .script_mode import OptMl, child_environment, command_line, decoded, environment, write_input_config
 
 TIMED_OUT, STOPPED = -9001, -9002  # exit codes the runner gives a job it ended itself
 
@@ -94,13 +95,6 @@ def parse_metrics(lines: list[str], definitions: list[Mapping[str, str]]) -> dic
     return found
 
 
-def split_s3(uri: str) -> tuple[str, str]:
-    if not uri.startswith("s3://"):
-        raise ValueError(f"not an s3:// URI: {uri}")
-    bucket, _, key = uri[5:].partition("/")
-    return bucket, key
-
-
 class LocalJobRunner:
     """Runs CreateTrainingJob requests; `say` gets one progress line per phase (the pipeline prints them)."""
 
@@ -154,9 +148,10 @@ class LocalJobRunner:
                                           cancelled=cancelled)
         if code == STOPPED:
             return JobOutcome("Stopped", None, {}, None, started, datetime.now(UTC), lines)
+        definitions = self._metric_definitions(request)
         if drill == "no_metrics":
-            lines = [line for line in lines if not parse_metrics([line], self._metric_definitions(request))]
-        metrics = parse_metrics(lines, self._metric_definitions(request))
+            lines = [line for line in lines if not parse_metrics([line], definitions)]
+        metrics = parse_metrics(lines, definitions)
         self._sync_checkpoints_up(request, tree)
         if code != 0:
             return _failed(self._algorithm_error(code, lines, argv, tree), started, metrics, lines)
@@ -190,11 +185,11 @@ class LocalJobRunner:
             source = channel["DataSource"]["S3DataSource"]
             if source.get("S3DataType", "S3Prefix") != "S3Prefix":
                 raise ValueError(f"channel {channel['ChannelName']}: S3DataType {source['S3DataType']} is not emulated")
-            count = self._download_prefix(source["S3Uri"], tree.channel(channel["ChannelName"]))
+            count = download_prefix(self._s3, source["S3Uri"], tree.channel(channel["ChannelName"]))
             self.say(f"    channel {channel['ChannelName']}: {count} object(s) from {source['S3Uri']}")
         checkpoint = request.get("CheckpointConfig")
         if checkpoint:
-            self._download_prefix(checkpoint["S3Uri"], tree.checkpoints, required=False)
+            download_prefix(self._s3, checkpoint["S3Uri"], tree.checkpoints, required=False)
 
     def _extract_code(self, uri: str, target: Path) -> None:
         bucket, key = split_s3(uri)
@@ -205,30 +200,9 @@ class LocalJobRunner:
         with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as archive:
             archive.extractall(target, filter="data")
 
-    def _download_prefix(self, uri: str, target: Path, *, required: bool = True) -> int:
-        """S3Prefix semantics: every object whose key starts with the URI's key, placed relative to the
-        prefix's folder (so `datasets/x/` and `datasets/x/train.jsonl` both give `train.jsonl`)."""
-        bucket, prefix = split_s3(uri)
-        base = prefix.rsplit("/", 1)[0] + "/" if "/" in prefix else ""
-        count = 0
-        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for item in page.get("Contents", []):
-                relative = item["Key"][len(base):]
-                if not relative or relative.endswith("/"):
-                    continue
-                destination = target / relative
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                self._s3.download_file(bucket, item["Key"], str(destination))
-                count += 1
-        if count == 0 and required:
-            raise LookupError(f"No S3 objects found under S3 URL \"{uri}\" given in input data source")
-        return count
-
     # -- the entry point ------------------------------------------------------------------------
     def _execute(self, request: Mapping[str, Any], tree: OptMl, *, job_arn: str, fail: bool,
                  cancelled: Callable[[], bool]) -> tuple[int, list[str], list[str]]:
-        from .script_mode import child_environment
-
         hyperparameters = request["HyperParameters"]
         program = str(decoded(hyperparameters["sagemaker_program"]))
         argv = [self.python, program, *command_line(hyperparameters)]
@@ -264,8 +238,7 @@ class LocalJobRunner:
         bucket, key = split_s3(output["S3OutputPath"])
         prefix = f"{key.rstrip('/')}/{request['TrainingJobName']}/output/".lstrip("/")
         if output.get("CompressionType", "GZIP") == "NONE":
-            for path in sorted(p for p in tree.model.rglob("*") if p.is_file()):
-                self._s3.upload_file(str(path), bucket, prefix + "model/" + path.relative_to(tree.model).as_posix())
+            upload_folder(self._s3, tree.model, bucket, prefix + "model/")
             artifacts = f"s3://{bucket}/{prefix}model/"
         else:
             self._s3.put_object(Bucket=bucket, Key=prefix + "model.tar.gz", Body=_tarball(tree.model))
@@ -278,9 +251,7 @@ class LocalJobRunner:
         if not checkpoint:
             return
         bucket, key = split_s3(checkpoint["S3Uri"])
-        for path in sorted(p for p in tree.checkpoints.rglob("*") if p.is_file()):
-            relative = path.relative_to(tree.checkpoints).as_posix()
-            self._s3.upload_file(str(path), bucket, f"{key.rstrip('/')}/{relative}")
+        upload_folder(self._s3, tree.checkpoints, bucket, f"{key.rstrip('/')}/")
 
 
 def _failed(reason: str, started: datetime, metrics: dict | None = None, lines: list | None = None) -> JobOutcome:

@@ -1,4 +1,4 @@
-"""The two places where moto 5.2 cannot take our real templates, patched narrowly and idempotently.
+"""The places where moto 5.2 cannot take our real templates, patched narrowly and idempotently.
 
 1. moto's SageMaker instance-type list predates ml.inf2: only `ml.inf2.*` is let through; every
    other type still goes through moto's own list.
@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+from collections.abc import Callable
 
 from moto.kms import models as kms_models
 from moto.sagemaker import models as sagemaker_models
@@ -20,58 +22,67 @@ from moto.ssm import models as ssm_models
 _FLAG = "_llm_inf2_patched"
 
 
-def allow_inf2_instance_types() -> None:
-    cls = sagemaker_models.FakeEndpointConfig
-    if getattr(cls.validate_instance_type, _FLAG, False):
+def patch_once(owner: type, name: str, build: Callable[[Callable], Callable]) -> None:
+    """Replace `owner.name` by `build(original)`, once (a second call finds the mark and does nothing). A
+    classmethod stays one: `build` gets and returns the plain function, called with the class first."""
+    raw = inspect.getattr_static(owner, name)
+    is_classmethod = isinstance(raw, classmethod)
+    original = raw.__func__ if is_classmethod else raw
+    if getattr(original, _FLAG, False):
         return
-    original = cls.validate_instance_type
+    replacement = build(original)
+    setattr(replacement, _FLAG, True)
+    setattr(owner, name, classmethod(replacement) if is_classmethod else replacement)
 
-    def validate_instance_type(self, instance_type: str) -> None:
-        if instance_type.startswith("ml.inf2."):
-            return
-        original(self, instance_type)
 
-    setattr(validate_instance_type, _FLAG, True)
-    cls.validate_instance_type = validate_instance_type
+def allow_inf2_instance_types() -> None:
+    def build(original):
+        def validate_instance_type(self, instance_type: str) -> None:
+            if instance_type.startswith("ml.inf2."):
+                return
+            original(self, instance_type)
+
+        return validate_instance_type
+
+    patch_once(sagemaker_models.FakeEndpointConfig, "validate_instance_type", build)
+
+
+def _with_properties(translate: Callable[[dict], None]) -> Callable[[Callable], Callable]:
+    """A `create_from_cloudformation_json` builder that hands moto a translated copy of the Properties."""
+    def build(original):
+        def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name,
+                                            **kw):
+            properties = dict(cloudformation_json.get("Properties", {}))
+            translate(properties)
+            patched = {**cloudformation_json, "Properties": properties}
+            return original(klass, resource_name, patched, account_id, region_name, **kw)
+
+        return create_from_cloudformation_json
+
+    return build
+
+
+def _kms_key_properties(properties: dict) -> None:
+    properties["Tags"] = [
+        {"TagKey": t["Key"], "TagValue": t["Value"]} if "Key" in t else t for t in properties.get("Tags", [])
+    ]
+    if isinstance(properties.get("KeyPolicy"), dict):
+        properties["KeyPolicy"] = json.dumps(properties["KeyPolicy"])
+
+
+def _ssm_parameter_properties(properties: dict) -> None:
+    """AWS::SSM::Parameter takes Tags as a {key: value} map; moto's handler expects a Key/Value list and crashes."""
+    tags = properties.get("Tags")
+    if isinstance(tags, dict):
+        properties["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
 
 
 def translate_kms_key_tags() -> None:
-    cls = kms_models.Key
-    original = cls.create_from_cloudformation_json.__func__
-    if getattr(original, _FLAG, False):
-        return
-
-    def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name, **kw):
-        properties = dict(cloudformation_json.get("Properties", {}))
-        properties["Tags"] = [
-            {"TagKey": t["Key"], "TagValue": t["Value"]} if "Key" in t else t for t in properties.get("Tags", [])
-        ]
-        if isinstance(properties.get("KeyPolicy"), dict):
-            properties["KeyPolicy"] = json.dumps(properties["KeyPolicy"])
-        patched = {**cloudformation_json, "Properties": properties}
-        return original(klass, resource_name, patched, account_id, region_name, **kw)
-
-    setattr(create_from_cloudformation_json, _FLAG, True)
-    cls.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
+    patch_once(kms_models.Key, "create_from_cloudformation_json", _with_properties(_kms_key_properties))
 
 
 def translate_ssm_parameter_tags() -> None:
-    """AWS::SSM::Parameter takes Tags as a {key: value} map; moto's handler expects a Key/Value list and crashes."""
-    cls = ssm_models.Parameter
-    original = cls.create_from_cloudformation_json.__func__
-    if getattr(original, _FLAG, False):
-        return
-
-    def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name, **kw):
-        properties = dict(cloudformation_json.get("Properties", {}))
-        tags = properties.get("Tags")
-        if isinstance(tags, dict):
-            properties["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
-        patched = {**cloudformation_json, "Properties": properties}
-        return original(klass, resource_name, patched, account_id, region_name, **kw)
-
-    setattr(create_from_cloudformation_json, _FLAG, True)
-    cls.create_from_cloudformation_json = classmethod(create_from_cloudformation_json)
+    patch_once(ssm_models.Parameter, "create_from_cloudformation_json", _with_properties(_ssm_parameter_properties))
 
 
 def apply_all() -> None:

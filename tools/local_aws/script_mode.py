@@ -70,17 +70,29 @@ def user_hyperparameters(hyperparameters: Mapping[str, str]) -> dict[str, Any]:
     return {k: decoded(v) for k, v in sorted(hyperparameters.items()) if not k.startswith("sagemaker_")}
 
 
+def _argument(value: Any) -> str:
+    """A decoded value on the command line: strings as they are, objects and lists as JSON, else str()."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
 def command_line(hyperparameters: Mapping[str, str]) -> list[str]:
     """`--name value` per user hyperparameter in sorted order, as the toolkit's `to_cmd_args` builds them."""
     argv: list[str] = []
     for name, value in user_hyperparameters(hyperparameters).items():
-        argv += [f"--{name}", value if isinstance(value, str) else json.dumps(value) if isinstance(
-            value, (dict, list)) else str(value)]
+        argv += [f"--{name}", _argument(value)]
     return argv
 
 
 def _channels(request: Mapping[str, Any]) -> list[str]:
     return [c["ChannelName"] for c in request.get("InputDataConfig", [])]
+
+
+def resource_config(request: Mapping[str, Any]) -> dict[str, Any]:
+    """resourceconfig.json of the job's one host (also SM_RESOURCE_CONFIG)."""
+    return {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "eth0",
+            "current_instance_type": request["ResourceConfig"]["InstanceType"]}
 
 
 def write_input_config(request: Mapping[str, Any], tree: OptMl) -> None:
@@ -94,10 +106,8 @@ def write_input_config(request: Mapping[str, Any], tree: OptMl) -> None:
         }
         for c in request.get("InputDataConfig", [])
     }
-    resource = {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "eth0",
-                "current_instance_type": request["ResourceConfig"]["InstanceType"]}
     for name, value in (("hyperparameters.json", hyperparameters), ("inputdataconfig.json", data_config),
-                        ("resourceconfig.json", resource)):
+                        ("resourceconfig.json", resource_config(request))):
         (tree.input_config / name).write_text(json.dumps(value, indent=2))
 
 
@@ -106,8 +116,7 @@ def environment(request: Mapping[str, Any], tree: OptMl, *, job_arn: str, num_cp
     hyperparameters = dict(request.get("HyperParameters") or {})
     channels = _channels(request)
     program = decoded(hyperparameters["sagemaker_program"])
-    resource = {"current_host": "algo-1", "hosts": ["algo-1"], "current_instance_type":
-                request["ResourceConfig"]["InstanceType"]}
+    resource = resource_config(request)
     hps = user_hyperparameters(hyperparameters)
     env = {
         "SM_MODEL_DIR": str(tree.model),

@@ -24,13 +24,18 @@ def s3_object_created_event(*, bucket: str, key: str, size: int, etag: str, acco
     }
 
 
+def rule_name(physical_id: str) -> str:
+    """An AWS::Events::Rule's name from its CloudFormation physical id (`<bus>|<name>` or an ARN)."""
+    return physical_id.rsplit("|", 1)[-1].rsplit("/", 1)[-1]
+
+
 def rule_patterns(aws: LocalAws, stack_name: str) -> dict[str, str]:
     """Rule name -> EventPattern of every EventBridge rule the stack deployed."""
     events = aws.client("events")
     patterns = {}
     for resource in aws.resources(stack_name).values():
         if resource["ResourceType"] == "AWS::Events::Rule":
-            name = resource["PhysicalResourceId"].rsplit("|", 1)[-1].rsplit("/", 1)[-1]
+            name = rule_name(resource["PhysicalResourceId"])
             patterns[name] = events.describe_rule(Name=name)["EventPattern"]
     return patterns
 
