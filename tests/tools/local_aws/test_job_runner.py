@@ -142,3 +142,16 @@ def test_drills_hit_the_named_try_only(aws):
     assert second.status == "Completed"
     with pytest.raises(ValueError, match="drill kind"):
         Drill("flaky")
+
+
+def test_what_is_not_emulated_fails_with_one_line(aws):
+    from tools.local_aws import tuning
+
+    manifest = request("manifest-1")
+    manifest["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3DataType"] = "ManifestFile"
+    outcome = aws.job_runner.run(manifest, job_arn="arn")
+    assert outcome.status == "Failed"
+    assert outcome.failure_reason == "ClientError: channel training: S3DataType ManifestFile is not emulated"
+    bayesian = {"HyperParameterTuningJobName": "t", "HyperParameterTuningJobConfig": {"Strategy": "Bayesian"}}
+    with pytest.raises(ValueError, match=r"^tuning strategy Bayesian is not emulated \(Random is\)$"):
+        tuning.plan(bayesian, max_trials=3)
