@@ -121,7 +121,13 @@ def _result_jobs(
             "sagemaker_program": EXPORT_PROGRAM,
             **script_mode,
         },
-        channels=[S3Channel("model", supernet_uri), S3Channel("pareto", Ref(run_uri(bucket_name, "pareto.json")))],
+        # training: the super-network's data, so the export re-measures the compressed model's validation
+        # error on the split recorded in nas_supernet.json (export_subnetwork.py --data-dir)
+        channels=[
+            S3Channel("model", supernet_uri),
+            S3Channel("pareto", Ref(run_uri(bucket_name, "pareto.json"))),
+            S3Channel("training", Ref("$.train_data")),
+        ],
         max_runtime_seconds=3600,
         **common,
     )

@@ -75,6 +75,25 @@ def test_every_job_command_line_parses(states, channels, state):
     check_command_line(hyperparameters["sagemaker_program"], hyperparameters, {n: channels[n] for n in names})
 
 
+def _parsed_namespaces(results: list) -> list:
+    """The parsed flags holding a --data-dir among what check_command_line returned (some are tuples)."""
+    found = []
+    for result in results:
+        found += [part for part in (result if isinstance(result, tuple) else (result,)) if hasattr(part, "data_dir")]
+    return found
+
+
+@pytest.mark.parametrize("state", ["TrainSupernet", "Tune", "Export"])
+def test_every_job_that_measures_accuracy_gets_the_training_channel(states, channels, state):
+    """The super-network trains and validates, the trials validate, and the export re-measures the compressed
+    model: each on the run's data, so each job needs the training channel (SM_CHANNEL_TRAINING -> --data-dir)."""
+    hyperparameters, names = _job(states, state)
+    assert "training" in names, f"{state} has channels {names}"
+    results = check_command_line(hyperparameters["sagemaker_program"], hyperparameters, {n: channels[n] for n in names})
+    data_dirs = {args.data_dir for args in _parsed_namespaces(results)}
+    assert data_dirs == {channels["training"]}, data_dirs
+
+
 @pytest.mark.parametrize(("state", "flag"), [("Export", "max-error-increase"), ("SelectPareto", "tuning-job-name")])
 def test_a_missing_required_flag_fails(states, channels, state, flag):
     hyperparameters, names = _job(states, state)
@@ -104,6 +123,7 @@ def test_the_configured_settings_reach_the_scripts(non_default_states, channels)
     hyperparameters, names = _job(non_default_states, "Export")
     _, export = check_command_line(EXPORT, hyperparameters, {n: channels[n] for n in names})
     assert (export.minimise, export.max_error_increase, export.quantize) == ("latency_ms", 0.02, "dynamic_int8")
+    assert export.data_dir == channels["training"]  # the int8 model's error is re-measured in the job
     hyperparameters, names = _job(non_default_states, "Tune")
     ((trial, _dims),) = check_command_line(TRIAL, hyperparameters, {n: channels[n] for n in names})
     assert trial.search_space == "per_layer"

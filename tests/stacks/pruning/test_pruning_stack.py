@@ -182,6 +182,7 @@ def test_export_packs_the_model_and_records_it(asl):
     assert params["OutputDataConfig"]["CompressionType"] == "GZIP"
     channels = {c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri.$"] for c in params["InputDataConfig"]}
     assert channels["model"] == "$.supernet.model_s3_uri" and "pareto.json" in channels["pareto"]
+    assert channels["training"] == "$.train_data"  # the run's data: the compressed model's error is re-measured
     assert asl["States"]["Export"]["ResultSelector"]["model_s3_uri.$"] == "$.ModelArtifacts.S3ModelArtifacts"
     record = asl["States"]["RecordModel"]
     assert record["Parameters"]["Value.$"] == "$.export.model_s3_uri"
