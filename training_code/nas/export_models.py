@@ -6,6 +6,9 @@
   the same format with the same handler; packed as model.tar.gz into --base-output-dir and, with
   --base-output-s3-uri, uploaded there.
 
+Flags it does not know go to the pruned export (e.g. --quantize, --data-dir); in the job --data-dir defaults to
+$SM_CHANNEL_TRAINING, so with --quantize dynamic_int8 the pruned export re-measures the int8 model's error.
+
     python export_models.py --model-dir out/supernet --pareto-file out/pareto/pareto.json \\
         --max-error-increase 0.01 --output-dir out/pruned --base-output-dir out/base
 """

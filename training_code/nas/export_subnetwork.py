@@ -8,7 +8,9 @@ The output folder loads with ``AutoModelForSequenceClassification.from_pretraine
 trust_remote_code=True)`` (the flag only matters when layers differ from a plain BERT layout) and holds
 the tokenizer, saved with the training max length, and ``nas_export.json``, read by the inference handler.
 With --quantize dynamic_int8 the handler serves the Linear layers in int8 (``nas_compress``); the export
-re-measures the validation error of the int8 model when --data-dir is given.
+re-measures the validation error of the int8 model when --data-dir (default $SM_CHANNEL_TRAINING, the
+stack's export job has that channel) is given, on the super-network's split (nas_supernet.json), records
+it in nas_export.json and logs it as the ``validation_error`` metric.
 
     python export_subnetwork.py --model-dir out/supernet --pareto-file out/search/pareto.json \\
         --max-error-increase 0.01 --output-dir out/export
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from nas_cli import SPLIT_DEFAULTS, read_json, sm_default, supernet_metadata
 from nas_data import LABELS
+from nas_metrics import format_metrics
 from nas_pareto import select_from_front
 from nas_search_space import SubnetConfig
 
@@ -122,6 +125,8 @@ def compression_check(args, pruned, tokenizer, metadata: dict, max_length: int) 
             f"{record['validation_error']:.4f}, largest logit difference {record['max_abs_logit_difference']:.4f}",
             flush=True,
         )
+        # the export job's MetricDefinitions (nas_metrics) read this line: the compressed model's error
+        print(format_metrics(validation_error=record["validation_error"]), flush=True)
     return record
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import importlib.util
 import json
 
+import export_models
 import export_subnetwork
 import pytest
 import torch
 from nas_compress import compare_logits, quantize_dynamic_int8
 from nas_data import load_splits, tokenize_pairs
 from nas_export import build_pruned_model, save_pruned_model
+from nas_metrics import parse_metrics
 from nas_search_space import SubnetConfig
 from nas_test_helpers import HANDLER_DIR, supernet_folder
 
@@ -97,6 +99,28 @@ def test_export_remeasures_accuracy_after_quantization(minilm_path, sample_data_
     record = json.loads((tmp_path / "out" / "nas_export.json").read_text())["quantization"]
     assert record["method"] == "dynamic_int8" and record["rows"] == 1200  # the whole validation split (30 % of 4,000)
     assert 0 <= record["validation_error"] <= 1 and 0 < record["max_abs_logit_difference"] < 1
+
+
+def test_the_export_job_remeasures_on_the_training_channel_with_the_supernetworks_split(
+    minilm_path, sample_data_dir, tmp_path, monkeypatch, capsys
+):
+    """The cloud path: export_models.py with the job's SM_CHANNEL_TRAINING and no --data-dir re-measures the
+    int8 pick on the split nas_supernet.json records (not the defaults), records it and logs it as a metric."""
+    metadata = {"max_length": 64, "validation_error": 0.5, "dataset": "jsonl", "split_seed": 7,
+                "validation_fraction": 0.2}
+    supernet = supernet_folder(minilm_path, tmp_path / "supernet", metadata)
+    front = {"pareto": [{"subnet": {"heads": [12, 12], "units": [1536, 1536]}, "validation_error": 0.4}]}
+    (tmp_path / "pareto.json").write_text(json.dumps(front))
+    monkeypatch.setenv("SM_CHANNEL_TRAINING", str(sample_data_dir))
+    argv = ["--model-dir", str(supernet), "--pareto-file", str(tmp_path / "pareto.json"), "--index", "0"]
+    argv += ["--output-dir", str(tmp_path / "out"), "--base-output-dir", str(tmp_path / "base")]
+    assert export_models.main([*argv, "--quantize", "dynamic_int8"]) == 0
+    record = json.loads((tmp_path / "out" / "nas_export.json").read_text())["quantization"]
+    assert record["rows"] == len(load_splits("jsonl", sample_data_dir, validation_fraction=0.2, seed=7)["validation"])
+    assert record["rows"] == 800  # 20 % of 4,000, not the default 30 %
+    logged = [parse_metrics(line) for line in capsys.readouterr().out.splitlines()]
+    assert [m for m in logged if m] == [{"validation_error": float(f"{record['validation_error']:.6g}")}]
+    assert "quantization" not in json.loads((tmp_path / "base" / "nas_export.json").read_text())
 
 
 def test_compare_logits_counts_errors_of_both_models(pruned, sample_data_dir):

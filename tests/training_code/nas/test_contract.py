@@ -65,12 +65,13 @@ def test_trials_take_the_split_from_the_supernetwork_metadata(supernet, sample_d
     assert {name: getattr(search, name) for name in SPLIT} == SPLIT
 
 
-def test_export_job_needs_its_choice_of_sub_network(supernet, tmp_path):
-    channels = {"model": str(supernet), "pareto": str(tmp_path)}
+def test_export_job_needs_its_choice_of_sub_network(supernet, sample_data_dir, tmp_path):
+    channels = {"model": str(supernet), "pareto": str(tmp_path), "training": str(sample_data_dir)}
     hyperparameters = {"max-error-increase": "0.01", "minimise": "latency_ms", "sagemaker_program": "export_models.py"}
     (_, rest), exported = check_command_line("export_models.py", hyperparameters, channels)
     assert exported.max_error_increase == 0.01 and exported.minimise == "latency_ms"
     assert exported.pareto_file == str(tmp_path / "pareto.json")
+    assert exported.data_dir == str(sample_data_dir)  # the training channel: the compressed model is re-measured
     with pytest.raises(SystemExit):  # without max-error-increase the job would exit on argparse
         check_command_line("export_models.py", {"minimise": "latency_ms"}, channels)
     with pytest.raises(ValueError, match="runs export_models.py"):
