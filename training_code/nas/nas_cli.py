@@ -8,11 +8,23 @@ import os
 from pathlib import Path
 
 SUPERNET_METADATA = "nas_supernet.json"
-CHECKPOINT_DIR = "/opt/ml/checkpoints"
+CHECKPOINT_DIR = "/opt/ml/checkpoints"  # CheckpointConfig.LocalPath in a SageMaker job (its default)
 
 
 def sm_default(variable: str, fallback: str | None) -> str | None:
     return os.environ.get(variable, fallback)
+
+
+def sagemaker_checkpoint_dir() -> str | None:
+    """The job's checkpoint folder: ``checkpoints`` beside SM_MODEL_DIR (CHECKPOINT_DIR on SageMaker, the
+    emulated job's folder under tools/local_aws, as training_code/qlora derives it), when it exists
+    (SageMaker creates it for a job with a CheckpointConfig). None outside a job (SM_MODEL_DIR unset), so a
+    run on a dev box never resumes from what another run left in /opt/ml/checkpoints."""
+    model_dir = os.environ.get("SM_MODEL_DIR")
+    if not model_dir:
+        return None
+    folder = os.path.join(os.path.dirname(model_dir.rstrip("/")), "checkpoints")
+    return folder if os.path.isdir(folder) else None
 
 
 # The train/validation cut: chosen when the super-network is trained and recorded in nas_supernet.json;

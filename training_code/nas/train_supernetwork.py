@@ -11,7 +11,6 @@ The result in --output-dir is a ``save_pretrained`` folder plus ``nas_supernet.j
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -25,6 +24,7 @@ from nas_cli import (
     load_classifier,
     load_data,
     read_json,
+    sagemaker_checkpoint_dir,
     sm_default,
     write_json,
 )
@@ -45,8 +45,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/supernet"))
     parser.add_argument(
         "--checkpoint-dir",
-        default=CHECKPOINT_DIR if os.path.isdir(CHECKPOINT_DIR) else None,
-        help="per-epoch checkpoints, resumed from (default: /opt/ml/checkpoints if present)",
+        default=sagemaker_checkpoint_dir(),
+        help=f"per-epoch checkpoints, resumed from (default in a SageMaker job: {CHECKPOINT_DIR}, the folder "
+        "beside $SM_MODEL_DIR, if present; none outside a job)",
     )
     parser.add_argument("--strategy", choices=STRATEGIES, default="kd")
     parser.add_argument("--search-space", choices=SPACES, default="uniform")

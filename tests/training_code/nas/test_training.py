@@ -141,3 +141,73 @@ def test_the_fresh_classifier_head_is_drawn_from_the_seed(minilm_path):
     other, _ = train_supernetwork.initial_model(minilm_path, seed=6)
     torch.testing.assert_close(first.classifier.weight, again.classifier.weight, rtol=0, atol=0)
     assert not torch.equal(first.classifier.weight, other.classifier.weight)
+
+
+class _Started(Exception):
+    """Raised by the stand-in trainer: main() got as far as training, from this epoch."""
+
+
+def _stale_checkpoint(minilm_path, folder, epoch: int = 2):
+    """A complete checkpoint as a finished run leaves it: <folder>/supernet with weights, metadata, state."""
+    from nas_test_helpers import supernet_folder
+
+    supernet = supernet_folder(minilm_path, folder / "supernet", {"search_space": "uniform", "epochs_done": epoch})
+    torch.save({"epoch": epoch, "optimizer": {}, "scheduler": {}}, supernet / "trainer_state.pt")
+    return folder
+
+
+def _start_epoch(monkeypatch, minilm_path, sample_data_dir, tmp_path) -> int:
+    import train_supernetwork
+
+    def trainer(*_args, start_epoch, **_kwargs):
+        raise _Started(start_epoch)
+
+    monkeypatch.setattr(train_supernetwork, "train_supernetwork", trainer)
+    argv = [
+        "--model-name-or-path",
+        str(minilm_path),
+        "--data-dir",
+        str(sample_data_dir),
+        "--max-rows",
+        "8",
+        "--epochs",
+        "5",
+        "--teacher-epochs",
+        "1",
+        "--output-dir",
+        str(tmp_path / "out"),
+    ]
+    with pytest.raises(_Started) as started:
+        train_supernetwork.main(argv)
+    return started.value.args[0]
+
+
+def test_outside_a_sagemaker_job_a_stale_checkpoint_folder_is_not_resumed(
+    monkeypatch, minilm_path, sample_data_dir, tmp_path, capsys
+):
+    """A dev box with /opt/ml/checkpoints left by another run: without SM_MODEL_DIR nothing is resumed."""
+    import nas_cli
+    import train_supernetwork
+
+    stale = _stale_checkpoint(minilm_path, tmp_path / "opt-ml-checkpoints")
+    monkeypatch.setattr(nas_cli, "CHECKPOINT_DIR", str(stale))
+    monkeypatch.setattr(train_supernetwork, "CHECKPOINT_DIR", str(stale))
+    monkeypatch.delenv("SM_MODEL_DIR", raising=False)
+    assert train_supernetwork.parse_args(["--data-dir", str(sample_data_dir)]).checkpoint_dir is None
+    assert _start_epoch(monkeypatch, minilm_path, sample_data_dir, tmp_path) == 1
+    assert "resuming" not in capsys.readouterr().out
+
+
+def test_in_a_sagemaker_job_the_checkpoint_folder_beside_the_model_dir_is_resumed(
+    monkeypatch, minilm_path, sample_data_dir, tmp_path, capsys
+):
+    """SageMaker (and the local job runner): CheckpointConfig's folder is `checkpoints` beside SM_MODEL_DIR."""
+    import train_supernetwork
+
+    (tmp_path / "job" / "model").mkdir(parents=True)
+    monkeypatch.setenv("SM_MODEL_DIR", str(tmp_path / "job" / "model") + "/")
+    assert train_supernetwork.parse_args([]).checkpoint_dir is None  # no CheckpointConfig: no folder, none
+    checkpoints = _stale_checkpoint(minilm_path, tmp_path / "job" / "checkpoints")
+    assert train_supernetwork.parse_args([]).checkpoint_dir == str(checkpoints)
+    assert _start_epoch(monkeypatch, minilm_path, sample_data_dir, tmp_path) == 3
+    assert f"resuming from {checkpoints / 'supernet'} at epoch 3" in capsys.readouterr().out
