@@ -37,12 +37,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def families(data_dir: Path) -> list[str]:
-    """The family of every validation row (same cut as ``load_splits``)."""
+def validation_groups(data_dir: Path, field: str) -> list[str]:
+    """``field`` (a construction family, a number of side sentences) of every validation row (same cut as
+    ``load_splits``)."""
     from nas_data import split_train_validation
 
     rows = [json.loads(line) for line in (data_dir / "train.jsonl").read_text().splitlines() if line.strip()]
-    return [r.get("family", "?") for r in split_train_validation(rows, 0.3, 42)[1]]
+    return [str(r.get(field, "?")) for r in split_train_validation(rows, 0.3, 42)[1]]
 
 
 def main(argv=None) -> int:
@@ -98,10 +99,11 @@ def main(argv=None) -> int:
             labels = batch.pop("labels")
             correct += (logits_of(batch).argmax(-1) == labels).tolist()
     print(f"validation accuracy {sum(correct) / len(correct):.4f} ({len(correct)} rows)")
-    names = families(args.data_dir)[: len(correct)]
-    for family in sorted(set(names)):
-        chosen = [c for c, f in zip(correct, names, strict=True) if f == family]
-        print(f"  {family:12s} {sum(chosen) / len(chosen):.3f} n={len(chosen)}")
+    for field in ("family", "side_sentences"):
+        names = validation_groups(args.data_dir, field)[: len(correct)]
+        for group in sorted(set(names)):
+            chosen = [c for c, f in zip(correct, names, strict=True) if f == group]
+            print(f"  {field} {group:12s} {sum(chosen) / len(chosen):.3f} n={len(chosen)}")
     return 0
 
 

@@ -15,19 +15,23 @@ occurs with both labels:
 - events: the same event in other words ("purchased a bicycle" / "bought a bike") against the opposite
   event, in the premise's words or others ("sold a bike" / "got rid of a bicycle").
 
-Each premise opens RTE-style ("According to a report published on Monday by a newspaper in Lisbon, ...";
-~33 word pieces per pair). Subject/object swaps, two-fact binding and RTE's full premise length (one or two
-side sentences, ~66 word pieces) were tried and not learned by MiniLM-L6 within a few hundred CPU steps
-(``bench/nas_learnability.py``, ``bench/README-nas.md``), so they are not shipped. Labels are balanced
-within every construction. Baselines: ``bench/nas_baselines.py``.
+Each premise opens RTE-style ("According to a report published on Monday by a newspaper in Lisbon, ...")
+and is followed by 0, 1, 2 or 3 side sentences of context that never bear on the label, a quarter of the
+rows each: pairs are 24-110 word pieces (median 59; half of them 60-120, RTE's range), premises a median
+41 words. When every premise carried one or two side sentences MiniLM-L6 did not start learning within a
+few hundred CPU steps; the short quarter lets learning start (after ~150 steps) and it then holds at every
+length (``bench/nas_learnability.py``, ``bench/README-nas.md``). Subject/object swaps and two-fact binding
+were tried and not learned in that budget, so they are not shipped. Labels are balanced within every
+construction. Baselines: ``bench/nas_baselines.py``.
 
-    python training_code/nas/sample_data/generate_pairs.py
+    python training_code/nas/sample_data/generate_pairs.py [OUTPUT_DIR]
 """
 
 from __future__ import annotations
 
 import json
 import random
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -154,6 +158,15 @@ CONTEXT_BEFORE = [
     "As several witnesses in {city} told the police on {day},",
     "During a busy week in {city}, which ended with a public holiday on {day},",
 ]
+# Side sentences after the fact (RTE premises carry such context); they never bear on the label.
+CONTEXT_AFTER = [
+    "The news spread quickly among the residents of {city}, many of whom had followed the story for weeks.",
+    "{other} later told friends that the weather in {city} had been unusually cold that {day}.",
+    "The event took place a few streets away from the central station of {city}, near the old market.",
+    "A spokesperson for the city of {city} declined to comment on the matter when contacted on {day}.",
+    "{other}, who works for a small company in {city}, said the whole week had been very busy.",
+    "Officials expect a full report to be published in {city} before the end of the month.",
+]
 
 
 def pick(rng: random.Random, pool, *avoid):
@@ -239,20 +252,26 @@ FAMILIES: dict[str, Callable] = {
 
 
 LOWERED_OPENINGS = ("The", "All", "Some", "None")
+SIDE_SENTENCES = (0, 1, 2, 3)
 
 
-def with_context(core: str, rng: random.Random) -> str:
-    """Opens the fact with an RTE-style lead-in (source, place, day). Longer padding (one or two side
-    sentences, RTE's premise length) made the task unlearnable for MiniLM in our CPU budget: measured
-    in ``bench/README-nas.md``."""
-    lead = rng.choice(CONTEXT_BEFORE).format(city=rng.choice(CITIES), day=rng.choice(DAYS))
+def with_context(core: str, rng: random.Random, side_sentences: int, avoid: str) -> str:
+    """Opens the fact with an RTE-style lead-in (source, place, day) and follows it with
+    ``side_sentences`` sentences of context that do not bear on the label."""
+    city, day = rng.choice(CITIES), rng.choice(DAYS)
+    fill = {"city": city, "day": day, "other": pick(rng, [name for name in NAMES if name not in avoid])}
+    lead = rng.choice(CONTEXT_BEFORE).format(**fill)
     if core.split(" ", 1)[0] in LOWERED_OPENINGS:
         core = core[0].lower() + core[1:]
-    return f"{lead} {core}."
+    after = [s.format(**fill) for s in rng.sample(CONTEXT_AFTER, side_sentences)]
+    return " ".join([f"{lead} {core}.", *after])
 
 
-def generate(num_rows: int, seed: int, exclude: frozenset = frozenset()) -> list[dict]:
-    """``num_rows`` distinct pairs, balanced per family and label, none in ``exclude`` (premise, hypothesis)."""
+def generate(
+    num_rows: int, seed: int, exclude: frozenset = frozenset(), side_sentences: tuple[int, ...] = SIDE_SENTENCES
+) -> list[dict]:
+    """``num_rows`` distinct pairs, balanced per family and label, none in ``exclude`` (premise, hypothesis);
+    each premise gets a number of side sentences drawn from ``side_sentences``."""
     rng = random.Random(seed)
     rows, seen = [], set(exclude)
     names = list(FAMILIES)
@@ -261,12 +280,15 @@ def generate(num_rows: int, seed: int, exclude: frozenset = frozenset()) -> list
         entailed = len(rows) % 2 == 0
         core, hypothesis = FAMILIES[family](rng, entailed)
         hypothesis = cap(hypothesis) + "."
-        premise = with_context(core, rng)
+        side = rng.choice(side_sentences)
+        premise = with_context(core, rng, side, avoid=core + hypothesis)
         if (premise, hypothesis) in seen:
             continue
         seen.add((premise, hypothesis))
         label = "entailment" if entailed else "not_entailment"
-        rows.append({"sentence1": premise, "sentence2": hypothesis, "label": label, "family": family})
+        rows.append(
+            {"sentence1": premise, "sentence2": hypothesis, "label": label, "family": family, "side_sentences": side}
+        )
     rng.shuffle(rows)
     return rows
 
@@ -276,7 +298,8 @@ def write_jsonl(rows: list[dict], path: Path) -> None:
 
 
 if __name__ == "__main__":
-    here = Path(__file__).parent
+    here = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent
+    here.mkdir(parents=True, exist_ok=True)
     # Train: 4,000 rows (cut 70/30 into train/validation like the cloud path; more distinct rows than
     # GLUE RTE's 2,490, as a 500-row subset was memorised without generalising).
     # Test: 4,000 held-out rows, so that the 95 % interval of an accuracy near 0.85 is about +-1.1 points
