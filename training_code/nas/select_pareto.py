@@ -26,6 +26,19 @@ from nas_results import complete_rows, read_trials
 from nas_search_space import SPACES, ModelDims, largest_config
 
 
+def parse_objectives(text: str) -> tuple[str, ...]:
+    """``validation_error,macs`` -> its names; ValueError unless validation_error and known, distinct others."""
+    objectives = tuple(o.strip() for o in text.split(",") if o.strip())
+    if (
+        set(objectives) - set(OBJECTIVES)
+        or "validation_error" not in objectives
+        or len(objectives) < 2
+        or len(set(objectives)) != len(objectives)
+    ):
+        raise ValueError(f"--objectives needs validation_error and one or more others of {OBJECTIVES}, got {text!r}")
+    return objectives
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -43,9 +56,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--search-space", choices=SPACES, default=None)
     parser.add_argument("--objectives", default="validation_error,num_parameters")
     args = parser.parse_args(argv)
-    args.objectives = tuple(o.strip() for o in args.objectives.split(",") if o.strip())
-    if set(args.objectives) - set(OBJECTIVES) or "validation_error" not in args.objectives:
-        parser.error(f"--objectives needs validation_error and one more of {OBJECTIVES}")
+    try:
+        args.objectives = parse_objectives(args.objectives)
+    except ValueError as error:
+        parser.error(str(error))
     if not args.trials:
         parser.error("--trials (or SM_CHANNEL_TRIALS) is required")
     return args

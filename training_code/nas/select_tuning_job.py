@@ -41,7 +41,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--search-space", default=None)
     parser.add_argument("--objectives", default="validation_error,num_parameters")
     parser.add_argument("--region", default=None, help="default: AWS_REGION or the job's sagemaker_region")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:  # refused here, before any API call, rather than by select_pareto.py after listing every trial
+        select_pareto.parse_objectives(args.objectives)
+    except ValueError as error:
+        parser.error(str(error))
+    return args
 
 
 def fetch_trials(client, tuning_job_name: str) -> list[dict]:

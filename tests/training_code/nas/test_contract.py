@@ -83,3 +83,21 @@ def test_select_job_parses_the_stack_flags(supernet):
     (args,) = check_command_line("select_tuning_job.py", hyperparameters, {"model": str(supernet)})
     assert args.model_dir == str(supernet) and args.objectives == "validation_error,latency_ms"
     json.dumps(vars(args))
+
+
+@pytest.mark.parametrize("objectives", ["validation_error,macs", "validation_error,num_parameters,macs"])
+def test_select_and_export_jobs_parse_the_macs_settings(supernet, sample_data_dir, tmp_path, objectives):
+    hyperparameters = {"tuning-job-name": "tj", "objectives": objectives, "search-space": "uniform"}
+    (args,) = check_command_line("select_tuning_job.py", hyperparameters, {"model": str(supernet)})
+    assert args.objectives == objectives
+    channels = {"model": str(supernet), "pareto": str(tmp_path), "training": str(sample_data_dir)}
+    export = {"max-error-increase": "0.01", "minimise": "macs", "sagemaker_program": "export_models.py"}
+    _, exported = check_command_line("export_models.py", export, channels)
+    assert exported.minimise == "macs"
+
+
+@pytest.mark.parametrize("objectives", ["validation_error,flops", "num_parameters,macs", "validation_error"])
+def test_the_select_job_refuses_unknown_objectives_before_listing_trials(supernet, objectives):
+    with pytest.raises(SystemExit):
+        check_command_line("select_tuning_job.py", {"tuning-job-name": "tj", "objectives": objectives},
+                           {"model": str(supernet)})
