@@ -107,11 +107,19 @@ class PruningConfig:
     )
     max_jobs: int = setting(100, ge=1, le=750, hint="trials of the tuning job")
     max_parallel_jobs: int = setting(10, ge=1, le=100)
-    objectives: Literal["validation_error,num_parameters", "validation_error,latency_ms"] = setting(
-        "validation_error,num_parameters", hint="the Pareto set's objectives"
+    objectives: Literal[
+        "validation_error,num_parameters",
+        "validation_error,latency_ms",
+        "validation_error,macs",
+        "validation_error,num_parameters,macs",
+    ] = setting(
+        "validation_error,num_parameters",
+        hint="the Pareto set's objectives; macs: multiply-accumulates at the validation split's mean length",
     )
     max_error_increase: float = setting(0.01, ge=0, le=1, hint="export: budget above the unpruned error")
-    minimise: Literal["num_parameters", "latency_ms"] = setting("num_parameters", hint="export: within the budget")
+    minimise: Literal["num_parameters", "latency_ms", "macs"] = setting(
+        "num_parameters", hint="export: within the budget"
+    )
     quantize: Literal["none", "dynamic_int8"] = setting(
         "none", hint="export: dynamic_int8 serves the pruned model's Linear layers in int8 (handler, at load)"
     )
@@ -155,7 +163,8 @@ class PruningConfig:
                 fail(problem.split(" ", 1)[0], f"{problem} ({model}): type the model's dimensions")
         if self.minimise == "latency_ms" and "latency_ms" not in self.objectives:
             fail("minimise", "latency_ms needs objectives: validation_error,latency_ms")
-
+        if self.minimise == "macs" and "macs" not in self.objectives.split(","):
+            fail("minimise", "macs needs objectives: validation_error,macs (or validation_error,num_parameters,macs)")
 
     def _check_trial_hyperparameters(self, fail) -> None:
         """Trial flags: the split comes from nas_supernet.json, the tuned values and paths from the tuning job."""

@@ -21,6 +21,21 @@ def test_defaults_are_off_with_the_issue_limits():
     assert config.base_endpoint is None and config.pruned_endpoint is None
 
 
+@pytest.mark.parametrize(
+    ("objectives", "minimise"),
+    [
+        ("validation_error,macs", "macs"),
+        ("validation_error,macs", "num_parameters"),
+        ("validation_error,num_parameters,macs", "macs"),
+        ("validation_error,num_parameters,macs", "num_parameters"),
+        ("validation_error,latency_ms", "latency_ms"),
+    ],
+)
+def test_the_macs_objective_is_accepted(objectives, minimise):
+    config = _parse({"objectives": objectives, "minimise": minimise})
+    assert (config.objectives, config.minimise) == (objectives, minimise)
+
+
 def test_endpoint_image_follows_the_instance_type():
     config = _parse({"enabled": True, "pruned_endpoint": {"model_key": KEY, "instance_type": "ml.g5.xlarge"},
                      "base_endpoint": {"model_key": KEY}})
@@ -37,6 +52,10 @@ def test_endpoint_image_follows_the_instance_type():
         ({"job_name_prefix": "a-much-longer-one"}, "pruning.job_name_prefix: got 'a-much-longer-one'; at most 12"),
         ({"log_retention_days": 10}, "pruning.log_retention_days: got 10; allowed: 1, 3"),
         ({"minimise": "latency_ms"}, "pruning.minimise: latency_ms needs objectives: validation_error,latency_ms"),
+        ({"minimise": "macs"}, "pruning.minimise: macs needs objectives: validation_error,macs (or "
+         "validation_error,num_parameters,macs)"),
+        ({"objectives": "validation_error,latency_ms", "minimise": "macs"}, "pruning.minimise: macs needs objectives"),
+        ({"objectives": "validation_error,macs,latency_ms"}, "pruning.objectives: got 'validation_error,macs,"),
         ({"supernet_hyperparameters": {"output-dir": "/tmp"}}, "pruning.supernet_hyperparameters.output-dir: is set"),
         ({"base_endpoint": {"model_key": "pruning/run-1/model"}}, "pruning.base_endpoint.model_key: got"),
         ({"pruned_endpoint": {"model_key": KEY, "initial_instance_count": 3}},

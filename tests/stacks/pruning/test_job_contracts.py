@@ -127,3 +127,43 @@ def test_the_configured_settings_reach_the_scripts(non_default_states, channels)
     hyperparameters, names = _job(non_default_states, "Tune")
     ((trial, _dims),) = check_command_line(TRIAL, hyperparameters, {n: channels[n] for n in names})
     assert trial.search_space == "per_layer"
+
+
+@pytest.fixture(scope="module")
+def macs_states(tmp_path_factory):
+    """dev choosing the deterministic objective: MACs in the front and in the export's pick."""
+    from stacks.config import load_config
+    from tests.synth import ROOT, replaced, synth, templates
+
+    config = load_config("dev", ROOT / "config")
+    pruning = dataclasses.replace(config.pruning, objectives="validation_error,macs", minimise="macs")
+    changed = replaced(config, pruning=pruning)
+    template = templates(synth(changed, tmp_path_factory.mktemp("cdk-pruning-macs")))["Pruning"]
+    return definition(template)["States"]
+
+
+def test_the_macs_settings_reach_the_scripts(macs_states, channels):
+    import select_pareto
+
+    hyperparameters, names = _job(macs_states, "SelectPareto")
+    (select,) = check_command_line(SELECT, hyperparameters, {n: channels[n] for n in names})
+    assert select_pareto.parse_objectives(select.objectives) == ("validation_error", "macs")
+    hyperparameters, names = _job(macs_states, "Export")
+    _, export = check_command_line(EXPORT, hyperparameters, {n: channels[n] for n in names})
+    assert export.minimise == "macs"
+    hyperparameters, names = _job(macs_states, "Tune")
+    check_command_line(TRIAL, hyperparameters, {n: channels[n] for n in names})  # the trials print macs=
+
+
+def test_every_configurable_objective_and_minimise_parses_in_its_job(channels):
+    """Each value the typed config offers is one the select and export scripts accept (no synth needed)."""
+    import typing
+
+    from stacks.config import PruningConfig
+
+    hints = typing.get_type_hints(PruningConfig)
+    for objectives in typing.get_args(hints["objectives"]):
+        check_command_line(SELECT, {"tuning-job-name": "tj", "objectives": objectives}, {"model": channels["model"]})
+    for minimise in typing.get_args(hints["minimise"]):
+        (_, export) = check_command_line(EXPORT, {"max-error-increase": "0.01", "minimise": minimise}, channels)
+        assert export.minimise == minimise
