@@ -17,7 +17,7 @@ import select_pareto
 import select_tuning_job
 from nas_params import EncoderShape, count_parameters
 from nas_results import complete_rows, read_trials
-from nas_search_space import ModelDims, SubnetConfig
+from nas_search_space import ModelDims, SubnetConfig, config_from_hyperparameters
 from nas_test_helpers import RecordedSageMaker, supernet_folder
 
 RECORDED = Path(__file__).with_name("recorded") / "tuning_job_trials.json"
@@ -164,3 +164,95 @@ def test_macs_survive_a_float32_round_trip():
     )  # fmt: skip
     assert (row["macs"], row["macs_tokens"]) == (exact, 97)
     assert tokens_for_macs(shape, SubnetConfig((), ()), 5.0) is None
+
+
+@pytest.fixture(scope="module")
+def macs_tokens(recording, minilm_path, sample_data_dir) -> int:
+    """The length the trials count MACs at: evaluate_subnetwork.py's mean tokenized length of the super-network's
+    validation split (the recording's split and max length, and its trials' --max-rows 640)."""
+    import argparse
+
+    from nas_cli import load_data
+    from nas_evaluation import mean_tokens
+    from transformers import AutoTokenizer
+
+    metadata = recording["supernet_metadata"]
+    split = argparse.Namespace(data_dir=str(sample_data_dir), max_rows=640, dataset=metadata["dataset"],
+                               split_seed=metadata["split_seed"], validation_fraction=metadata["validation_fraction"])
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path))
+    return mean_tokens(tokenizer, load_data(split)["validation"], metadata["max_length"])
+
+
+def with_macs_metric(recording: dict, shape: EncoderShape, tokens: int) -> dict:
+    """The recording with the ``macs`` metric its trials log since issue 17 (it was recorded before the metric
+    existed), as SageMaker keeps it: a 32-bit float, on every trial that logged metrics (failed 002 too)."""
+    from nas_params import count_macs
+    from nas_search_space import config_from_hyperparameters
+
+    dims = ModelDims(**recording["supernet_metadata"]["dims"])
+    changed = json.loads(json.dumps(recording))
+    for described in changed["describe"].values():
+        if described["FinalMetricDataList"]:
+            tuned = {k: v for k, v in described["HyperParameters"].items() if k.startswith("num_")}
+            subnet = config_from_hyperparameters("uniform", tuned, dims)
+            described["FinalMetricDataList"].append({"MetricName": "macs",
+                                                     "Value": float32(count_macs(shape, subnet, tokens))})
+    return changed
+
+
+@pytest.mark.parametrize("objectives", ["validation_error,macs", "validation_error,num_parameters,macs"])
+@pytest.mark.parametrize("increase", [0.01, 0.15])
+def test_macs_selection_and_export_pick_the_fewest_macs_within_the_budget(
+    recording, minilm_path, macs_tokens, tmp_path, objectives, increase
+):
+    """pruning.objectives validation_error,macs (or with num_parameters) + pruning.minimise macs: MACs are
+    recomputed exactly from each trial's configuration at the length the trials counted them at (never the
+    float32 metric), and the export's pick has the fewest MACs among completed trials within the budget
+    above the super-network's own error."""
+    from nas_cli import read_json
+    from nas_params import count_macs
+    from nas_search_space import largest_config
+
+    metadata = recording["supernet_metadata"]
+    supernet = supernet_folder(minilm_path, tmp_path / "supernet", metadata)
+    shape = EncoderShape.from_config(read_json(supernet / "config.json"))
+    cloud = with_macs_metric(recording, shape, macs_tokens)
+    select_tuning_job.main(
+        ["--tuning-job-name", cloud["tuning_job_name"], "--model-dir", str(supernet), "--output-dir",
+         str(tmp_path / "pareto"), "--objectives", objectives, "--search-space", "uniform"],
+        sagemaker=RecordedSageMaker(cloud),
+    )  # fmt: skip
+    summary = json.loads((tmp_path / "pareto" / "pareto.json").read_text())
+    assert summary["objectives"] == objectives.split(",") and summary["hypervolume"] > 0
+    # (MiniLM's counts are multiples of 384 and survive float32; test_macs_survive_a_float32_round_trip has one
+    # that does not): the rows hold the count of their configuration at the length the trials recorded
+    for row in summary["pareto"]:
+        assert row["macs"] == count_macs(shape, SubnetConfig.from_dict(row["subnet"]), macs_tokens)
+        assert row["macs_tokens"] == macs_tokens
+    unpruned = summary["unpruned"]
+    full = largest_config(ModelDims(**metadata["dims"]))
+    assert unpruned["macs"] == count_macs(shape, full, macs_tokens)
+    assert (unpruned["validation_error"], unpruned["validation_error_source"]) == (
+        metadata["validation_error"], "nas_supernet.json")
+
+    exported = export(supernet, tmp_path / "pareto" / "pareto.json", tmp_path, "--max-error-increase", str(increase),
+                      "--minimise", "macs")
+    budget = metadata["validation_error"] + increase
+    assert exported["selection"] == {"minimise": "macs", "reference_error": metadata["validation_error"],
+                                     "reference_source": "nas_supernet.json", "max_error_increase": increase,
+                                     "max_error": budget}
+    # independent of the front: every completed recorded trial within the budget, MACs counted from its tuned values
+    candidates = []
+    for described in recording["describe"].values():
+        metrics = {m["MetricName"]: m["Value"] for m in described["FinalMetricDataList"]}
+        if described["TrainingJobStatus"] == "Completed" and metrics["validation_error"] <= budget:
+            tuned = {k: v for k, v in described["HyperParameters"].items() if k.startswith("num_")}
+            subnet = config_from_hyperparameters("uniform", tuned, ModelDims(**metadata["dims"]))
+            candidates.append((count_macs(shape, subnet, macs_tokens), subnet.to_dict()))
+    fewest, subnet = min(candidates, key=lambda c: c[0])
+    assert (exported["macs"], exported["subnet"]) == (fewest, subnet)
+    assert exported["validation_error"] <= budget
+    if increase > 0.1:  # the 6 x 3 x 207 network: fewer MACs than the full one, unlike the chance-level members
+        assert subnet == {"heads": [3] * 6, "units": [207] * 6}
+    else:
+        assert subnet == full.to_dict()
