@@ -154,6 +154,20 @@ def choose(model, tokenizer, validation, candidates, max_length: int, budget: fl
     return {"full_validation_error": full, "budget_met": bool(within), "chosen": chosen}, scored
 
 
+def accuracy_by_group(correct: list[int], groups: list) -> dict:
+    """Accuracy per group (e.g. number of side sentences: 2-3 are the RTE-length pairs)."""
+    return {
+        str(g): sum(c for c, h in zip(correct, groups, strict=True) if h == g) / groups.count(g)
+        for g in sorted(set(groups))
+    }
+
+
+def side_sentences(data_dir: Path) -> list:
+    """The generator's ``side_sentences`` of every test row (None for files without it)."""
+    lines = (data_dir / "test.jsonl").read_text().splitlines()
+    return [json.loads(line).get("side_sentences") for line in lines if line.strip()]
+
+
 def measure_seed(args, seed: int, folder: Path, test) -> dict:
     from nas_cli import load_classifier, read_json
     from nas_compress import quantize_dynamic_int8
@@ -170,6 +184,7 @@ def measure_seed(args, seed: int, folder: Path, test) -> dict:
     pruned = build_pruned_model(model, selection["chosen"]["config"])
     models = {"base": model, "pruned": pruned, "pruned_int8": quantize_dynamic_int8(pruned)}
     rows = {name: correct_rows(m, tokenizer, test, args.max_length) for name, m in models.items()}
+    groups = side_sentences(args.data_dir)
     result = {
         "seed": seed,
         "supernet_history_validation_error": meta.get("validation_error"),
@@ -178,11 +193,13 @@ def measure_seed(args, seed: int, folder: Path, test) -> dict:
     }
     for name, correct in rows.items():
         result[name] = {"test_accuracy": sum(correct) / len(correct), "ci95": wilson(sum(correct), len(correct))}
+        result[name]["by_side_sentences"] = accuracy_by_group(correct, groups)
     result["base"]["parameters"] = count_model_parameters(model)
     result["pruned"]["parameters"] = count_model_parameters(pruned)
     for name in ("pruned", "pruned_int8"):
         result[name]["minus_base"] = paired_difference(rows[name], rows["base"])
     timing = timing_batches(tokenizer, test, args.max_length)
+    result["timing_tokens"] = {"batch1": timing["median_tokens"], "batch8_padded": int(timing[8]["input_ids"].shape[1])}
     for batch_size in (1, 8):
         p50 = interleaved_latency_ms(list(models.values()), timing[batch_size], args.latency_repeats)
         for name, ms in zip(models, p50, strict=True):
@@ -198,6 +215,10 @@ def summarise(per_seed: list[dict]) -> dict:
             "test_accuracy": across_seeds([s[name]["test_accuracy"] for s in per_seed]),
             "speedup_batch1": across_seeds([s[name]["speedup_batch1"] for s in per_seed]),
             "speedup_batch8": across_seeds([s[name]["speedup_batch8"] for s in per_seed]),
+            "by_side_sentences": {
+                group: across_seeds([s[name]["by_side_sentences"][group] for s in per_seed])
+                for group in per_seed[0][name]["by_side_sentences"]
+            },
         }
         if name != "base":
             summary[name]["points_minus_base"] = across_seeds([s[name]["minus_base"]["points"] for s in per_seed])

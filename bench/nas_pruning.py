@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 NAS_DIR = REPO / "training_code" / "nas"
 sys.path.insert(0, str(NAS_DIR))
+sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -42,7 +43,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--rewire", choices=("true", "false"), default="true", help="order heads/units by importance")
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--strategy", default="kd", choices=("sandwich", "kd"))
     parser.add_argument("--num-random-subnets", type=int, default=2)
     parser.add_argument(
@@ -60,7 +61,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--minimise",
         default="latency_ms",
-        choices=("latency_ms", "num_parameters"),
+        choices=("latency_ms", "num_parameters", "macs", "latency_ms_final"),
         help="what the pick within the error budget minimises",
     )
     parser.add_argument("--searcher", default="morea")
@@ -120,8 +121,9 @@ def accuracy(model, tokenizer, pairs, max_length: int) -> float:
 
 
 def measure(base_dir: Path, pruned_dir: Path, data_dir: str, max_length: int, repeats: int) -> dict:
-    from nas_data import read_pairs_jsonl, tokenize_pairs
+    from nas_data import read_pairs_jsonl
     from nas_export import count_model_parameters
+    from nas_latency import timing_batches
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     test = read_pairs_jsonl(Path(data_dir) / "test.jsonl")
@@ -138,14 +140,10 @@ def measure(base_dir: Path, pruned_dir: Path, data_dir: str, max_length: int, re
         }
         for name, m in models.items()
     }
+    timing = timing_batches(tokenizers["base"], test, max_length)  # the median-length pair; the first 8
+    report["timing_tokens"] = {"batch1": timing["median_tokens"], "batch8_padded": int(timing[8]["input_ids"].shape[1])}
     for batch_size in (1, 8):
-        chosen = test[:batch_size]
-        batch = dict(
-            tokenize_pairs(
-                tokenizers["base"], [p.sentence1 for p in chosen], [p.sentence2 for p in chosen], max_length
-            )
-        )
-        for name, figures in interleaved_latency(models, batch, repeats).items():
+        for name, figures in interleaved_latency(models, timing[batch_size], repeats).items():
             report[name][f"batch{batch_size}_ms"] = figures
     report["ratios"] = {
         "parameters": report["base"]["parameters"] / report["pruned"]["parameters"],
