@@ -19,6 +19,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -99,6 +100,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--step-seconds", type=int, default=15, help="> 10: Locust's percentiles cover 10 s")
     parser.add_argument("--max-users", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=1, help="whole runs per target, alternating ABBA")
+    parser.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=15.0,
+        help="idle time before every run but the first, so the last run's backlog drains before the next starts",
+    )
     parser.add_argument("--user-rps", type=float, default=1.0, help="requests per second per user (at most)")
     parser.add_argument("--pairs", type=int, default=1, help="sentence pairs per request")
     parser.add_argument("--data", default=None, help="jsonl with sentence1/sentence2 (default: NAS sample test set)")
@@ -123,7 +130,9 @@ def main(argv=None) -> dict:
     }
     where_of = dict(args.target)
     order = run_order([name for name, _ in args.target], args.rounds)
-    for name, run_name in order:
+    for index, (name, run_name) in enumerate(order):
+        if index:
+            time.sleep(args.settle_seconds)
         command, extra = locust_command(run_name, where_of[name], out)
         where = where_of[name]
         print(f"[{run_name}] {where}: {steps} steps of {args.step_seconds} s up to {args.max_users} users", flush=True)

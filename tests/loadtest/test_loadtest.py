@@ -72,6 +72,7 @@ def test_short_stepped_run_writes_locust_csvs_and_the_plot(server, tmp_path):
     summary = runner.main([
         "--target", f"base={server.url}", "--target", f"pruned={server.url}", "--out", str(tmp_path),
         "--step-users", "1", "--max-users", "2", "--step-seconds", "2", "--user-rps", "4", "--slo-ms", "10000",
+        "--settle-seconds", "4",
     ])
     for name in ("base", "pruned"):
         for suffix in ("_stats.csv", "_stats_history.csv", "_failures.csv"):
@@ -84,6 +85,14 @@ def test_short_stepped_run_writes_locust_csvs_and_the_plot(server, tmp_path):
         assert run["knee_users"] is None, "a 10 s SLO is never crossed"
     assert (tmp_path / "loadtest.png").read_bytes().startswith(b"\x89PNG")
     assert json.loads((tmp_path / "loadtest.json").read_text())["runs"].keys() == {"base", "pruned"}
+    first_ends, second_starts = _timestamps(tmp_path / "base_stats_history.csv")[-1], _timestamps(
+        tmp_path / "pruned_stats_history.csv")[0]
+    assert second_starts - first_ends >= 4, "the second run starts after the settle time"
+
+
+def _timestamps(path: Path) -> list[int]:
+    with open(path, newline="") as handle:
+        return [int(row["Timestamp"]) for row in csv.DictReader(handle)]
 
 
 HEADER = ["Timestamp", "User Count", "Type", "Name", "Requests/s", "Failures/s", "50%", "66%", "75%", "80%", "90%",
