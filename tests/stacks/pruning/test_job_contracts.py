@@ -102,57 +102,54 @@ def test_a_missing_required_flag_fails(states, channels, state, flag):
         check_command_line(hyperparameters["sagemaker_program"], hyperparameters, {n: channels[n] for n in names})
 
 
-@pytest.fixture(scope="module")
-def non_default_states(tmp_path_factory):
-    """dev with every pruning setting the scripts default differently, so a dropped flag shows."""
+def _states_with(tmp_path_factory, folder: str, **pruning_settings) -> dict:
+    """The Pruning state machine's states of dev synthesized with ``pruning_settings`` replaced."""
     from stacks.config import load_config
     from tests.synth import ROOT, replaced, synth, templates
 
     config = load_config("dev", ROOT / "config")
-    pruning = dataclasses.replace(config.pruning, search_space="per_layer", objectives="validation_error,latency_ms",
-                                  minimise="latency_ms", max_error_increase=0.02, quantize="dynamic_int8")
-    changed = replaced(config, pruning=pruning)
-    template = templates(synth(changed, tmp_path_factory.mktemp("cdk-pruning-settings")))["Pruning"]
-    return definition(template)["States"]
+    changed = replaced(config, pruning=dataclasses.replace(config.pruning, **pruning_settings))
+    return definition(templates(synth(changed, tmp_path_factory.mktemp(folder)))["Pruning"])["States"]
+
+
+def _command_line(states: dict, state: str, program: str, channels: dict) -> list:
+    """``state``'s job as ``program`` parses it, with the job's own channels."""
+    hyperparameters, names = _job(states, state)
+    return check_command_line(program, hyperparameters, {n: channels[n] for n in names})
+
+
+@pytest.fixture(scope="module")
+def non_default_states(tmp_path_factory):
+    """dev with every pruning setting the scripts default differently, so a dropped flag shows."""
+    return _states_with(tmp_path_factory, "cdk-pruning-settings", search_space="per_layer",
+                        objectives="validation_error,latency_ms", minimise="latency_ms", max_error_increase=0.02,
+                        quantize="dynamic_int8")
 
 
 def test_the_configured_settings_reach_the_scripts(non_default_states, channels):
-    hyperparameters, names = _job(non_default_states, "SelectPareto")
-    (select,) = check_command_line(SELECT, hyperparameters, {n: channels[n] for n in names})
+    (select,) = _command_line(non_default_states, "SelectPareto", SELECT, channels)
     assert (select.search_space, select.objectives) == ("per_layer", "validation_error,latency_ms")
-    hyperparameters, names = _job(non_default_states, "Export")
-    _, export = check_command_line(EXPORT, hyperparameters, {n: channels[n] for n in names})
+    _, export = _command_line(non_default_states, "Export", EXPORT, channels)
     assert (export.minimise, export.max_error_increase, export.quantize) == ("latency_ms", 0.02, "dynamic_int8")
     assert export.data_dir == channels["training"]  # the int8 model's error is re-measured in the job
-    hyperparameters, names = _job(non_default_states, "Tune")
-    ((trial, _dims),) = check_command_line(TRIAL, hyperparameters, {n: channels[n] for n in names})
+    ((trial, _dims),) = _command_line(non_default_states, "Tune", TRIAL, channels)
     assert trial.search_space == "per_layer"
 
 
 @pytest.fixture(scope="module")
 def macs_states(tmp_path_factory):
     """dev choosing the deterministic objective: MACs in the front and in the export's pick."""
-    from stacks.config import load_config
-    from tests.synth import ROOT, replaced, synth, templates
-
-    config = load_config("dev", ROOT / "config")
-    pruning = dataclasses.replace(config.pruning, objectives="validation_error,macs", minimise="macs")
-    changed = replaced(config, pruning=pruning)
-    template = templates(synth(changed, tmp_path_factory.mktemp("cdk-pruning-macs")))["Pruning"]
-    return definition(template)["States"]
+    return _states_with(tmp_path_factory, "cdk-pruning-macs", objectives="validation_error,macs", minimise="macs")
 
 
 def test_the_macs_settings_reach_the_scripts(macs_states, channels):
     import select_pareto
 
-    hyperparameters, names = _job(macs_states, "SelectPareto")
-    (select,) = check_command_line(SELECT, hyperparameters, {n: channels[n] for n in names})
+    (select,) = _command_line(macs_states, "SelectPareto", SELECT, channels)
     assert select_pareto.parse_objectives(select.objectives) == ("validation_error", "macs")
-    hyperparameters, names = _job(macs_states, "Export")
-    _, export = check_command_line(EXPORT, hyperparameters, {n: channels[n] for n in names})
+    _, export = _command_line(macs_states, "Export", EXPORT, channels)
     assert export.minimise == "macs"
-    hyperparameters, names = _job(macs_states, "Tune")
-    check_command_line(TRIAL, hyperparameters, {n: channels[n] for n in names})  # the trials print macs=
+    _command_line(macs_states, "Tune", TRIAL, channels)  # the trials print macs=
 
 
 def test_every_configurable_objective_and_minimise_parses_in_its_job(channels):
