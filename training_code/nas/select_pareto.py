@@ -20,23 +20,10 @@ from pathlib import Path
 
 from nas_cli import read_json, sm_default, supernet_metadata
 from nas_params import EncoderShape, count_macs, count_parameters
-from nas_pareto import OBJECTIVES
+from nas_pareto import OBJECTIVES, parse_objectives
 from nas_report import write_pareto, write_trials
 from nas_results import complete_rows, read_trials
 from nas_search_space import SPACES, ModelDims, largest_config
-
-
-def parse_objectives(text: str) -> tuple[str, ...]:
-    """``validation_error,macs`` -> its names; ValueError unless validation_error and known, distinct others."""
-    objectives = tuple(o.strip() for o in text.split(",") if o.strip())
-    if (
-        set(objectives) - set(OBJECTIVES)
-        or "validation_error" not in objectives
-        or len(objectives) < 2
-        or len(set(objectives)) != len(objectives)
-    ):
-        raise ValueError(f"--objectives needs validation_error and one or more others of {OBJECTIVES}, got {text!r}")
-    return objectives
 
 
 def parse_args(argv=None) -> argparse.Namespace:

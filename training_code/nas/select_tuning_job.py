@@ -21,6 +21,7 @@ from pathlib import Path
 
 import select_pareto
 from nas_cli import sm_default
+from nas_pareto import parse_objectives
 
 TRIALS_FILE = "tuning_trials.json"
 SKIPPED_FILE = "skipped.json"
@@ -43,7 +44,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--region", default=None, help="default: AWS_REGION or the job's sagemaker_region")
     args = parser.parse_args(argv)
     try:  # refused here, before any API call, rather than by select_pareto.py after listing every trial
-        select_pareto.parse_objectives(args.objectives)
+        parse_objectives(args.objectives)
     except ValueError as error:
         parser.error(str(error))
     return args

@@ -143,10 +143,10 @@ def macs_states(tmp_path_factory):
 
 
 def test_the_macs_settings_reach_the_scripts(macs_states, channels):
-    import select_pareto
+    from nas_pareto import parse_objectives
 
     (select,) = _command_line(macs_states, "SelectPareto", SELECT, channels)
-    assert select_pareto.parse_objectives(select.objectives) == ("validation_error", "macs")
+    assert parse_objectives(select.objectives) == ("validation_error", "macs")
     _, export = _command_line(macs_states, "Export", EXPORT, channels)
     assert export.minimise == "macs"
     _command_line(macs_states, "Tune", TRIAL, channels)  # the trials print macs=
