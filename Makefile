@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# every environment with a config file: what ENV= accepts (make help lists them)
+ENVS := $(sort $(basename $(notdir $(wildcard config/*.yaml))))
+EMPTY :=
+ENV_CHOICES := $(subst $(EMPTY) $(EMPTY),|,$(ENVS))
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
@@ -20,11 +24,16 @@ APP_STAMP := $(APP_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps app-deps synth deploy pipeline test lint clean review cost actionlint demo invoke train loadtest
+.PHONY: help deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest
 TARGET ?= local
 
 help:
-	@echo "make synth [ENV=dev|prod]   synthesize every stack of ENV into cdk.out/ (offline, no credentials)"
+	@echo "make synth [ENV=$(ENV_CHOICES)]"
+	@echo "                             synthesize every stack of ENV into cdk.out/ (offline, no credentials)"
+	@echo "make diff [ENV=] [METHOD=auto|template]"
+	@echo "                             synth, then npx cdk diff --all against the stacks deployed for ENV (your AWS"
+	@echo "                             credentials and region); METHOD=template: read-only (the bootstrap lookup role,"
+	@echo "                             no change set), as deploy.yml's diff jobs run it"
 	@echo "make deploy [ENV=] [TARGET=local|aws] [KEEP=1]"
 	@echo "                             local (default): deploy cdk.out to a moto emulator on 127.0.0.1 and check it"
 	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
@@ -73,6 +82,11 @@ synth: app-deps
 	rm -rf cdk.out
 	npx cdk synth --quiet -c env=$(ENV) --output cdk.out --app "$(APP_PY) app.py"
 	@ls cdk.out/*.template.json
+
+# What `make deploy TARGET=aws` would change in the deployed stacks: the same assembly, diffed live.
+METHOD ?= auto
+diff: synth
+	npx cdk diff --all --app cdk.out -c env=$(ENV) --method=$(METHOD)
 
 deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 	@case "$(TARGET)" in \

@@ -11,6 +11,7 @@ import importlib.metadata as md
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -90,3 +91,46 @@ def test_synth_review_cost_and_aws_deploy_install_only_the_app_requirements():
 def test_test_and_the_local_emulator_keep_the_full_install():
     for target in (["test"], ["deploy", "TARGET=local"]):
         assert "pip install -q -r requirements-dev.txt" in _make_dry_run(*target), target
+
+
+def _launch(tmp_path, *venvs: str) -> subprocess.CompletedProcess:
+    """tools/cdk_app.sh in a copy of the root holding only `venvs`, each a python that says which it is."""
+    (tmp_path / "tools").mkdir(parents=True)
+    shutil.copy(ROOT / "tools" / "cdk_app.sh", tmp_path / "tools" / "cdk_app.sh")
+    for venv in venvs:
+        python = tmp_path / venv / "bin" / "python"
+        python.parent.mkdir(parents=True)
+        python.write_text(f'#!/bin/sh\necho "{venv} $*"\n')
+        python.chmod(0o755)
+    app = json.loads((ROOT / "cdk.json").read_text())["app"]
+    return subprocess.run(["sh", "-c", app], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+
+
+def test_cdk_json_app_runs_the_lean_env_first_then_the_full_one(tmp_path):
+    both = _launch(tmp_path / "both", ".venv-app", ".venv")
+    assert (both.returncode, both.stdout) == (0, ".venv-app app.py\n")
+    full = _launch(tmp_path / "full", ".venv")
+    assert (full.returncode, full.stdout) == (0, ".venv app.py\n")
+
+
+def test_cdk_json_app_without_an_env_fails_with_one_line(tmp_path):
+    proc = _launch(tmp_path)
+    assert proc.returncode == 1 and proc.stdout == "" and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("cdk app: neither .venv-app/bin/python nor .venv/bin/python exists; "
+                                  "run make app-deps")
+
+
+def test_make_diff_diffs_the_lean_synth_against_the_deployed_stacks():
+    commands = _make_dry_run("diff", "ENV=staging")
+    assert "requirements-dev.txt" not in commands and '--app ".venv-app/bin/python app.py"' in commands
+    assert "npx cdk diff --all --app cdk.out -c env=staging --method=auto" in commands
+    assert "--method=template" in _make_dry_run("diff", "METHOD=template")
+
+
+def test_make_help_lists_every_environment_and_diff():
+    proc = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    envs = "|".join(sorted(p.stem for p in (ROOT / "config").glob("*.yaml")))
+    assert proc.returncode == 0 and f"make synth [ENV={envs}]" in proc.stdout
+    assert {"dev", "prod", "staging", "local"} <= set(envs.split("|"))
+    assert "make diff [ENV=]" in proc.stdout and "ENV=dev|prod " not in proc.stdout

@@ -55,22 +55,63 @@ def test_pr_workflow_tests_synthesizes_and_reviews():
     assert checkout["uses"].startswith("actions/checkout@") and checkout["with"]["fetch-depth"] == 0
 
 
-def test_deploy_workflow_uses_oidc_and_gates_prod():
+ENV_ORDER = ["dev", "staging", "prod"]
+
+
+def _runs(job: dict) -> list[str]:
+    return [s["run"] for s in job["steps"] if "run" in s]
+
+
+def _creds(job: dict) -> dict:
+    return next(s for s in job["steps"] if s.get("uses", "").startswith("aws-actions/configure-aws-credentials@"))
+
+
+def _artifact(job: dict, action: str) -> str:
+    return next(s for s in job["steps"] if s.get("uses", "").startswith(f"actions/{action}@"))["with"]["name"]
+
+
+def test_deploy_workflow_uses_oidc_and_deploys_every_aws_environment_in_order():
     deploy = _load("deploy.yml")
     assert deploy["on"]["push"]["branches"] == ["main"]
     assert deploy["permissions"]["id-token"] == "write"
     text = (WORKFLOWS / "deploy.yml").read_text()
     assert "aws-access-key-id" not in text and "secrets." not in text  # no long-lived keys
     jobs = deploy["jobs"]
-    assert list(jobs) == ["dev", "prod"] and jobs["prod"]["needs"] == "dev"
-    for env_name, job in jobs.items():
+    # every config that is not the emulator's is deployed: one story for environments
+    aws_envs = sorted(p.stem for p in (ROOT / "config").glob("*.yaml") if p.stem != "local")
+    assert sorted(ENV_ORDER) == aws_envs
+    assert list(jobs) == [name for env_name in ENV_ORDER for name in (f"diff-{env_name}", env_name)]
+    previous = None
+    for env_name in ENV_ORDER:
+        diff, job = jobs[f"diff-{env_name}"], jobs[env_name]
+        # the chain: the previous environment deployed -> this one's live diff -> its gated deploy
+        assert diff.get("needs") == previous and job["needs"] == f"diff-{env_name}"
+        previous = env_name
         assert job["environment"]["name"] == env_name
         assert job["concurrency"] == {"group": f"deploy-{env_name}", "cancel-in-progress": False}
-        creds = next(s for s in job["steps"] if s.get("uses", "").startswith("aws-actions/configure-aws-credentials@"))
-        assert creds["with"]["role-to-assume"] == "${{ vars.AWS_DEPLOY_ROLE_ARN }}"
-        runs = [s["run"] for s in job["steps"] if "run" in s]
-        assert f"make synth ENV={env_name}" in runs
-        assert any(r.startswith("npx cdk deploy --app cdk.out --all") for r in runs)
+        assert _creds(job)["with"]["role-to-assume"] == "${{ vars.AWS_DEPLOY_ROLE_ARN }}"
+        # the same region variable on both sides: the diff is of the stacks the deploy updates
+        region = f"${{{{ vars.AWS_REGION_{env_name.upper()} }}}}"
+        assert _creds(job)["with"]["aws-region"] == _creds(diff)["with"]["aws-region"] == region
+        assert any(r.startswith("npx cdk deploy --app cdk.out --all") for r in _runs(job))
+        assert _artifact(diff, "upload-artifact") == _artifact(job, "download-artifact") == f"cdk-out-{env_name}"
+
+
+def test_every_live_diff_runs_before_its_gate_read_only_and_reaches_the_summary():
+    jobs = _load("deploy.yml")["jobs"]
+    for env_name in ENV_ORDER:
+        diff = jobs[f"diff-{env_name}"]
+        assert "environment" not in diff  # not behind the gate it informs
+        assert _creds(diff)["with"]["role-to-assume"] == f"${{{{ vars.AWS_DIFF_ROLE_ARN_{env_name.upper()} }}}}"
+        runs = _runs(diff)
+        assert runs[0] == f"make synth ENV={env_name}"
+        script = runs[1]
+        # template method: the bootstrap lookup role (read-only), no change set created
+        assert "npx cdk diff --app cdk.out --all --method=template" in script
+        assert "set -o pipefail" in script and "GITHUB_STEP_SUMMARY" in script
+        steps = [s.get("uses", s.get("run", "")) for s in diff["steps"]]
+        assert steps.index(script) > steps.index(_creds(diff)["uses"])  # credentials first, then the diff
+        assert not any("cdk deploy" in r for r in runs)
 
 
 @pytest.mark.parametrize("name", ["pr.yml", "deploy.yml"])
