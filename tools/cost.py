@@ -3,12 +3,13 @@
 
     make cost ENV=dev                            # synth, then: python tools/cost.py --cdk-out cdk.out
 
-Prices every SageMaker endpoint of every stack at its autoscaling min and max (hourly and monthly), and
-every SageMaker job state (createTrainingJob, createProcessingJob, createHyperParameterTuningJob) of every
-state machine at its bound: max runtime x instances, times MaxNumberOfTrainingJobs for a tuning job. A new
-job state is priced without a code change. Managed spot jobs show the table's labelled saving assumption
-and the on-demand ceiling. A type without a price in the table is never guessed: the priced lines are
-printed, then one `cost error:` line on stderr, exit 1.
+Prices every SageMaker endpoint of every stack at its autoscaling min and max (hourly and monthly), every
+interface VPC endpoint (per endpoint and Availability Zone, i.e. per ENI, an always-on charge of the
+isolated environments), and every SageMaker job state (createTrainingJob, createProcessingJob,
+createHyperParameterTuningJob) of every state machine at its bound: max runtime x instances, times
+MaxNumberOfTrainingJobs for a tuning job. A new job state is priced without a code change. Managed spot jobs
+show the table's labelled saving assumption and the on-demand ceiling. A type without a price in the table
+is never guessed: the priced lines are printed, then one `cost error:` line on stderr, exit 1.
 
 The review summary (tools/review_diff.py) uses the same model for the cost delta of a change.
 """
@@ -58,10 +59,31 @@ class Job:
 
 
 @dataclass(frozen=True)
+class InterfaceEndpoints:
+    """A stack's interface VPC endpoints: billed per endpoint per Availability Zone (one ENI each) per hour."""
+
+    stack: str
+    count: int
+    enis: int  # the sum over endpoints of their subnets (one per AZ)
+
+
+@dataclass(frozen=True)
 class Workload:
     region: str | None
     endpoints: tuple[Endpoint, ...] = ()
     jobs: tuple[Job, ...] = ()
+    interface_endpoints: tuple[InterfaceEndpoints, ...] = ()
+
+
+SCOPE = ("scope: SageMaker real-time endpoints at min and max scale, interface VPC endpoints (per endpoint-AZ-hour), "
+         "and every SageMaker job of every workflow at its bound")
+LEFT_OUT = ("left out: S3 storage and requests, KMS keys and requests, "
+            "CloudWatch logs, metrics, alarms and dashboards, Step Functions transitions, ML storage volumes "
+            "(volume_size_gb), data capture to S3, data transfer and PrivateLink data processing (per GB), "
+            "ECR images")
+ASSUMPTIONS = ("assumptions: on-demand prices, no savings plans or free tier; endpoints run every hour of the month "
+               "at the scale shown; each job runs to its max runtime (the ceiling) and a tuning job runs all its "
+               "trials; spot jobs at the table's assumed saving")
 
 
 @dataclass(frozen=True)
@@ -78,6 +100,8 @@ class Line:
     note: str = ""
     problem: str | None = None
     choice: str | None = None  # lines of one Choice's alternative jobs: an execution runs one of them
+    billed: str = ""  # what usd_total is the price of: "2 x 730 h/month", "100 trials x 1 x 1 h"
+    unit_price: float | None = None  # USD per instance-hour (or per endpoint-AZ-hour), as the table has it
 
 
 @dataclass
@@ -101,6 +125,7 @@ class PriceTable:
         self.spot_label: str = data["managed_spot_savings"]["label"]
         self.default_region: str = data["default_region"]
         self.recheck: str = data["recheck"]
+        self.vpce: dict[str, Any] = data.get("vpc_interface_endpoint", {})
 
     @classmethod
     def load(cls, path: Path = PRICES) -> PriceTable:
@@ -124,6 +149,13 @@ class PriceTable:
             )
         return float(table[instance_type])
 
+    def eni_price(self, region: str, where: str) -> float:
+        prices = self.vpce.get("usd_per_az_hour", {})
+        if region not in prices:
+            raise UnpricedError(f"interface VPC endpoints ({where}) have no price for {region} in tools/prices.json "
+                                "(vpc_interface_endpoint); add it there with its source instead of guessing")
+        return float(prices[region])
+
 
 def estimate(workload: Workload, table: PriceTable) -> Estimate:
     region, note = table.region_for(workload.region)
@@ -139,8 +171,20 @@ def estimate(workload: Workload, table: PriceTable) -> Estimate:
                 continue
             hourly = unit * count
             result.lines.append(
-                Line(key, label, ep.instance_type, count, None, hourly, hourly * table.hours_per_month)
+                Line(key, label, ep.instance_type, count, None, hourly, hourly * table.hours_per_month,
+                     billed=f"{count} x {table.hours_per_month:g} h/month", unit_price=unit)
             )
+    for vpce in sorted(workload.interface_endpoints, key=lambda v: v.stack):
+        key, label = f"vpc-endpoints {vpce.stack}", f"interface VPC endpoints {vpce.stack}"
+        billed = f"{vpce.count} endpoints, {vpce.enis} endpoint-AZs x {table.hours_per_month:g} h/month"
+        try:
+            unit = table.eni_price(region, label)
+        except UnpricedError as err:
+            result.lines.append(Line(key, label, "endpoint-AZ", vpce.enis, None, None, None, problem=str(err),
+                                     billed=billed))
+            continue
+        result.lines.append(Line(key, label, "endpoint-AZ", vpce.enis, None, unit * vpce.enis,
+                                 unit * vpce.enis * table.hours_per_month, billed=billed, unit_price=unit))
     for job in sorted(workload.jobs, key=lambda j: j.name):
         result.lines.append(_job_line(job, region, table))
     return result
@@ -152,8 +196,10 @@ def _job_line(job: Job, region: str, table: PriceTable) -> Line:
     itype = job.instance_type or "<set at run time>"
     hours = None if job.max_runtime_hours is None else job.max_runtime_hours * job.runs
     note = f"one of the jobs {job.choice} chooses from" if job.choice else ""
+    per_run = "?" if job.max_runtime_hours is None else f"{job.max_runtime_hours:g}"
+    billed = (f"{job.runs} trials x " if job.runs > 1 else "") + f"{job.instance_count} x {per_run} h"
     unpriced = Line(f"job {job.name}", label, itype, job.instance_count, hours or 0.0, None, None, note,
-                    choice=job.choice)
+                    choice=job.choice, billed=billed)
     if job.problem or job.instance_type is None or hours is None:
         problem = job.problem or f"{job.kind} {job.name}: the instance type is chosen at run time; cannot price it"
         return dataclasses.replace(unpriced, problem=problem)
@@ -163,8 +209,8 @@ def _job_line(job: Job, region: str, table: PriceTable) -> Line:
         return dataclasses.replace(unpriced, problem=str(err))
     hourly = unit * job.instance_count
     ceiling = hourly * hours
-    per_trial = f"{job.runs} x {job.max_runtime_hours:g} h; " if job.runs > 1 else ""
-    notes = [n for n in (unpriced.note, per_trial.rstrip("; ")) if n]
+    unpriced = dataclasses.replace(unpriced, unit_price=unit)
+    notes = [n for n in (unpriced.note,) if n]
     if not job.spot:
         return dataclasses.replace(unpriced, usd_per_hour=hourly, usd_total=ceiling, note="; ".join(notes))
     spot_total = ceiling * (1 - table.spot_savings)
@@ -322,14 +368,27 @@ def _jobs_of(stack: str, template: dict) -> list[Job]:
     return jobs
 
 
+def _interface_endpoints_of(stack: str, template: dict) -> list[InterfaceEndpoints]:
+    """Interface VPC endpoints and their ENIs (one per subnet, i.e. per AZ); gateway endpoints are free."""
+    interface = [res.get("Properties", {}) for res in _resources(template).values()
+                 if res.get("Type") == "AWS::EC2::VPCEndpoint"
+                 and res.get("Properties", {}).get("VpcEndpointType") == "Interface"]
+    if not interface:
+        return []
+    enis = sum(len(p["SubnetIds"]) if isinstance(p.get("SubnetIds"), list) else 1 for p in interface)
+    return [InterfaceEndpoints(stack, len(interface), enis)]
+
+
 def workload_from_templates(templates: dict[str, dict], region: str | None = None) -> Workload:
-    """Endpoints (EndpointConfig variants + their scalable targets) and every job state of every state machine."""
+    """Endpoints (EndpointConfig variants + their scalable targets), interface VPC endpoints, and every job state."""
     endpoints: list[Endpoint] = []
     jobs: list[Job] = []
+    vpces: list[InterfaceEndpoints] = []
     for stack in sorted(templates):
         endpoints += _endpoints_of(stack, templates[stack])
         jobs += _jobs_of(stack, templates[stack])
-    return Workload(region, tuple(endpoints), tuple(jobs))
+        vpces += _interface_endpoints_of(stack, templates[stack])
+    return Workload(region, tuple(endpoints), tuple(jobs), tuple(vpces))
 
 
 def estimate_stacks(stacks: dict[str, Any], table: PriceTable) -> list[Estimate]:
@@ -357,13 +416,13 @@ def rate(value: float | None) -> str:
 def render_text(title: str, result: Estimate, table: PriceTable) -> str:
     where = result.region + (f" ({result.region_note})" if result.region_note else "")
     lines = [
-        f"{title}: SageMaker on-demand, {where}, tools/prices.json as of {table.as_of}, "
+        f"{title}: on-demand (SageMaker, PrivateLink), {where}, tools/prices.json as of {table.as_of}, "
         f"{table.hours_per_month:g} h/month",
     ]
-    rows = [("item", "type", "count", "USD/hour", "USD total")]
+    rows = [("item", "type", "billed (count x hours)", "USD/hour each", "USD total")]
     for line in result.lines:
-        total = money(line.usd_total) + ("/month" if line.hours is None else f" per run ({line.hours:g} h)")
-        rows.append((line.label, line.instance_type, str(line.count), rate(line.usd_per_hour), total))
+        total = money(line.usd_total) + ("/month" if line.hours is None else " per run")
+        rows.append((line.label, line.instance_type, line.billed, rate(line.unit_price), total))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
@@ -383,14 +442,29 @@ def _sum(lines: list[Line]) -> str:
     return money(alone + sum(groups.values()))
 
 
-def totals_text(result: Estimate) -> str:
-    """Always-on spend at min and max scale, and one execution of every workflow at its bound."""
+def total_lines(lines: list[Line]) -> dict[str, list[Line]]:
+    """The lines of each total: always-on at min scale, at max scale (USD/month), one run of every workflow."""
     def chosen(prefix: str, suffix: str = "") -> list[Line]:
-        return [line for line in result.lines if line.key.startswith(prefix) and line.key.endswith(suffix)]
+        return [line for line in lines if line.key.startswith(prefix) and line.key.endswith(suffix)]
 
-    return (f"total: endpoints {_sum(chosen('endpoint ', '@min'))}/month at min scale, "
-            f"{_sum(chosen('endpoint ', '@max'))}/month at max scale; "
-            f"one execution of every workflow at its bound {_sum(chosen('job '))}")
+    vpce = chosen("vpc-endpoints ")
+    return {"min": chosen("endpoint ", "@min") + vpce, "max": chosen("endpoint ", "@max") + vpce,
+            "run": chosen("job ")}
+
+
+def total(lines: list[Line]) -> float | None:
+    """Sum, counting one Choice's alternative jobs once at the dearest; None if any line is unpriced."""
+    text = _sum(lines)
+    return None if text == "n/a" else float(text.lstrip("$").replace(",", ""))
+
+
+def totals_text(result: Estimate) -> str:
+    """Always-on spend (SageMaker and interface VPC endpoints) at min and max scale, and one run of every workflow."""
+    parts = total_lines(result.lines)
+    vpce = [line for line in parts["min"] if line.key.startswith("vpc-endpoints ")]
+    what = "endpoints" + (f" (incl. interface VPC endpoints {_sum(vpce)}/month)" if vpce else "")
+    return (f"total: {what} {_sum(parts['min'])}/month at min scale, {_sum(parts['max'])}/month at max scale; "
+            f"one execution of every workflow at its bound {_sum(parts['run'])}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
         print(render_text(title, result, table))
         print(totals_text(result))
         problems += result.problems
+    for line in (SCOPE, LEFT_OUT, ASSUMPTIONS):
+        print(line)
     print(f"{table.recheck}")
     if problems:
         print(f"cost error: {problems[0]}", file=sys.stderr)

@@ -155,13 +155,22 @@ def run_engine(base: dict[str, StackArtifact], head: dict[str, StackArtifact]) -
     return json.loads(proc.stdout)
 
 
+BLOCKING = "blocking"  # the deploy fails, or data needs a manual step: never merge on autopilot
+ATTENTION = "attention"  # replaced or deleted, clients or history affected; the deploy itself goes through
+ROUTINE = "routine"  # a rollout the stack manages (an endpoint moving onto a new config)
+SEVERITIES = (BLOCKING, ATTENTION, ROUTINE)
+STATEFUL_REPLACEMENTS = ("REPLACED", "MAY BE REPLACED", "REPLACED BY RENAME", "MOVED")
+
+
 @dataclass(frozen=True)
 class Warning_:
     stack: str
     logical_id: str
     type: str
-    kind: str  # REPLACED, MAY BE REPLACED, DELETED, ORPHANED, REPLACED BY RENAME, MOVED, NEW ENDPOINT
+    kind: str  # REPLACED, MAY BE REPLACED, DELETED, ORPHANED, REPLACED BY RENAME, MOVED, NEW ENDPOINT,
+    #            ENDPOINT UPDATE, INSTANCE TYPE ON AUTOSCALED VARIANT, EXPORT IN USE
     message: str
+    severity: str = ATTENTION
 
 
 @dataclass
@@ -194,6 +203,10 @@ class Review:
     def replaced(self) -> dict[str, list[str]]:
         """{stack: sorted logical ids the engine marks as (maybe) replaced}: what the tests pin down."""
         return {s.name: sorted(r["logicalId"] for r in s.replaced) for s in self.stacks if s.replaced}
+
+    @property
+    def blocking(self) -> list[tuple[str, str, str]]:
+        return sorted((w.stack, w.logical_id, w.kind) for w in self.warnings if w.severity == BLOCKING)
 
     @property
     def flagged(self) -> list[tuple[str, str, str]]:
@@ -280,13 +293,18 @@ def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engi
             if rtype == "AWS::SageMaker::EndpointConfig":
                 users = _endpoints_using(head_template, lid)
                 endpoints = [e for e in users if not _endpoint_replaced(report, e[0])]
-                if endpoints:
+                blocked = [b for e, _ in endpoints for b in _autoscaled_type_changes(base_template, head_template, e)]
+                if blocked:
+                    warnings += [Warning_(name, lid, rtype, "INSTANCE TYPE ON AUTOSCALED VARIANT", b, BLOCKING)
+                                 for b in blocked]
+                elif endpoints:
                     how = "; ".join(f"endpoint `{e}` keeps its name and switches to the new config by {_rollout(r)}"
                                     for e, r in endpoints)
                     message = f"rolling replacement of the endpoint config ({because}): {how}"
+                    warnings.append(Warning_(name, lid, rtype, kind, message, ROUTINE))
                 else:
                     message = f"endpoint config replaced ({because}); no endpoint in this stack keeps using it"
-                warnings.append(Warning_(name, lid, rtype, kind, message))
+                    warnings.append(Warning_(name, lid, rtype, kind, message, ROUTINE))
             elif rtype == "AWS::SageMaker::Endpoint":
                 warnings.append(Warning_(name, lid, rtype, "NEW ENDPOINT", (
                     f"the endpoint itself is replaced ({because}): a new endpoint is created and the old one "
@@ -295,14 +313,20 @@ def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engi
                 klass, stake = SENSITIVE[rtype]
                 retained = base_template.get("Resources", {}).get(lid, {}).get("DeletionPolicy") == "Retain"
                 tail = "; the old one is retained (DeletionPolicy Retain) but no longer managed" if retained else ""
-                warnings.append(Warning_(name, lid, rtype, kind, f"{klass}: {stake} ({because}){tail}"))
+                warnings.append(Warning_(name, lid, rtype, kind, f"{klass}: {stake} ({because}){tail}",
+                                         _severity(klass, kind)))
         for change in report.changed:
             if change["type"] == "AWS::SageMaker::Endpoint" and change["impact"] not in REPLACING and (
                 "EndpointConfigName" in change["properties"]
             ):
                 endpoint = head_template.get("Resources", {}).get(change["logicalId"], {})
+                blocked = _autoscaled_type_changes(base_template, head_template, change["logicalId"])
+                if blocked:
+                    warnings += [Warning_(name, change["logicalId"], change["type"],
+                                          "INSTANCE TYPE ON AUTOSCALED VARIANT", b, BLOCKING) for b in blocked]
+                    continue
                 warnings.append(Warning_(name, change["logicalId"], change["type"], "ENDPOINT UPDATE", (
-                    f"same endpoint, new endpoint config: updated in place by {_rollout(endpoint)}")))
+                    f"same endpoint, new endpoint config: updated in place by {_rollout(endpoint)}"), ROUTINE))
         for change in report.removed:
             if change["type"] in SENSITIVE:
                 removed_sensitive.append((name, change))
@@ -341,10 +365,103 @@ def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engi
         else:
             kind = "ORPHANED" if change["impact"] == "WILL_ORPHAN" else "DELETED"
             message = f"{klass}: {fate}; {stake.split(';')[0]}"
-        warnings.append(Warning_(name, lid, rtype, kind, message))
+        warnings.append(Warning_(name, lid, rtype, kind, message, _severity(klass, kind)))
 
+    warnings += exports_in_use(base, head)
+    # an endpoint and its config can both carry one blocked change: say it once
+    warnings = list({(w.stack, w.kind, w.message): w for w in warnings}.values())
     warnings.sort(key=lambda w: (w.stack, w.logical_id, w.kind))
     return reports, warnings, sorted(set(iam_lines)), sorted(set(sg_lines))
+
+
+def _severity(klass: str, kind: str) -> str:
+    """A replaced stateful resource needs its data moved by hand: blocking. Anything else: attention."""
+    return BLOCKING if klass == "stateful" and kind in STATEFUL_REPLACEMENTS else ATTENTION
+
+
+def _variant_types(template: dict, endpoint_id: str) -> dict[str, Any]:
+    """{variant name: instance type} of the config the endpoint `endpoint_id` points at in `template`."""
+    resources = template.get("Resources", {})
+    config_id = _ref(resources.get(endpoint_id, {}).get("Properties", {}).get("EndpointConfigName"))
+    variants = resources.get(config_id or "", {}).get("Properties", {}).get("ProductionVariants") or []
+    return {str(v.get("VariantName")): v.get("InstanceType") for v in variants}
+
+
+def _scalable_targets(template: dict, endpoint_id: str) -> list[str]:
+    """Scalable targets on the variants of `endpoint_id` (their ResourceId names the endpoint's generated name)."""
+    return sorted(
+        lid for lid, res in template.get("Resources", {}).items()
+        if res.get("Type") == "AWS::ApplicationAutoScaling::ScalableTarget"
+        and res.get("Properties", {}).get("ScalableDimension") == "sagemaker:variant:DesiredInstanceCount"
+        and f'"{endpoint_id}"' in json.dumps(res.get("Properties", {}).get("ResourceId"))
+    )
+
+
+def _autoscaled_type_changes(base_template: dict, head_template: dict, endpoint_id: str) -> list[str]:
+    """Why the update of an endpoint kept by name fails: a variant changes instance type while it is autoscaled.
+
+    SageMaker refuses UpdateEndpoint when it changes the instance type of a variant registered as a
+    scalable target ("Update endpoints that use auto scaling", SageMaker developer guide); the CloudFormation
+    update fails and rolls back. The registration deployed is the base's."""
+    targets = _scalable_targets(base_template, endpoint_id)
+    if not targets or endpoint_id not in head_template.get("Resources", {}):
+        return []
+    before, after = _variant_types(base_template, endpoint_id), _variant_types(head_template, endpoint_id)
+    return [
+        f"endpoint `{endpoint_id}` variant {variant}: instance type {before[variant]} -> {after[variant]} while "
+        f"scalable target `{', '.join(targets)}` is registered: SageMaker refuses that UpdateEndpoint and the "
+        "stack update fails and rolls back. Deploy once with autoscaling off (or deregister the scalable target: "
+        "aws application-autoscaling deregister-scalable-target --service-namespace sagemaker "
+        "--scalable-dimension sagemaker:variant:DesiredInstanceCount --resource-id "
+        f"endpoint/<name>/variant/{variant}), then deploy the new type"
+        for variant in sorted(set(before) & set(after)) if before[variant] != after[variant]
+    ]
+
+
+def _imports(value: Any) -> set[str]:
+    """Every literal export name a template fragment imports with Fn::ImportValue."""
+    if isinstance(value, dict):
+        found = set()
+        for key, inner in value.items():
+            if key == "Fn::ImportValue" and isinstance(inner, str):
+                found.add(inner)
+            else:
+                found |= _imports(inner)
+        return found
+    if isinstance(value, list):
+        return set().union(*(_imports(v) for v in value)) if value else set()
+    return set()
+
+
+def _exports(template: dict) -> dict[str, str]:
+    """{export name: output id} of a template's literal Export names."""
+    return {out["Export"]["Name"]: oid for oid, out in (template.get("Outputs") or {}).items()
+            if isinstance(out.get("Export", {}).get("Name"), str)}
+
+
+def exports_in_use(base: dict[str, StackArtifact], head: dict[str, StackArtifact]) -> list[Warning_]:
+    """A removed export that a deployed (base) stack imports: CloudFormation refuses to delete an export in use.
+
+    The exporting stack deploys first (the importers depend on it), so while the deployed importer still
+    holds the old Fn::ImportValue, the exporter's update fails, even when the new importer no longer needs it."""
+    imported_by: dict[str, set[str]] = defaultdict(set)
+    for name, art in base.items():
+        for export in _imports(art.template):
+            imported_by[export].add(name)
+    found = []
+    for name in sorted(set(base)):
+        removed = set(_exports(base[name].template)) - set(_exports(head[name].template) if name in head else {})
+        for export in sorted(removed):
+            users = sorted(imported_by.get(export, set()) - {name})
+            if not users:
+                continue
+            found.append(Warning_(name, _exports(base[name].template)[export], "AWS::CloudFormation::Output",
+                                  "EXPORT IN USE", (
+                f"export `{export}` is removed while deployed stack(s) {', '.join(f'`{u}`' for u in users)} "
+                "import it: CloudFormation refuses to delete an export in use, so this stack's update fails. Keep "
+                "the export one more deploy (CDK: `stack.export_value(...)` of the old value), deploy, then remove "
+                "it; or rename back"), BLOCKING))
+    return found
 
 
 def _endpoint_replaced(report: StackReport, logical_id: str) -> bool:
@@ -361,35 +478,51 @@ def stack_settings(base: dict[str, StackArtifact], head: dict[str, StackArtifact
 
 
 # ------------------------------------------------------------------------------------------------ cost
+def _delta(old: float | None, new: float | None, unit: str) -> str:
+    if old is None or new is None:
+        return "n/a"
+    diff = new - old
+    return "±0" if abs(diff) < 0.005 else f"{'+' if diff > 0 else '-'}${abs(diff):,.2f}{unit}"
+
+
+NET_ROWS = (("min", "/month", "net: always-on at min scale"), ("max", "/month", "net: always-on at max scale"),
+            ("run", "/run", "net: one execution of every workflow at its bound"))
+
+
 def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
                table: cost.PriceTable) -> tuple[list[tuple[str, ...]], list[str]]:
+    """The priced items that change (type, count or price), then the net totals; unchanged items are counted."""
     def lines(side: dict[str, StackArtifact]) -> dict[str, cost.Line]:
         return {line.key: line for result in cost.estimate_stacks(side, table) for line in result.lines}
 
     before, after = lines(base), lines(head)
     rows: list[tuple[str, ...]] = []
     notes: set[str] = set()
+    unchanged = 0
     for key in list(after) + [k for k in before if k not in after]:
         old, new = before.get(key), after.get(key)
         ref = new or old
         unit = "/month" if ref.hours is None else "/run"
         old_type = f"{old.count} x {old.instance_type}" if old else "-"
         new_type = f"{new.count} x {new.instance_type}" if new else "-"
-        old_usd = old.usd_total if old else 0.0
-        new_usd = new.usd_total if new else 0.0
-        if old_usd is None or new_usd is None:
-            delta = "n/a"
-        else:
-            diff = new_usd - old_usd
-            delta = "±0" if abs(diff) < 0.005 else f"{'+' if diff > 0 else '-'}${abs(diff):,.2f}{unit}"
+        delta = _delta(old.usd_total if old else 0.0, new.usd_total if new else 0.0, unit)
+        if old_type == new_type and delta == "±0":
+            unchanged += 1
+            continue
         rows.append((ref.label, old_type if old_type == new_type else f"{old_type} -> {new_type}",
-                     _usd(old, unit), _usd(new, unit),
-                     delta))
+                     _usd(old, unit), _usd(new, unit), delta))
         for line in (old, new):
             if line and line.problem:
                 notes.add(f"not priced: {line.problem}")
             if line and line.note:
                 notes.add(f"{line.label}: {line.note}")
+    old_totals, new_totals = cost.total_lines(list(before.values())), cost.total_lines(list(after.values()))
+    for part, unit, label in NET_ROWS:
+        old_usd, new_usd = cost.total(old_totals[part]), cost.total(new_totals[part])
+        rows.append((f"**{label}**", "", cost.money(old_usd) + unit, cost.money(new_usd) + unit,
+                     f"**{_delta(old_usd, new_usd, unit)}**"))
+    if unchanged:
+        notes.add(f"{unchanged} unchanged item(s) not shown")
     return rows, sorted(notes)
 
 
@@ -432,13 +565,19 @@ def render(result: Review, table: cost.PriceTable | None = None, max_chars: int 
     out = [MARKER, f"## Infrastructure review: {result.title}", ""]
     if not changed:
         out += ["No infrastructure changes: every stack template is identical.", ""]
-    if result.warnings:
-        out += [f"### :warning: {len(result.warnings)} stateful or user-facing resource(s) replaced, deleted or "
-                "updated", ""]
-        for w in result.warnings:
-            out.append(f"- **{w.kind}** `{w.stack}` `{w.logical_id}` ({w.type}): {w.message}")
-        out.append("")
-    elif changed:
+    headings = {
+        BLOCKING: ":no_entry: {n} blocking: the deploy fails or needs a manual step",
+        ATTENTION: ":warning: {n} stateful or user-facing resource(s) replaced or deleted",
+        ROUTINE: "{n} routine rollout(s) the stack manages",
+    }
+    for severity in SEVERITIES:
+        group = [w for w in result.warnings if w.severity == severity]
+        if group:
+            out += [f"### {headings[severity].format(n=len(group))}", ""]
+            out += [f"- **{w.kind}** `{w.stack}` `{w.logical_id}` ({w.type}): {w.message}" for w in group] + [""]
+    if changed and not result.blocking:
+        out += ["Nothing blocking: no deploy failure or manual step found.", ""]
+    if changed and not [w for w in result.warnings if w.severity != ROUTINE]:
         out += ["No stateful or user-facing resource is replaced or deleted.", ""]
     if changed:
         out += ["| Stack | Status | Added | Changed | Removed | Replaced |", "| --- | --- | --- | --- | --- | --- |"]
@@ -466,8 +605,8 @@ def render(result: Review, table: cost.PriceTable | None = None, max_chars: int 
             rows = s.security_groups.get("rules", [])
             if len(rows) > 1:
                 details.append(_details(f"<code>{s.name}</code>: security-group rules", _table(rows)))
-    out += [f"### Cost (SageMaker on-demand, tools/prices.json as of {table.as_of}, "
-            f"{table.hours_per_month:g} h/month)", ""]
+    out += [f"### Cost (on-demand: SageMaker, PrivateLink; only what changes, then the net; tools/prices.json "
+            f"as of {table.as_of}, {table.hours_per_month:g} h/month)", ""]
     if result.cost_rows:
         out += ["| Item | Instances | Base | Head | Delta |", "| --- | --- | --- | --- | --- |"]
         out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in result.cost_rows]

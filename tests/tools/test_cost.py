@@ -143,10 +143,19 @@ def _run(cdk_out: Path):
 def test_cost_cli_prints_every_line_region_and_totals(assemblies):
     proc = _run(Path(assemblies["dev"].directory))
     assert proc.returncode == 0 and proc.stderr == ""
-    assert "llm-inf2-dev: SageMaker on-demand, us-east-1 (region not pinned" in proc.stdout
-    assert "tuning job llm-inf2-dev-Pruning/Tune at max runtime, 100 trials" in proc.stdout
+    assert "llm-inf2-dev: on-demand (SageMaker, PrivateLink), us-east-1 (region not pinned" in proc.stdout
     assert "$0.115" in proc.stdout and "before a budget decision" in proc.stdout
     assert "total: endpoints $1,020.54/month at min scale" in proc.stdout
+    # the tuning row: its unit price, what it bills (every trial) and the total of them all, like every row
+    tune = next(line for line in proc.stdout.splitlines() if line.startswith("tuning job llm-inf2-dev-Pruning/Tune"))
+    assert tune.split()[-5:] == ["1", "h", "$0.204", "$20.40", "per", "run"][-5:] and "100 trials x 1 x 1 h" in tune
+    assert "USD/hour each" in proc.stdout and "USD/hour " not in proc.stdout.replace("USD/hour each", "")
+    # scope and assumptions are printed, naming what is left out
+    scope = {line.split(":", 1)[0]: line for line in proc.stdout.splitlines()}
+    assert scope["scope"] == cost.SCOPE and scope["left out"] == cost.LEFT_OUT
+    assert scope["assumptions"] == cost.ASSUMPTIONS
+    for item in ("S3 storage", "KMS", "CloudWatch", "data transfer", "PrivateLink data processing"):
+        assert item in cost.LEFT_OUT, item
 
 
 def test_cost_cli_fails_with_one_line_on_an_unpriced_type(assemblies, tmp_path):
@@ -157,6 +166,40 @@ def test_cost_cli_fails_with_one_line_on_an_unpriced_type(assemblies, tmp_path):
     proc = _run(head)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
     assert proc.stderr.startswith("cost error: ml.m5.xlarge (processing job llm-inf2-prod-Training/Evaluate/Score)")
-    assert "$3.08 per run (2 h)" in proc.stdout  # the priced lines are still printed
+    compile_line = next(line for line in proc.stdout.splitlines() if "CompileForNeuron" in line)
+    assert "1 x 2 h" in compile_line and compile_line.endswith("$3.08 per run")  # priced lines still printed
     missing = _run(tmp_path / "nothing")
     assert missing.returncode == 2 and missing.stderr.startswith("cost error: ") and missing.stderr.count("\n") == 1
+
+
+def test_prod_prices_its_interface_vpc_endpoints_per_az(assemblies, table):
+    """prod is isolated: every Interface endpoint of the template, once per subnet (AZ), at the PrivateLink price."""
+    stacks = CloudAssemblyReader(assemblies["prod"].directory).by_name()
+    interface = [res for art in stacks.values() for res in art.template["Resources"].values()
+                 if res["Type"] == "AWS::EC2::VPCEndpoint" and res["Properties"].get("VpcEndpointType") == "Interface"]
+    enis = sum(len(res["Properties"]["SubnetIds"]) for res in interface)
+    assert (len(interface), enis) == (6, 12)  # sagemaker.api/runtime, sts, logs, ecr.api/dkr in 2 AZs
+    result, lines = _lines(assemblies, "prod", table)
+    line = lines["vpc-endpoints llm-inf2-prod-Network"]
+    assert line.count == enis and line.unit_price == 0.01 and line.usd_total == pytest.approx(0.01 * 12 * 730)
+    assert "6 endpoints, 12 endpoint-AZs" in line.billed
+    assert cost.totals_text(result).startswith(
+        f"total: endpoints (incl. interface VPC endpoints $87.60/month) {cost.money(2 * 7.79 * 730 + 87.6)}/month")
+    source = json.loads(cost.PRICES.read_text())["vpc_interface_endpoint"]
+    assert "privatelink/pricing" in source["source"] and source["as_of"]
+
+
+def test_dev_has_no_interface_endpoint_line(assemblies, table):
+    _, lines = _lines(assemblies, "dev", table)
+    assert not [key for key in lines if key.startswith("vpc-endpoints ")]
+
+
+def test_interface_endpoints_in_an_unpriced_region_are_not_guessed(table):
+    template = {"Resources": {"E": {"Type": "AWS::EC2::VPCEndpoint",
+                                    "Properties": {"VpcEndpointType": "Interface", "SubnetIds": ["a", "b", "c"]}},
+                              "G": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {"VpcEndpointType": "Gateway"}}}}
+    result = cost.estimate(cost.workload_from_templates({"N": template}, "eu-west-1"), table)
+    [line] = result.lines  # the gateway endpoint is free: no line
+    assert line.count == 3 and line.usd_total is None
+    assert result.problems[0].startswith("interface VPC endpoints (interface VPC endpoints N) have no price for "
+                                         "eu-west-1")

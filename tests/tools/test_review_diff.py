@@ -4,7 +4,10 @@ Pairs (one extra in-process synth each; the bases come from the session `assembl
 - prod model promotion: only serving.model_prefix changes -> Model and EndpointConfig replaced, the
   Endpoint keeps its name and rolls onto the new config, nothing stateful touched;
 - dev renamed bucket construct: the access-log bucket's logical ID changes (what renaming its
-  construct does) -> flagged as a replacement of stateful data.
+  construct does) -> flagged as a replacement of stateful data;
+- prod serving.instance_type changed: the autoscaled variant changes type -> blocking (SageMaker refuses it);
+- dev renamed key construct: the Data stack's export of the key ARN disappears while the deployed stacks
+  import it -> blocking, and the key itself a blocking stateful replacement.
 """
 
 from __future__ import annotations
@@ -106,9 +109,13 @@ def test_model_promotion_replaces_only_model_and_endpoint_config(promotion):
     assert "NEW ENDPOINT" not in markdown
     # the model's S3 prefix is in the execution role's policy: the IAM section says so
     assert "### IAM changes" in markdown and "ExecutionPolicy" in markdown
-    # same instance type and counts: zero cost delta
-    endpoint_rows = [row for row in result.cost_rows if row[0].startswith("endpoint")]
-    assert [row[-1] for row in endpoint_rows] == ["±0", "±0"]
+    # a routine roll: not blocking, not under the stateful warning
+    assert result.blocking == [] and [w.severity for w in result.warnings] == [review_diff.ROUTINE]
+    assert "Nothing blocking" in markdown and "### 1 routine rollout(s) the stack manages" in markdown
+    assert ":no_entry:" not in markdown and ":warning:" not in markdown
+    # same instance type and counts: no changed cost row, every net total ±0
+    assert [row[0] for row in result.cost_rows] == [f"**{label}**" for _, _, label in review_diff.NET_ROWS]
+    assert [row[-1] for row in result.cost_rows] == ["**±0**"] * 3
 
 
 def test_renamed_bucket_construct_is_flagged_as_replacement_of_stateful_data(rename):
@@ -126,6 +133,8 @@ def test_renamed_bucket_construct_is_flagged_as_replacement_of_stateful_data(ren
     _assert_only_changes_in(result, data)
     markdown = review_diff.render(result)
     assert f"- **REPLACED BY RENAME** `{data}` `{old}` (AWS::S3::Bucket): stateful:" in markdown
+    assert result.blocking == result.flagged  # a stateful replacement needs its data moved by hand
+    assert "### :no_entry: 1 blocking: the deploy fails or needs a manual step" in markdown
 
 
 def test_review_is_deterministic_and_cli_matches(rename, tmp_path):
@@ -183,11 +192,16 @@ def test_cost_delta_of_a_changed_instance_type(assemblies, tmp_path):
                           "+$2,000.20/month")
     # every endpoint and job of the default config is priced (no n/a); the tuning job counts all its trials
     assert [row for row in rows if "n/a" in row] == [] and not any(n.startswith("not priced") for n in notes)
-    tune = by_label["tuning job llm-inf2-dev-Pruning/Tune at max runtime, 100 trials"]
-    assert tune[1:] == ("1 x ml.c5.xlarge", "$20.40/run", "$20.40/run", "±0")
-
+    # only the two changed rows, then the net totals (min 1,020.54 -> 2,020.64; max 2,041.08 -> 4,041.28)
+    assert list(by_label) == [at_min[0], at_max[0]] + [f"**{label}**" for _, _, label in review_diff.NET_ROWS]
+    assert by_label["**net: always-on at min scale**"][2:] == ("$1,020.54/month", "$2,020.64/month",
+                                                               "**+$1,000.10/month**")
+    assert by_label["**net: always-on at max scale**"][-1] == "**+$2,000.20/month**"
+    assert by_label["**net: one execution of every workflow at its bound**"][-1] == "**±0**"
+    assert "10 unchanged item(s) not shown" in notes  # dev prices 6 endpoint and 6 job lines; 2 change
+    # the variant is autoscaled: not a rolling update but a blocked one
     result = review_diff.review(base, head, "resize")
-    assert result.flagged == [(serving, config_id, "REPLACED")]
+    assert result.blocking == [(serving, config_id, "INSTANCE TYPE ON AUTOSCALED VARIANT")]
     assert "+$1,000.10/month" in review_diff.render(result)
 
 
@@ -254,3 +268,90 @@ def test_engine_agrees_with_cdk_diff_template(rename):
 
 def test_an_environment_missing_on_one_side_is_skipped(tmp_path):
     assert review_diff.synth_tree(ROOT, tmp_path, ["zzz"]) == {"zzz": "no config file"}
+
+
+@pytest.fixture(scope="module")
+def resize(assemblies, tmp_path_factory):
+    from stacks.config import load_config
+
+    config = load_config("prod", ROOT / "config")
+    if config.serving is None or config.serving.autoscaling is None:
+        pytest.fail("config/prod.yaml has no autoscaled serving section")
+    resized = replaced(config, serving=dataclasses.replace(config.serving, instance_type="ml.inf2.48xlarge"))
+    head_dir = _synth(resized, tmp_path_factory.mktemp("resized"))
+    base = review_diff.read_assembly(Path(assemblies["prod"].directory))
+    return base, review_diff.read_assembly(head_dir)
+
+
+def test_instance_type_change_on_an_autoscaled_variant_is_blocking(resize):
+    base, head = resize
+    result = review_diff.review(base, head, "resize")
+    serving = "llm-inf2-prod-Serving"
+    template = head[serving].template
+    config_id, endpoint = _only(template, "AWS::SageMaker::EndpointConfig"), _only(template, "AWS::SageMaker::Endpoint")
+    target = _only(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert result.blocking == [(serving, config_id, "INSTANCE TYPE ON AUTOSCALED VARIANT")]
+    [warning] = [w for w in result.warnings if w.severity == review_diff.BLOCKING]
+    assert warning.message.startswith(
+        f"endpoint `{endpoint}` variant AllTraffic: instance type ml.inf2.24xlarge -> ml.inf2.48xlarge while "
+        f"scalable target `{target}` is registered: SageMaker refuses that UpdateEndpoint")
+    assert "deregister-scalable-target" in warning.message
+    markdown = review_diff.render(result)
+    assert "### :no_entry: 1 blocking" in markdown and "keeps its name and switches" not in markdown
+    # 2 -> 2 and 6 -> 6 instances at 7.79 -> 15.58 USD/h, 730 h: +11,373.40 and +34,120.20 a month
+    assert "**+$11,373.40/month**" in markdown and "**+$34,120.20/month**" in markdown
+
+
+def test_the_same_instance_type_change_without_autoscaling_is_routine(resize, tmp_path):
+    """The check reads the deployed (base) scalable target: take it away and the roll is routine again."""
+    base, head = resize
+    serving = "llm-inf2-prod-Serving"
+    template = base[serving].template
+    template["Resources"] = {lid: res for lid, res in template["Resources"].items()
+                             if not res["Type"].startswith("AWS::ApplicationAutoScaling::")}
+    path = tmp_path / f"{serving}.template.json"
+    path.write_text(json.dumps(template))
+    unscaled = dataclasses.replace(base[serving], template_file=path)
+    result = review_diff.review({**base, serving: unscaled}, head, "resize")
+    assert result.blocking == []
+    assert any("keeps its name and switches to the new config" in w.message for w in result.warnings)
+
+
+@pytest.fixture(scope="module")
+def key_rename(assemblies, tmp_path_factory):
+    from stacks.config import load_config
+
+    config = load_config("dev", ROOT / "config")
+    head_dir = _synth(config, tmp_path_factory.mktemp("key"), rename=("Data", "ArtifactKey", "ArtifactKeyV2"))
+    base = review_diff.read_assembly(Path(assemblies["dev"].directory))
+    return base, review_diff.read_assembly(head_dir)
+
+
+def test_removed_export_still_imported_and_the_replaced_key_are_blocking(key_rename):
+    base, head = key_rename
+    result = review_diff.review(base, head, "key rename")
+    data = "llm-inf2-dev-Data"
+    old_key = _only(base[data].template, "AWS::KMS::Key")
+    [(output_id, output)] = [(oid, out) for oid, out in base[data].template["Outputs"].items()
+                             if old_key in oid and "Export" in out]
+    export = output["Export"]["Name"]
+    importers = sorted(name for name, art in base.items() if export in json.dumps(art.template) and name != data)
+    assert importers  # the deployed stacks import the key ARN
+    assert all(export not in json.dumps(art.template) for art in head.values())  # gone from every new template
+    assert result.blocking == sorted([(data, old_key, "REPLACED BY RENAME"), (data, output_id, "EXPORT IN USE")])
+    in_use = next(w for w in result.warnings if w.kind == "EXPORT IN USE")
+    assert in_use.message.startswith(f"export `{export}` is removed while deployed stack(s) "
+                                     + ", ".join(f"`{name}`" for name in importers) + " import it")
+    # the endpoint configs re-encrypting under the new key are routine rollouts, listed apart from the key
+    routine = [w for w in result.warnings if w.severity == review_diff.ROUTINE]
+    assert routine and {w.type for w in routine} == {"AWS::SageMaker::EndpointConfig"}
+    markdown = review_diff.render(result)
+    blocking_section = markdown.split("### :no_entry:", 1)[1].split("###", 1)[0]
+    assert "AWS::KMS::Key" in blocking_section and "EndpointConfig" not in blocking_section
+
+
+def test_an_export_nobody_imports_may_go(key_rename):
+    base, head = key_rename
+    data = "llm-inf2-dev-Data"
+    alone = {data: base[data]}  # no deployed importer
+    assert review_diff.exports_in_use(alone, {data: head[data]}) == []
