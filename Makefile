@@ -61,6 +61,16 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	.venv-checkov/bin/python -m pip install -q -r requirements-checkov.txt
 	touch $@
 
+# Real vLLM for the vllm_neuronx backend's local server (tools/local_endpoint.py); ~3.5 GB, so a venv of its own.
+# torchvision/torchaudio/torchcodec come in as dependencies and break vLLM's import ("operator torchvision::nms does
+# not exist"): the rule removes them.
+VLLM_STAMP := .venv-vllm/.installed
+$(VLLM_STAMP): requirements-vllm.txt
+	test -x .venv-vllm/bin/python || $(PYTHON) -m venv .venv-vllm
+	.venv-vllm/bin/python -m pip install -q -r requirements-vllm.txt
+	.venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -101,7 +111,7 @@ train: $(VENV_STAMP)
 lint: deps
 	$(VENV)/bin/ruff check .
 
-test: lint $(CHECKOV_STAMP)
+test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 BASE ?= origin/main

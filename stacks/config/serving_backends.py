@@ -59,5 +59,17 @@ class NeuronOptions:
         ]
 
 
+def sm_on_environment(*, model: str, served_model_name: str, neuron: NeuronOptions) -> dict[str, str]:
+    """The vLLM Neuron container's `optimum-cli neuron serve` flags as SM_ON_* variables: one mapping for the
+    endpoint (stacks/serving/vllm_neuronx_endpoint.py) and the local server (tools/local_endpoint_vllm.py)."""
+    return {
+        "SM_ON_MODEL": model,
+        "SM_ON_SERVED_MODEL_NAME": served_model_name,
+        "SM_ON_BATCH_SIZE": str(neuron.batch_size),
+        "SM_ON_SEQUENCE_LENGTH": str(neuron.sequence_length),
+        "SM_ON_TENSOR_PARALLEL_SIZE": str(neuron.tensor_parallel_size),
+    }
+
+
 def weights_gb(parameters_billions: float) -> float:
     return parameters_billions * BYTES_PER_PARAMETER
