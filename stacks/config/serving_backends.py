@@ -1,7 +1,7 @@
 """What each serving backend accepts: architectures, images, and the vLLM Neuron backend's compiled shape.
 
 LMI NeuronX (djl-inference 0.30.0-neuronx, the last one: djl-serving dropped Neuron in Nov 2025) loads
-transformers-neuronx models; vLLM Neuron (Hugging Face optimum-neuron 0.4.4 + vLLM 0.11) serves a model
+transformers-neuronx models; vLLM Neuron (Hugging Face optimum-neuron 0.4.5 + vLLM 0.11) serves a model
 exported ahead of time with `optimum-cli export neuron`, whose batch size, sequence length and tensor
 parallel size must equal the served ones (`serve` refuses a mismatch).
 """
