@@ -28,7 +28,7 @@ help:
 	@echo "make deploy [ENV=] [TARGET=local|aws] [KEEP=1]"
 	@echo "                             local (default): deploy cdk.out to a moto emulator on 127.0.0.1 and check it"
 	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
-	@echo "make pipeline [PIPELINE=training|pruning]"
+	@echo "make pipeline [PIPELINE=training|pruning] [BACKEND=vllm_neuronx]"
 	@echo "                             the local environment on the emulator, one workflow run end to end (jobs run"
 	@echo "                             locally), then the trained model served and asked the seed prompt"
 	@echo "make test                   ruff + the whole test suite"
@@ -94,10 +94,10 @@ deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 PIPELINE ?= training
 
 # The emulator holds the workflows' job runner in its own process, so one target deploys and runs.
-pipeline: $(VENV_STAMP) $(NODE_STAMP)
+pipeline: $(VENV_STAMP) $(NODE_STAMP) $(if $(filter vllm_neuronx,$(BACKEND)),$(VLLM_STAMP))
 	rm -rf cdk.out
 	npx cdk synth --quiet -c env=local --output cdk.out --app "$(PY) app.py"
-	$(PY) tools/pipeline.py --cdk-out cdk.out --env local --workflow $(PIPELINE)
+	$(PY) tools/pipeline.py --cdk-out cdk.out --env local --workflow $(PIPELINE) $(if $(BACKEND),--backend $(BACKEND))
 
 invoke: deps
 	$(PY) tools/invoke.py $(if $(URL),--url $(URL),--env $(ENV)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(PROMPT),--prompt "$(PROMPT)")
