@@ -37,7 +37,7 @@ help:
 	@echo "make deploy [ENV=] [TARGET=local|aws] [KEEP=1]"
 	@echo "                             local (default): deploy cdk.out to a moto emulator on 127.0.0.1 and check it"
 	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
-	@echo "make pipeline [PIPELINE=training|pruning]"
+	@echo "make pipeline [PIPELINE=training|pruning] [BACKEND=vllm_neuronx]"
 	@echo "                             the local environment on the emulator, one workflow run end to end (jobs run"
 	@echo "                             locally), then the trained model served and asked the seed prompt"
 	@echo "make test                   ruff + the whole test suite"
@@ -70,6 +70,16 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	.venv-checkov/bin/python -m pip install -q -r requirements-checkov.txt
 	touch $@
 
+# Real vLLM for the vllm_neuronx backend's local server (tools/local_endpoint.py); ~3.5 GB, so a venv of its own.
+# torchvision/torchaudio/torchcodec come in as dependencies and break vLLM's import ("operator torchvision::nms does
+# not exist"): the rule removes them.
+VLLM_STAMP := .venv-vllm/.installed
+$(VLLM_STAMP): requirements-vllm.txt
+	test -x .venv-vllm/bin/python || $(PYTHON) -m venv .venv-vllm
+	.venv-vllm/bin/python -m pip install -q -r requirements-vllm.txt
+	.venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -98,10 +108,10 @@ deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 PIPELINE ?= training
 
 # The emulator holds the workflows' job runner in its own process, so one target deploys and runs.
-pipeline: $(VENV_STAMP) $(NODE_STAMP)
+pipeline: $(VENV_STAMP) $(NODE_STAMP) $(if $(filter vllm_neuronx,$(BACKEND)),$(VLLM_STAMP))
 	rm -rf cdk.out
 	npx cdk synth --quiet -c env=local --output cdk.out --app "$(PY) app.py"
-	$(PY) tools/pipeline.py --cdk-out cdk.out --env local --workflow $(PIPELINE)
+	$(PY) tools/pipeline.py --cdk-out cdk.out --env local --workflow $(PIPELINE) $(if $(BACKEND),--backend $(BACKEND))
 
 invoke: deps
 	$(PY) tools/invoke.py $(if $(URL),--url $(URL),--env $(ENV)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(PROMPT),--prompt "$(PROMPT)")
@@ -115,7 +125,7 @@ train: $(VENV_STAMP)
 lint: deps
 	$(VENV)/bin/ruff check .
 
-test: lint $(CHECKOV_STAMP)
+test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 BASE ?= origin/main

@@ -12,7 +12,7 @@
 ({"messages": [...], "max_tokens": ...}) to /invocations, which the container tries as a chat request first;
 the chat template comes from the model's tokenizer, so the default is the same sample as plain messages, and a
 refusal ({"error": {"message", "type", "code"}}, HTTP 400/404) exits 1. The text goes to stdout, the latency
-to stderr.
+to stderr. A vllm_neuronx request that uses a field the Neuron runner ignores (NEURON_IGNORED) gets a warning.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ SAMPLE_MESSAGES = [
 ]
 CONTENT_TYPE = "application/json"
 BACKENDS = ("lmi_neuronx", "vllm_neuronx")
+# optimum-neuron's vLLM runner passes no per-request generators or logits processors: on Neuron these fields of an
+# OpenAI request are ignored (logprobs come back empty), though the local vLLM (and the API) accept them.
+NEURON_IGNORED = ("seed", "min_p", "logit_bias", "min_tokens", "logprobs", "top_logprobs")
 
 
 class InvokeError(Exception):
@@ -61,9 +64,14 @@ def build_chat_request(args: argparse.Namespace) -> dict[str, Any]:
     if args.model:
         body["model"] = args.model
     body["temperature"] = args.temperature if args.do_sample else 0
-    for name in ("top_p", "top_k", "repetition_penalty", "seed", "stop"):
+    for name in ("top_p", "top_k", "repetition_penalty", "seed", "min_p", "min_tokens", "stop"):
         body[name] = getattr(args, name)
     return {k: v for k, v in body.items() if v is not None}  # unset: the server's defaults
+
+
+def neuron_ignored(payload: dict[str, Any]) -> list[str]:
+    """The fields of an OpenAI body that a vllm_neuronx endpoint on inf2 ignores."""
+    return [name for name in NEURON_IGNORED if payload.get(name) is not None and payload.get(name) is not False]
 
 
 def _json(body: bytes | str, status: int) -> tuple[Any, str]:
@@ -112,7 +120,7 @@ def parse_chat_response(body: bytes | str, status: int = 200) -> list[str]:
 def _hint(status: int, message: str) -> str:
     if status == 404:
         return " (the endpoint serves another model name: drop --model or pass the served name)"
-    if "context length" in message:
+    if "context length" in message or "max_model_len" in message:
         return " (check the prompt + --max-new-tokens against the sequence length)"
     return ""
 
@@ -204,6 +212,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--top-k", type=int)
     parser.add_argument("--repetition-penalty", type=float)
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--min-p", type=float, help="vllm_neuronx only (ignored on Neuron)")
+    parser.add_argument("--min-tokens", type=int, help="vllm_neuronx only (ignored on Neuron)")
     parser.add_argument("--stop", action="append", help="stop sequence (repeatable); LMI's default </s>")
     parser.add_argument("--details", action="store_true", help="LMI: ask for token details")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds, --url only")
@@ -217,6 +227,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     payload, parse = BUILDERS[args.backend](args), PARSERS[args.backend]
+    ignored = neuron_ignored(payload) if args.backend == "vllm_neuronx" else []
+    if ignored:
+        print(f"warning: {', '.join(ignored)}: ignored by the vLLM Neuron runner on inf2 (optimum-neuron passes no "
+              "per-request generators or logits processors); a local vLLM honours them", file=sys.stderr)
     try:
         started = time.perf_counter()
         if args.url:

@@ -3,11 +3,11 @@
     python tools/local_endpoint.py --model-dir DIR [--properties serving.properties] [--set KEY=VALUE ...]
                                    [--host 127.0.0.1] [--port 8080]
     python tools/local_endpoint.py --backend vllm_neuronx --model-dir DIR [--served-model-name NAME]
-                                   [--batch-size 4] [--sequence-length 2048]
+                                   [--batch-size 4] [--sequence-length 2048] [--tensor-parallel-size 2]
 
---backend lmi_neuronx (the default) speaks LMI (DJL Serving) NeuronX's contract, below; vllm_neuronx speaks the
-Hugging Face vLLM Neuron container's OpenAI contract (tools/local_endpoint_vllm.py). Both share the engine and
-the batching worker.
+--backend lmi_neuronx (the default) is a stand-in for LMI (DJL Serving) NeuronX's contract, below: the LMI
+container does not run here. --backend vllm_neuronx starts real vLLM (.venv-vllm) with the arguments the Hugging
+Face vLLM Neuron container derives from the same SM_ON_* values the stack sets (tools/local_endpoint_vllm.py).
 
 GET /ping is 200 once the model is loaded. POST /invocations takes
 {"inputs": str | [str], "parameters": {...}, "stream": bool} and answers {"generated_text": ...} (a list of
@@ -594,7 +594,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class LocalEndpointServer(ThreadingHTTPServer):
-    """One model behind one container's contract: `backend` picks LMI's (Handler) or vLLM's (VllmHandler)."""
+    """One model behind the LMI contract (Handler), batched by one worker."""
 
     daemon_threads = True
     request_queue_size = 256  # 50+ clients connecting at once must not overflow the listen backlog
@@ -604,22 +604,11 @@ class LocalEndpointServer(ThreadingHTTPServer):
         address: tuple[str, int],
         engine: Engine,
         settings: Settings,
-        backend: str = "lmi_neuronx",
-        served_model_name: str = "model",
     ):
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.engine = engine
         self.settings = settings
-        self.backend = backend
-        self.served_model_name = served_model_name
         self.batcher = Batcher(engine, settings)
-        if backend == "vllm_neuronx":
-            from tools.local_endpoint_vllm_http import VllmHandler
-
-            super().__init__(address, VllmHandler)
-        else:
-            super().__init__(address, Handler)
+        super().__init__(address, Handler)
 
     @property
     def url(self) -> str:
@@ -636,30 +625,57 @@ def start(
     settings: Settings,
     host: str = "127.0.0.1",
     port: int = 0,
-    backend: str = "lmi_neuronx",
-    served_model_name: str | None = None,
 ) -> tuple[LocalEndpointServer, threading.Thread]:
     """Load the model and serve in a background thread; stop with server.shutdown(); server.server_close()."""
-    name = served_model_name or str(model_dir)  # vLLM's default: the --model argument as given
-    server = LocalEndpointServer((host, port), Engine(model_dir, settings), settings, backend, name)
+    server = LocalEndpointServer((host, port), Engine(model_dir, settings), settings)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
     return server, thread
 
 
-def settings_for(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Settings:
-    """LMI's settings come from serving.properties; vLLM Neuron's from its two SM_ON_* sizes."""
-    window = args.batch_window_ms / 1000
-    if args.backend == "lmi_neuronx":
-        if args.batch_size or args.sequence_length or args.served_model_name:
-            parser.error("--batch-size, --sequence-length and --served-model-name are vllm_neuronx settings")
-        return load_settings(args.properties, args.set, batch_window_s=window)
-    if args.properties or args.set:
+VLLM_FLAGS = ("served_model_name", "batch_size", "sequence_length", "tensor_parallel_size")
+
+
+def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """LMI's settings come from serving.properties; vLLM Neuron's from its SM_ON_* values."""
+    if args.backend == "lmi_neuronx" and any(getattr(args, name) for name in VLLM_FLAGS):
+        parser.error("--batch-size, --sequence-length, --tensor-parallel-size and --served-model-name are "
+                     "vllm_neuronx settings")
+    if args.backend == "vllm_neuronx" and (args.properties or args.set):
         parser.error("--properties and --set are LMI settings; vllm_neuronx takes --batch-size and --sequence-length")
-    return Settings(max_batch=args.batch_size or 4, n_positions=args.sequence_length or 2048, batch_window_s=window)
 
 
-def main(argv: list[str] | None = None) -> None:
+def serve_vllm(args: argparse.Namespace) -> int:
+    """Real vLLM in the foreground, with the container's arguments for these SM_ON_* values; its exit code."""
+    from stacks.config.serving_backends import NeuronOptions, sm_on_environment
+    from tools.local_endpoint_vllm import serve
+
+    defaults = NeuronOptions()
+    neuron = NeuronOptions(
+        batch_size=args.batch_size or defaults.batch_size,
+        sequence_length=args.sequence_length or defaults.sequence_length,
+        tensor_parallel_size=args.tensor_parallel_size or defaults.tensor_parallel_size,
+    )
+    name = args.served_model_name or args.model_dir  # optimum-cli's default: the --model argument as given
+    environment = sm_on_environment(model=args.model_dir, served_model_name=name, neuron=neuron)
+    server, notes = serve(args.model_dir, environment, args.port)
+    for note in notes:
+        LOG.info("local change: %s", note)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        seconds = server.wait_ready()
+        LOG.info("vLLM answered /ping after %.1f s; vllm_neuronx contract; listening on %s", seconds, server.url)
+        if args.port_file:
+            Path(args.port_file).write_text(str(server.port), encoding="utf-8")
+        sys.stdout.flush()
+        return server.process.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int | None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", required=True, help="merged Hugging Face model folder (with tokenizer)")
     parser.add_argument("--properties", help="serving.properties (rendered, or a template: {{...}} means unset)")
@@ -671,6 +687,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--served-model-name", help="vllm_neuronx: the `model` requests name (SM_ON_SERVED_MODEL_NAME)")
     parser.add_argument("--batch-size", type=int, help="vllm_neuronx: requests decoded together (SM_ON_BATCH_SIZE)")
     parser.add_argument("--sequence-length", type=int, help="vllm_neuronx: prompt + max_tokens (SM_ON_SEQUENCE_LENGTH)")
+    parser.add_argument("--tensor-parallel-size", type=int, help="vllm_neuronx: SM_ON_TENSOR_PARALLEL_SIZE (1 here)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     parser.add_argument("--port-file", help="write the bound port here once /ping answers")
@@ -679,19 +696,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(message)s")
-    settings = settings_for(parser, args)
+    check_flags(parser, args)
+    if args.backend == "vllm_neuronx":
+        return serve_vllm(args)
+    settings = load_settings(args.properties, args.set, batch_window_s=args.batch_window_ms / 1000)
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     loaded = time.perf_counter()
-    name = args.served_model_name or args.model_dir
     engine = Engine(args.model_dir, settings)
-    server = LocalEndpointServer((args.host, args.port), engine, settings, args.backend, name)
+    server = LocalEndpointServer((args.host, args.port), engine, settings)
     LOG.info(
-        "model loaded in %.1f s; %s contract; max batch %d, n_positions %d, dtype %s; listening on %s",
+        "model loaded in %.1f s; lmi_neuronx contract; max batch %d, n_positions %d, dtype %s; listening on %s",
         time.perf_counter() - loaded,
-        args.backend,
         settings.max_batch,
         server.engine.n_positions,
         settings.dtype,
@@ -710,6 +728,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from tools.local_endpoint import main as module_main  # one copy of the classes, shared with the vLLM handler
-
-    module_main()
+    sys.exit(main())

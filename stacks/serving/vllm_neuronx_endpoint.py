@@ -20,6 +20,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
 from ..config.serving import ServingConfig
+from ..config.serving_backends import sm_on_environment
 from ..shared.placement import Placement
 from ..shared.sagemaker_endpoint import ContainerSpec
 from .hosting import llm_hosting
@@ -30,14 +31,7 @@ NEURON_AMI = "al2-ami-sagemaker-inference-neuron-2"  # Neuron driver + runtime t
 
 def vllm_environment(serving: ServingConfig) -> dict[str, str]:
     """`optimum-cli neuron serve` flags as SM_ON_* variables: the mounted model and its compiled shape."""
-    neuron = serving.neuron
-    return {
-        "SM_ON_MODEL": MODEL_DIR,
-        "SM_ON_SERVED_MODEL_NAME": serving.model_name,
-        "SM_ON_BATCH_SIZE": str(neuron.batch_size),
-        "SM_ON_SEQUENCE_LENGTH": str(neuron.sequence_length),
-        "SM_ON_TENSOR_PARALLEL_SIZE": str(neuron.tensor_parallel_size),
-    }
+    return sm_on_environment(model=MODEL_DIR, served_model_name=serving.model_name, neuron=serving.neuron)
 
 
 def revision(serving: ServingConfig, *, image_uri: str) -> str:

@@ -158,6 +158,25 @@ def test_chat_request_maps_the_flags_to_openai_fields():
     }
 
 
+def test_fields_the_neuron_runner_ignores_are_named():
+    """REFERENCE: optimum-neuron's runner passes no per-request generators or logits processors."""
+    args = invoke.parse_args(["--url", "http://x", "--backend", "vllm_neuronx", "--min-p", "0.1", "--min-tokens", "2"])
+    body = invoke.build_chat_request(args)
+    assert body["min_p"] == 0.1 and body["min_tokens"] == 2
+    assert invoke.neuron_ignored(body) == ["min_p", "min_tokens"]
+    assert invoke.neuron_ignored({"messages": [], "seed": 0, "logit_bias": {"5": 1}, "logprobs": True}) == [
+        "seed", "logit_bias", "logprobs"]
+    assert invoke.neuron_ignored({"messages": [], "logprobs": False, "temperature": 0}) == []
+
+
+def test_a_vllm_request_with_a_seed_is_warned_about_before_it_is_sent(capsys):
+    assert invoke.main(["--url", "http://127.0.0.1:9", "--backend", "vllm_neuronx", "--seed", "7",
+                        "--timeout", "2"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("warning: seed: ignored by the vLLM Neuron runner on inf2")
+    assert err[1].startswith("invoke error: cannot reach")
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [

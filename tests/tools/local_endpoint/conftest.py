@@ -1,15 +1,20 @@
-"""Tiny random-init Llamas (qlora_tiny) served in-process by tools/local_endpoint.py on free loopback ports:
-behind the LMI contract (`endpoint`) and, with a chat template, behind the vLLM Neuron one (`vllm_endpoint`)."""
+"""Tiny random-init Llamas (qlora_tiny) on free loopback ports: in-process behind the LMI stand-in (`endpoint`) and,
+with a chat template, served by real vLLM through `tools/local_endpoint.py --backend vllm_neuronx` (`vllm_endpoint`,
+one start per test session and xdist worker: the modules that use it share the xdist group "vllm")."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from tests.tools.local_endpoint.serving import ROOT, SERVED_NAME, serving
+from tests.tools.local_endpoint.serving import MAX_BATCH, N_POSITIONS, ROOT, SERVED_NAME, serving
 
 DATA = ROOT / "data" / "instructions.jsonl"
 
@@ -40,13 +45,34 @@ def endpoint(tiny_model_dir):
 
 @pytest.fixture(scope="session")
 def chat_model_dir(tmp_path_factory) -> Path:
-    """The same tiny Llama, its tokenizer carrying a ChatML-like chat_template (qlora_tiny.TINY_CHAT_TEMPLATE)."""
+    """The same tiny Llama with 2 heads (vLLM's CPU attention takes head sizes from 32 up, not 16), its tokenizer
+    carrying a ChatML-like chat_template (qlora_tiny.TINY_CHAT_TEMPLATE)."""
     out = tmp_path_factory.mktemp("tiny-chat") / "model"
-    return _qlora_tiny().build_tiny_llama(out, _texts(), chat_template=True, num_layers=1)
+    return _qlora_tiny().build_tiny_llama(out, _texts(), chat_template=True, num_layers=1, num_heads=2)
 
 
-@pytest.fixture(scope="module")
-def vllm_endpoint(chat_model_dir):
-    """The chat model behind the vLLM Neuron contract, served as SERVED_NAME with sequence length N_POSITIONS."""
-    with serving(chat_model_dir, backend="vllm_neuronx", served_model_name=SERVED_NAME) as server:
-        yield server
+VLLM_ARGV = ["--backend", "vllm_neuronx", "--served-model-name", SERVED_NAME,
+             "--batch-size", str(MAX_BATCH), "--sequence-length", str(N_POSITIONS)]
+
+
+@pytest.fixture(scope="session")
+def vllm_endpoint(chat_model_dir, tmp_path_factory):
+    """Real vLLM on the chat model, as SERVED_NAME with sequence length N_POSITIONS, started the way a user starts
+    it (the command line); `log` is its output, `ready_s` its start-up time."""
+    work = tmp_path_factory.mktemp("vllm")
+    port_file, log_path = work / "port", work / "server.log"
+    argv = [sys.executable, "tools/local_endpoint.py", "--model-dir", str(chat_model_dir), *VLLM_ARGV,
+            "--port", "0", "--port-file", str(port_file)]
+    started = time.monotonic()
+    with log_path.open("w") as log:
+        process = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        while not (port_file.is_file() and port_file.read_text()):
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() - started < 600, "vLLM did not start within 600 s"
+            time.sleep(0.5)
+        url = f"http://127.0.0.1:{port_file.read_text()}"
+        yield SimpleNamespace(url=url, model_dir=chat_model_dir, log=log_path, ready_s=time.monotonic() - started)
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
