@@ -43,7 +43,7 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         "on dataset uploads or on demand",
         **common,
     )
-    if config.serving is not None:
+    if config.serves:  # serving.model_prefix null: nothing in the bucket to serve yet, no endpoint to fail
         stacks["Serving"] = ServingStack(
             app,
             config.stack_id("Serving"),
