@@ -26,3 +26,11 @@ def test_setting_the_model_prefix_adds_the_serving_stack(assemblies, env):
     """tests.synth.served: the same file with serving.model_prefix set (the guide's last step)."""
     template = by_unit(assemblies[env])["Serving"]
     assert {r["Type"] for r in template["Resources"].values()} >= MODEL_TYPES
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_turning_serving_on_adds_stacks_without_touching_data_or_training(shipped_assemblies, assemblies, env):
+    """The key policy already lets CloudWatch alarms use the Data key, so the second deploy is additive."""
+    shipped, served = by_unit(shipped_assemblies[env]), by_unit(assemblies[env])
+    for unit in ("Data", "Training"):
+        assert shipped[unit] == served[unit], unit
