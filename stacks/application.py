@@ -11,6 +11,7 @@ from .network.stack import NetworkStack
 from .pruning.stack import PruningStack
 from .serving.stack import ServingStack
 from .shared.placement import Placement
+from .shared.sagemaker_endpoint import allow_alarm_notifications
 from .training.stack import TrainingStack
 
 
@@ -30,6 +31,10 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         **common,
     )
     stacks: dict[str, Stack] = {"Data": data}
+    if config.serving is not None or config.pruning.enabled:
+        # Endpoint alarms notify through topics under the Data key. Granted from the first deploy, while serving
+        # may still be off, so turning it on adds the Serving stack without updating the key policy.
+        allow_alarm_notifications(data.key)
     placement = _placement(app, config, data, stacks, common)
     stacks["Training"] = TrainingStack(
         app,
@@ -43,7 +48,7 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         "on dataset uploads or on demand",
         **common,
     )
-    if config.serving is not None:
+    if config.serves:  # serving.model_prefix null: nothing in the bucket to serve yet, no endpoint to fail
         stacks["Serving"] = ServingStack(
             app,
             config.stack_id("Serving"),

@@ -35,6 +35,40 @@ def replaced(config: AppConfig, **changes) -> AppConfig:
     return changed
 
 
+# Each environment after the first-deploy guide's last step (docs/aws.md): the model prefixes the Training
+# workflow recorded (and dev's Pruning run's model keys). The shipped files serve nothing yet.
+SERVED_PREFIXES = {
+    "dev": ("models/tinyllama-1.1b-chat-v1.0/", None),
+    "prod": ("models/llama2-7b-qlora-20261120/merged/",
+             "models/llama2-7b-qlora-20261120/merged/neuron-tp8-np4096-fp16/"),
+    "staging": ("models/llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-0-0/neuron/bs4-seq4096-tp2/"
+                "llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-n-0/output/model/", None),
+}
+DEV_PRUNING_RUN = "pruning/llm-inf2-dev-20261129000000000/"
+DEV_PRUNING_KEYS = {
+    "base_endpoint": f"{DEV_PRUNING_RUN}base/model.tar.gz",
+    "pruned_endpoint": f"{DEV_PRUNING_RUN}jobs/llm-inf2-dev-20261129000000000-export-0/output/model.tar.gz",
+}
+
+
+def served(config: AppConfig) -> AppConfig:
+    """`config` with serving on at its recorded prefix (and dev's pruning endpoints at their model keys)."""
+    from stacks.config.pruning import EncoderEndpointConfig
+
+    if config.env_name not in SERVED_PREFIXES or config.serving is None:
+        return config
+    prefix, graph = SERVED_PREFIXES[config.env_name]
+    changes = {"serving": dataclasses.replace(config.serving, model_prefix=prefix, compiled_graph_prefix=graph)}
+    if config.env_name == "dev":
+        endpoints = {name: EncoderEndpointConfig(model_key=key) for name, key in DEV_PRUNING_KEYS.items()}
+        changes["pruning"] = dataclasses.replace(config.pruning, **endpoints)
+    return replaced(config, **changes)
+
+
+def load_served(env_name: str) -> AppConfig:
+    return served(load_config(env_name, ROOT / "config"))
+
+
 def synth(config: AppConfig, outdir: Path) -> CloudAssembly:
     app = App(outdir=str(outdir), context=cli_context())
     build_app(app, config)
@@ -42,7 +76,13 @@ def synth(config: AppConfig, outdir: Path) -> CloudAssembly:
 
 
 def synth_env(env_name: str, outdir: Path) -> CloudAssembly:
+    """The environment as its file ships (a first deploy: nothing served yet)."""
     return synth(load_config(env_name, ROOT / "config"), outdir)
+
+
+def synth_served(env_name: str, outdir: Path) -> CloudAssembly:
+    """The environment after the first-deploy guide: serving on (what most stack tests check)."""
+    return synth(load_served(env_name), outdir)
 
 
 def templates(assembly: CloudAssembly) -> dict[str, dict]:

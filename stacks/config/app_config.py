@@ -54,6 +54,11 @@ class AppConfig:
                 raise ConfigError(source, name, problem)
 
     @property
+    def serves(self) -> bool:
+        """The Serving stack exists: a serving section with a model prefix (null until a model is in the bucket)."""
+        return self.serving is not None and self.serving.model_prefix is not None
+
+    @property
     def compiles_for_neuron(self) -> bool:
         """The Training workflow runs the Neuron compile step (on by default for vllm_neuronx)."""
         enabled = self.training.neuron_compile.enabled
@@ -95,7 +100,7 @@ def isolation_problems(config: AppConfig) -> list[tuple[str, str]]:
             problems.append((f"training.{name}", f"set the VPC under network: ({_ISOLATED} uses it for training "
                              "and serving)"))
     graph = serving.compiled_graph_prefix if serving is not None else None
-    if serving is not None and graph is not None and not graph.startswith(serving.model_prefix):
+    if serving is not None and graph is not None and not graph.startswith(serving.model_prefix or ""):
         problems.append(("serving.compiled_graph_prefix", f"got {graph!r}; with {_ISOLATED} the container cannot "
                          f"reach S3, so it must lie under serving.model_prefix {serving.model_prefix!r} (mounted at "
                          "/opt/ml/model)"))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from .errors import ConfigError
+from .instance_types import ENDPOINT, check_instance_type
 from .schema import setting
 
 
@@ -81,6 +82,7 @@ class EndpointSection(Protocol):
 def check_variant(section: EndpointSection, source: str, path: str) -> None:
     """Rules every endpoint section shares: a rolling update outlasts start-up plus baking, and the initial
     instance count lies inside the autoscaling range."""
+    check_instance_type(section.instance_type, ENDPOINT, source, f"{path}.instance_type")
     rollout, autoscaling = section.rollout, section.autoscaling
     initial_instance_count = section.initial_instance_count
     needs = section.container_startup_health_check_timeout_seconds + rollout.wait_interval_seconds

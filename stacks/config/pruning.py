@@ -13,6 +13,7 @@ from typing import Literal
 
 from .endpoint import AlarmConfig, AutoscalingConfig, RolloutConfig, check_variant
 from .errors import ConfigError
+from .instance_types import TRAINING, check_instance_type
 from .schema import setting
 from .training import ECR_IMAGE_PATTERN, check_log_retention
 
@@ -134,6 +135,8 @@ class PruningConfig:
         def fail(name: str, problem: str) -> None:
             raise ConfigError(source, f"{path}.{name}" if path else name, problem)
 
+        for name in ("supernet_instance_type", "trial_instance_type", "helper_instance_type"):  # training jobs
+            check_instance_type(getattr(self, name), TRAINING, source, f"{path}.{name}" if path else name)
         check_log_retention(self.log_retention_days, source,
                             f"{path}.log_retention_days" if path else "log_retention_days")
         if self.max_parallel_jobs > self.max_jobs:

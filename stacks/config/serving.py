@@ -1,7 +1,9 @@
 """The serving section: which model an environment serves on ml.inf2, with which backend, and how.
 
-Promoting a model is one line: `serving.model_prefix`. Every cross-field rule of the LMI NeuronX and the
-vLLM Neuron container is checked here, before any CDK code runs, with one-line errors.
+Promoting a model is one line: `serving.model_prefix`; while it is null (a new account's empty bucket)
+the environment has no Serving stack, so a first deploy creates no endpoint with nothing to load. Every
+cross-field rule of the LMI NeuronX and the vLLM Neuron container is checked here, before any CDK code
+runs, with one-line errors.
 """
 
 from __future__ import annotations
@@ -86,13 +88,15 @@ class ServingConfig:
         pattern=r"[a-z0-9][a-z0-9._-]{0,62}",
         hint="lmi_neuronx: a folder under serving_artifacts/; vllm_neuronx: the served model name",
     )
-    model_prefix: str = setting(
-        pattern=S3_PREFIX,
-        hint="the model's prefix in the artifact bucket, ending in '/' (vllm_neuronx: the compiled model)",
-    )
     model_architecture: str = setting(pattern=r"[a-z0-9_]{1,32}", hint="model_type in the model's config.json")
     model_parameters_billions: float = setting(ge=0.01, le=1000)
     model_context_length: int = setting(ge=128, le=1048576, hint="max_position_embeddings of the model")
+    model_prefix: str | None = setting(
+        None,
+        pattern=S3_PREFIX,
+        hint="the model's prefix in the artifact bucket, ending in '/' (vllm_neuronx: the compiled model); null: "
+        "nothing to serve yet, no Serving stack",
+    )
     backend: Backend = setting("lmi_neuronx", hint="lmi_neuronx (discontinued) or vllm_neuronx")
     compiled_graph_prefix: str | None = setting(
         None, pattern=S3_PREFIX, hint="precompiled Neuron artifacts in the artifact bucket; skips the runtime compile"
@@ -165,6 +169,11 @@ class ServingConfig:
                 source, f"{path}.{unused[0]}",
                 f"only for backend {other}; backend is {self.backend}: remove the section",
             )
+        if self.model_prefix is None and self.compiled_graph_prefix is not None:
+            raise ConfigError(
+                source, f"{path}.compiled_graph_prefix",
+                "set while model_prefix is null (nothing served yet): set it to null, or set model_prefix too",
+            )
         if self.backend == "lmi_neuronx":
             self._check_lmi(source, path)
         else:
@@ -229,7 +238,7 @@ class ServingConfig:
                 f"for batch {neuron.batch_size} x {neuron.sequence_length} tokens): raise it (instance memory "
                 f"{ACCELERATOR_MEMORY_GB[self.instance_type]} GB)",
             )
-        if f"/{neuron.compiled_folder}" not in f"/{self.model_prefix}":
+        if self.model_prefix is not None and f"/{neuron.compiled_folder}" not in f"/{self.model_prefix}":
             raise ConfigError(
                 source, f"{path}.model_prefix",
                 f"got {self.model_prefix!r}; vllm_neuronx serves a compiled model whose prefix names its shape: it "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ConfigError
+from .instance_types import TRAINING, check_instance_type
 from .schema import setting
 
 _IMAGE_REFERENCE = r"(:[\w.-]+|@sha256:[0-9a-f]{64})"
@@ -62,6 +63,9 @@ class NeuronCompileConfig:
     max_runtime_hours: int = setting(4, ge=1, le=72)
     volume_size_gb: int = setting(200, ge=5, le=16384, hint="the merged model plus the compiled one")
 
+    def check(self, source: str, path: str) -> None:
+        check_instance_type(self.instance_type, TRAINING, source, f"{path}.instance_type")
+
 
 @dataclass(frozen=True)
 class TrainingConfig:
@@ -96,6 +100,7 @@ class TrainingConfig:
         def fail(name: str, problem: str) -> None:
             raise ConfigError(source, f"{path}.{name}" if path else name, problem)
 
+        check_instance_type(self.instance_type, TRAINING, source, f"{path}.instance_type" if path else "instance_type")
         check_log_retention(self.log_retention_days, source,
                             f"{path}.log_retention_days" if path else "log_retention_days")
         if self.max_wait_hours is not None and not self.spot:

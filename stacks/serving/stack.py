@@ -42,8 +42,8 @@ class ServingStack(Stack):
         """`placement`: isolated mode: the model runs network-isolated in these subnets, weights mounted from S3."""
         super().__init__(scope, construct_id, **kwargs)
         serving = config.serving
-        if serving is None:
-            raise ValueError("ServingStack needs a serving section in the config")
+        if serving is None or serving.model_prefix is None:
+            raise ValueError("ServingStack needs a serving section with a model_prefix (build_app skips it without)")
         images = ContainerImages(self, "Images", names=[serving.image_name])
         if not serving.image_uri:  # a pinned image_uri does not come from the image map
             images.require_region(config)

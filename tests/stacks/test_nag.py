@@ -55,13 +55,14 @@ def test_a_pinned_account_and_region_keep_the_acknowledgments_matching(tmp_path,
     import yaml
 
     from stacks.config import load_config
-    from tests.synth import ROOT, synth
+    from tests.synth import ROOT, served, synth
 
     settings = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
     settings.update(account="123456789012", region="eu-west-1")
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / f"{env}.yaml").write_text(yaml.safe_dump(settings))
-    assembly = synth(load_config(env, tmp_path / "config"), tmp_path / "out")  # raises on an unacknowledged finding
+    # served: every stack; raises on an unacknowledged finding
+    assembly = synth(served(load_config(env, tmp_path / "config")), tmp_path / "out")
     report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
     assert [v for plugin in report["pluginReports"] for v in plugin.get("violations", [])] == []
     assert {(stack.environment.account, stack.environment.region) for stack in assembly.stacks} == {

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.synth import ROOT, cli_context, replaced
+from tests.synth import ROOT, cli_context, load_served, replaced
 from tools import cost, review_diff
 
 
@@ -63,9 +63,7 @@ def _only(template: dict, rtype: str) -> str:
 
 @pytest.fixture(scope="module")
 def promotion(assemblies, tmp_path_factory):
-    from stacks.config import load_config
-
-    config = load_config("prod", ROOT / "config")
+    config = load_served("prod")  # the base (assemblies) serves: tests.synth.served
     if config.serving is None:
         pytest.fail("config/prod.yaml has no serving section")
     promoted = replaced(
@@ -79,9 +77,7 @@ def promotion(assemblies, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def rename(assemblies, tmp_path_factory):
-    from stacks.config import load_config
-
-    config = load_config("dev", ROOT / "config")
+    config = load_served("dev")
     head_dir = _synth(config, tmp_path_factory.mktemp("renamed"), rename=("Data", "AccessLogBucket", "AccessLogsV2"))
     base = review_diff.read_assembly(Path(assemblies["dev"].directory))
     head = review_diff.read_assembly(head_dir)

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.synth import ROOT, cli_context
+from tests.synth import ROOT, SERVED_PREFIXES, cli_context
 
-VALID = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+SHIPPED = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())  # a first deploy: nothing served yet
+# dev after the first-deploy guide (serving on), so the serving rules run too
+VALID = {**SHIPPED, "serving": {**SHIPPED["serving"], "model_prefix": SERVED_PREFIXES["dev"][0]}}
 
 
 def _with(path: str, value) -> dict:
@@ -57,8 +59,9 @@ def _isolated(**changes) -> dict:
     return _changed(_with("network.isolated", True), **changes)
 
 
-STAGING = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
-_VLLM_PREFIX = STAGING["serving"]["model_prefix"]
+_STAGING_SHIPPED = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
+_VLLM_PREFIX = SERVED_PREFIXES["staging"][0]
+STAGING = {**_STAGING_SHIPPED, "serving": {**_STAGING_SHIPPED["serving"], "model_prefix": _VLLM_PREFIX}}
 
 
 def _staging(**changes) -> dict:
@@ -221,6 +224,22 @@ CASES = [
      "serving.compiled_graph_prefix: only for backend lmi_neuronx"),
     ("vllm-volume-too-small", "dev", _staging(serving__volume_size_gb=20),
      "serving.volume_size_gb: got 20; the compiled model is mounted from S3 onto the volume: needs >= 40.4 GB"),
+    # instance types against botocore's SageMaker enums (the API shape each one is sent in)
+    ("training-type-not-sagemakers", "dev", _changed(SHIPPED, training__instance_type="ml.g5.3xlarge"),
+     "dev.yaml: training.instance_type: got 'ml.g5.3xlarge'; not a SageMaker TrainingInstanceType (botocore's "
+     "model): closest: ml.g5.xlarge, ml.g5.8xlarge, ml.g5.4xlarge"),
+    ("compile-type-not-sagemakers", "dev", _staging(training__neuron_compile__instance_type="ml.r5.5xlarge"),
+     "dev.yaml: training.neuron_compile.instance_type: got 'ml.r5.5xlarge'; not a SageMaker TrainingInstanceType"),
+    ("trial-type-not-sagemakers", "dev", _with("pruning.trial_instance_type", "ml.c5.xxlarge"),
+     "dev.yaml: pruning.trial_instance_type: got 'ml.c5.xxlarge'; not a SageMaker TrainingInstanceType"),
+    ("endpoint-type-not-sagemakers", "dev",
+     _with("pruning.base_endpoint", {"model_key": "pruning/run/base/model.tar.gz", "instance_type": "ml.c5.3xlarge"}),
+     "dev.yaml: pruning.base_endpoint.instance_type: got 'ml.c5.3xlarge'; not a SageMaker "
+     "ProductionVariantInstanceType (botocore's model): closest: "),
+    # first deploy: serving off until a model prefix is set
+    ("graph-without-model", "dev", _changed(SHIPPED, serving__compiled_graph_prefix="models/x/neuron/"),
+     "dev.yaml: serving.compiled_graph_prefix: set while model_prefix is null (nothing served yet): set it to null, "
+     "or set model_prefix too"),
     ("pruning-dims-not-the-models", "dev", _with("pruning.intermediate_size", 3072),
      "pruning.intermediate_size: intermediate_size is 3072, the model's config.json says 1536 "
      "(sentence-transformers/all-MiniLM-L6-v2)"),

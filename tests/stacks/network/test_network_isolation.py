@@ -8,7 +8,7 @@ from stacks.config import load_config
 from stacks.network.stack import INTERFACE_ENDPOINTS
 from stacks.serving.lmi_neuronx_endpoint import property_environment
 from tests.stacks.training.test_training_stack import definition, resources_of
-from tests.synth import ROOT
+from tests.synth import ROOT, load_served
 
 OPEN = {"0.0.0.0/0", "::/0"}
 SERVICES = {"sagemaker.api", "sagemaker.runtime", "sts", "logs", "ecr.api", "ecr.dkr"}
@@ -184,7 +184,7 @@ def test_existing_vpc_gets_only_a_job_security_group():
                             s3_prefix_list_id="pl-63a5400a")
     network.check("test.yaml", "network")
     assert not network.creates_vpc and network.creates_security_group
-    config = dataclasses.replace(load_config("prod", ROOT / "config"), network=network)
+    config = dataclasses.replace(load_served("prod"), network=network)
     app = App()
     key = kms.Key(Stack(app, "Keys"), "Key")
     stack = NetworkStack(app, "Net", config=config, key=key)

@@ -104,10 +104,9 @@ def test_a_missing_required_flag_fails(states, channels, state, flag):
 
 def _states_with(tmp_path_factory, folder: str, **pruning_settings) -> dict:
     """The Pruning state machine's states of dev synthesized with ``pruning_settings`` replaced."""
-    from stacks.config import load_config
-    from tests.synth import ROOT, replaced, synth, templates
+    from tests.synth import load_served, replaced, synth, templates
 
-    config = load_config("dev", ROOT / "config")
+    config = load_served("dev")
     changed = replaced(config, pruning=dataclasses.replace(config.pruning, **pruning_settings))
     return definition(templates(synth(changed, tmp_path_factory.mktemp(folder)))["Pruning"])["States"]
 

@@ -18,13 +18,13 @@ import pytest
 from stacks.config import ConfigError, PruningConfig, load_config
 from stacks.paths import NAS_CODE
 from stacks.pruning.stack import pruning_prefix
-from tests.synth import ROOT, replaced
+from tests.synth import ROOT, load_served, replaced
 
 sys.path.insert(0, str(NAS_CODE))
 from nas_metrics import METRIC_DEFINITIONS  # noqa: E402
 from nas_search_space import ModelDims, parameter_specs, sagemaker_parameter_ranges  # noqa: E402
 
-DEV = load_config("dev", ROOT / "config")
+DEV = load_served("dev")  # with its pruning endpoints (tests.synth.served)
 PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
 STEPS = ["ValidateInput", "StartTime", "Prepare", "TrainSupernet", "Tune", "SelectPareto", "Export", "RecordModel",
          "Done"]

@@ -21,10 +21,9 @@ PROMOTED_PREFIX = "models/promoted-job/merged/"
 @pytest.fixture(scope="module")
 def promoted_assembly(tmp_path_factory):
     """The dev app with only serving.model_prefix changed: what a one-line promotion synthesizes."""
-    from stacks.config import load_config
-    from tests.synth import ROOT, replaced, synth
+    from tests.synth import load_served, replaced, synth
 
-    config = load_config("dev", ROOT / "config")
+    config = load_served("dev")
     promoted = replaced(config, serving=dataclasses.replace(config.serving, model_prefix=PROMOTED_PREFIX))
     return synth(promoted, tmp_path_factory.mktemp("cdk-dev-promoted"))
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from stacks.config import load_config
-from tests.synth import ROOT
+from tests.synth import load_served
 
 ENVS = ("dev", "prod")
 EXPECTED = {  # env: (instance type, initial count, min, max, tp, model prefix)
@@ -27,7 +26,7 @@ def _one(template: dict, resource_type: str) -> tuple[str, dict]:
 
 
 def _config(env):
-    return load_config(env, ROOT / "config").serving
+    return load_served(env).serving
 
 
 @pytest.mark.parametrize("env", ENVS)

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from stacks.config import load_config
 from stacks.serving.vllm_neuronx_endpoint import NEURON_AMI
 from tests.stacks.training.test_training_stack import resources_of
-from tests.synth import ROOT, replaced, synth
+from tests.synth import load_served, replaced, synth
 from tools import review_diff
 
-STAGING = load_config("staging", ROOT / "config")
+STAGING = load_served("staging")
 
 
 def _one(template: dict, resource_type: str) -> dict:

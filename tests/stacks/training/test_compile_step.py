@@ -9,11 +9,10 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 
-from stacks.config import load_config
 from tests.stacks.training.test_training_stack import _asl_safe, definition, resources_of
-from tests.synth import ROOT
+from tests.synth import ROOT, load_served
 
-STAGING = load_config("staging", ROOT / "config")
+STAGING = load_served("staging")
 # What the state machine resolves the `.$` fields to at run time, shaped as SageMaker will see them.
 RUN_TIME = {
     "TrainingJobName.$": "llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-n-0",
