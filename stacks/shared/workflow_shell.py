@@ -59,7 +59,9 @@ def shell_statements(
     ]
 
 
-# The Step Functions-managed EventBridge rules each `.sync` SageMaker integration waits through.
+# What each `.sync` SageMaker integration calls on its jobs (aws-cdk-lib's SageMakerCreateTrainingJob with RUN_JOB
+# grants the same; ListTags there on `*`, here on this environment's jobs), and the Step Functions-managed
+# EventBridge rules it waits through.
 SYNC_RULES = {
     "training-job": "StepFunctionsGetEventsForSageMakerTrainingJobsRule",
     "hyper-parameter-tuning-job": "StepFunctionsGetEventsForSageMakerTuningJobsRule",
@@ -69,6 +71,7 @@ JOB_ACTIONS = {
         "sagemaker:CreateTrainingJob",
         "sagemaker:DescribeTrainingJob",
         "sagemaker:StopTrainingJob",
+        "sagemaker:ListTags",
         "sagemaker:AddTags",
     ),
     "hyper-parameter-tuning-job": (
