@@ -39,9 +39,14 @@ def _resolved(value):
 
 
 def test_compile_runs_after_the_merged_model_is_recorded(states):
-    assert states["Train"]["Next"] == "RecordModel"
+    assert states["Train"]["Next"] == "TrainCompleted"
+    assert states["TrainCompleted"]["Choices"][0]["Next"] == "RecordModel"
     assert states["RecordModel"]["Next"] == "CompileForNeuron"
-    assert states["CompileForNeuron"]["Next"] == "RecordCompiledModel"
+    assert states["CompileForNeuron"]["Next"] == "CompileCompleted"
+    assert states["CompileCompleted"]["Choices"] == [{"Variable": "$.compile.status", "StringEquals": "Completed",
+                                                      "Next": "RecordCompiledModel"}]
+    assert states["CompileCompleted"]["Default"] == "CompileNotCompleted"
+    assert states["CompileNotCompleted"]["Next"] == "Notify"
     assert states["RecordCompiledModel"]["Next"] == "Done"
     assert states["CompileForNeuron"]["Resource"] == "arn:aws:states:::sagemaker:createTrainingJob.sync"
     assert [c["Next"] for c in states["CompileForNeuron"]["Catch"]] == ["Notify"]
