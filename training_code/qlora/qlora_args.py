@@ -102,8 +102,16 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
     data.add_argument(
         "--eval_fraction",
         type=float,
-        default=0.0,
-        help="share of training rows held out for evaluation when no --eval_data is given",
+        default=0.1,
+        help="share of the distinct training rows held out for evaluation when no --eval_data is given (every "
+        "run is evaluated; exact duplicates never land on both sides)",
+    )
+    data.add_argument(
+        "--min_eval_rows",
+        type=int,
+        default=8,
+        help="the held-out split has at least this many distinct rows; data with fewer than twice as many is "
+        "refused (pass an `eval` channel instead)",
     )
     data.add_argument("--max_seq_length", type=int, default=512)
     add_bool_flag(
@@ -249,6 +257,14 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
         "default depends on --merge_dtype",
     )
     merge.add_argument("--max_shard_size", default="2GB")
+
+    evaluation = parser.add_argument_group(
+        "held-out evaluation (evaluation.json beside the model: base vs merged, same tokens)"
+    )
+    evaluation.add_argument(
+        "--eval_generations", type=int, default=5, help="held-out prompts answered greedily and scored with ROUGE-L"
+    )
+    evaluation.add_argument("--eval_max_new_tokens", type=int, default=64, help="longest generated answer")
     return parser
 
 
@@ -268,6 +284,11 @@ def parse_args(argv: Sequence[str] | None = None, env: Mapping[str, str] | None 
     args.checkpoint_dir = args.checkpoint_dir or os.path.join(args.output_dir, "checkpoints")
     if not 0.0 <= args.eval_fraction < 1.0:
         parser.error("--eval_fraction must be in [0, 1)")
+    if not args.eval_data and args.eval_fraction == 0:
+        parser.error("--eval_fraction 0 without --eval_data: every run is evaluated on held-out rows; pass an "
+                     "`eval` channel or --eval_fraction > 0")
+    if args.min_eval_rows < 1 or args.eval_generations < 0 or args.eval_max_new_tokens < 1:
+        parser.error("--min_eval_rows and --eval_max_new_tokens must be >= 1, --eval_generations >= 0")
     _check_eval_options(parser, args)
     args.pack_length = _pack_length(parser, args.pack_length, args.max_seq_length)
     if args.fsdp and args.method != "qlora":
@@ -290,8 +311,6 @@ def _check_eval_options(parser: argparse.ArgumentParser, args: argparse.Namespac
                                     ("--load_best_model", args.load_best_model)) if on]
     if not wanted:
         return
-    if not (args.eval_data or args.eval_fraction > 0):
-        parser.error(f"{wanted[0]} needs evaluation data: an `eval` channel, --eval_data or --eval_fraction")
     if args.eval_steps <= 0:
         parser.error(f"{wanted[0]} needs --eval_steps > 0")
     if args.save_steps % args.eval_steps:

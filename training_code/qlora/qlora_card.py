@@ -46,6 +46,30 @@ def base_license(model_id: str) -> str:
     return "unknown"
 
 
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def evaluation_section(evaluation: dict[str, Any] | None) -> str:
+    """The held-out figures of evaluation.json (qlora_evaluate), base vs merged on the same tokens."""
+    if not evaluation:
+        return "No held-out evaluation was recorded.\n"
+    rows = "\n".join(
+        f"| {side} | {_figure(evaluation[side]['eval_loss'])} | {_figure(evaluation[side]['perplexity'])} | "
+        f"{_figure(evaluation[side]['rouge_l'])} |"
+        for side in ("base", "merged")
+    )
+    return f"""Held-out evaluation ({evaluation["source"]}: {evaluation["rows"]} rows, {evaluation["tokens"]} supervised
+tokens; {len(evaluation["generations"])} greedy generations scored with {evaluation["scorer"]}):
+
+| model | eval loss (token-weighted) | perplexity | ROUGE-L |
+| --- | --- | --- | --- |
+{rows}
+
+eval_loss_improvement (base - merged): {evaluation["eval_loss_improvement"]:.4f}. Full record: `evaluation.json`.
+"""
+
+
 def model_card(report: dict[str, Any], kind: str) -> str:
     arguments = report["arguments"]
     data = report.get("data", {})
@@ -73,6 +97,7 @@ tags: [qlora, peft]
 - Chat template: {report.get("chat_template_source", "?")}; it is saved with the tokenizer.
 - Loss on {"every token" if arguments.get("train_on_inputs") else "answers only (prompts masked)"}.
 
+{evaluation_section(report.get("evaluation"))}
 | hyperparameter | value |
 | --- | --- |
 {rows}

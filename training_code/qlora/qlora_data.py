@@ -27,6 +27,10 @@ TRUNCATION_CHOICES = ("drop", "keep_eos")
 class Tokenized:
     input_ids: list[int]
     labels: list[int]
+    answer: list[bool] | None = None  # inside a supervised span, also under --train_on_inputs (None: by labels)
+
+    def in_answer(self) -> list[bool]:
+        return self.answer if self.answer is not None else [label != IGNORE_INDEX for label in self.labels]
 
 
 @dataclass
@@ -46,6 +50,7 @@ class PreparedData:
     train: list[dict[str, list[int]]]
     eval: list[dict[str, list[int]]]
     summary: dict[str, Any] = field(default_factory=dict)
+    eval_rows: list[Tokenized] = field(default_factory=list)  # the eval examples unpacked, for qlora_evaluate
 
 
 @dataclass
@@ -63,16 +68,23 @@ def tokenize_text(text: str, tokenizer: Any) -> list[int]:
     return tokenize_row(RenderedRow(text, [(0, len(text))], True), tokenizer, train_on_inputs=True).input_ids
 
 
-def tokenize_row(row: RenderedRow, tokenizer: Any, train_on_inputs: bool) -> Tokenized:
-    """Ids and labels: a token is supervised when its first character lies in a supervised span.
+def _overlaps(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    """A token [start, end) overlaps a span [low, high); a zero-width token counts as its start character."""
+    end = max(end, start + 1)
+    return any(start < high and end > low for low, high in spans)
 
+
+def tokenize_row(row: RenderedRow, tokenizer: Any, train_on_inputs: bool) -> Tokenized:
+    """Ids and labels: a token is supervised when any of its characters lies in a supervised span.
+
+    The whole text is tokenized once, so the ids are exactly the text's; a token that straddles the prompt/
+    completion boundary (`ĠA` after a prompt ending in a space) is supervised, so no completion token is lost.
     One leading BOS is ensured; rows that need it (text, prompt/completion) end with a supervised EOS. Chat
     rows end as their template ends them (its end-of-turn marks are inside the assistant spans).
     """
     encoded = tokenizer(row.text, add_special_tokens=False, return_offsets_mapping=True)
     ids = list(encoded["input_ids"])
-    starts = [start for start, _ in encoded["offset_mapping"]]
-    supervised = [any(low <= start < high for low, high in row.spans) for start in starts]
+    supervised = [_overlaps(start, end, row.spans) for start, end in encoded["offset_mapping"]]
     bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
     if bos is not None and (not ids or ids[0] != bos):
         ids.insert(0, bos)
@@ -80,19 +92,38 @@ def tokenize_row(row: RenderedRow, tokenizer: Any, train_on_inputs: bool) -> Tok
     if row.needs_eos and eos is not None and ids[-1] != eos:
         ids.append(eos)
         supervised.append(True)
-    if train_on_inputs:
-        return Tokenized(ids, list(ids))
-    return Tokenized(ids, [i if keep else IGNORE_INDEX for i, keep in zip(ids, supervised, strict=True)])
+    labels = list(ids) if train_on_inputs else [i if keep else IGNORE_INDEX for i, keep in zip(ids, supervised,
+                                                                                             strict=True)]
+    return Tokenized(ids, labels, supervised)
 
 
-def fit_length(example: Tokenized, max_length: int, truncation: str, eos: int | None) -> Tokenized | None:
-    """The example cut to max_length with its final EOS kept (`keep_eos`), or None when it must be dropped."""
+def fit_length(example: Tokenized, max_length: int, truncation: str) -> tuple[Tokenized | None, bool]:
+    """(the example within max_length or None when it must be dropped, whether an end token was appended).
+
+    `keep_eos`: a cut inside an answer keeps the answer's start and ends it with that answer's own last token
+    (the template's end-of-turn token, or the EOS of text and prompt/completion rows), supervised. A cut
+    anywhere else (a user turn, the markup between turns) ends the row after the last whole answer before it,
+    so the model never learns to stop inside a user message; with no whole answer before it: None.
+    """
     if len(example.input_ids) <= max_length:
-        return example
+        return example, False
     if truncation == "drop":
-        return None
-    last_id = eos if eos is not None else example.input_ids[-1]
-    return Tokenized(example.input_ids[: max_length - 1] + [last_id], example.labels[: max_length - 1] + [last_id])
+        return None, False
+    answer, cut = example.in_answer(), max_length - 1
+    if answer[cut]:
+        last = cut
+        while last + 1 < len(answer) and answer[last + 1]:
+            last += 1
+        return Tokenized(
+            example.input_ids[:cut] + [example.input_ids[last]],
+            example.labels[:cut] + [example.labels[last]],
+            answer[:cut] + [True],
+        ), True
+    ends = [index for index in range(cut) if answer[index]]
+    if not ends:
+        return None, False
+    keep = ends[-1] + 1
+    return Tokenized(example.input_ids[:keep], example.labels[:keep], answer[:keep]), False
 
 
 def best_fit_bins(lengths: list[int], capacity: int) -> list[list[int]]:
@@ -140,29 +171,30 @@ def pack(examples: list[Tokenized], block_size: int) -> list[dict[str, list[int]
     return packed
 
 
-def _fit_all(examples: list[Tokenized], options: DataOptions, eos: int | None) -> tuple[list[Tokenized], dict]:
+def _fit_all(examples: list[Tokenized], options: DataOptions) -> tuple[list[Tokenized], dict]:
     counts = {"truncated_rows": 0, "dropped_too_long": 0, "dropped_no_supervised_tokens": 0}
     kept = []
     for example in examples:
-        fitted = fit_length(example, options.max_seq_length, options.truncation, eos)
-        if fitted is None:
+        too_long = len(example.input_ids) > options.max_seq_length
+        fitted, appended = fit_length(example, options.max_seq_length, options.truncation)
+        if too_long and options.truncation == "drop":
             counts["dropped_too_long"] += 1
             continue
-        truncated = fitted is not example
         # A cut that leaves no answer token would only teach "stop right after the prompt": drop it too.
-        learnable = fitted.labels[1:-1] if truncated else fitted.labels[1:]
+        learnable = [] if fitted is None else fitted.labels[1:-1] if appended else fitted.labels[1:]
         if all(label == IGNORE_INDEX for label in learnable):
             counts["dropped_no_supervised_tokens"] += 1
             continue
-        counts["truncated_rows"] += truncated
+        counts["truncated_rows"] += too_long
         kept.append(fitted)
     return kept, counts
 
 
 def build_examples(
-    kind: str, rows: list[Tokenized], options: DataOptions, eos: int | None, part: str, pack_length: int | None
-) -> tuple[list[dict[str, list[int]]], dict[str, Any]]:
-    kept, counts = _fit_all(rows, options, eos)
+    kind: str, rows: list[Tokenized], options: DataOptions, part: str, pack_length: int | None
+) -> tuple[list[dict[str, list[int]]], dict[str, Any], list[Tokenized]]:
+    """The (packed) examples, their DataSummary and the kept examples unpacked."""
+    kept, counts = _fit_all(rows, options)
     if rows and not kept:
         raise DataError(
             f"{part} data: all {len(rows)} rows were dropped ({counts}); raise --max_seq_length or pass "
@@ -180,7 +212,7 @@ def build_examples(
         sum(label != IGNORE_INDEX for example in examples for label in example["labels"]),
         **counts,
     )
-    return examples, summary.__dict__
+    return examples, summary.__dict__, kept
 
 
 def _tokenized(location: str, role: str, split: str, files: str, tokenizer: Any, options: DataOptions):
@@ -188,19 +220,54 @@ def _tokenized(location: str, role: str, split: str, files: str, tokenizer: Any,
     return kind, [tokenize_row(row, tokenizer, options.train_on_inputs) for row in rendered]
 
 
-def split_for_eval(items: list, fraction: float, seed: int) -> tuple[list, list]:
-    """A seeded random hold-out of round(fraction * n) items (at least one when fraction > 0)."""
+def split_for_eval(items: list, fraction: float, seed: int, min_rows: int = 1) -> tuple[list, list]:
+    """A seeded random hold-out of round(fraction * n) items, at least min_rows; refused when training would
+    keep fewer items than the hold-out."""
     if fraction <= 0:
         return items, []
-    count = max(1, round(len(items) * fraction))
-    if count >= len(items):
-        raise DataError(f"--eval_fraction {fraction} leaves no training rows out of {len(items)}")
+    count = max(min_rows, round(len(items) * fraction))
+    if len(items) < 2 * count:
+        raise DataError(
+            f"{len(items)} distinct training rows are too few to hold out {count} for evaluation (--eval_fraction "
+            f"{fraction}, at least --min_eval_rows {min_rows}) and train on more: pass an eval channel or more rows"
+        )
     order = list(range(len(items)))
     random.Random(seed).shuffle(order)
     held_out = set(order[:count])
     return [x for i, x in enumerate(items) if i not in held_out], [
         x for i, x in enumerate(items) if i in held_out
     ]
+
+
+def _row_key(row: Tokenized) -> tuple:
+    return tuple(row.input_ids), tuple(row.labels)
+
+
+def distinct_split(rows: list[Tokenized], fraction: float, seed: int, min_rows: int) -> tuple[list, list, dict]:
+    """(train, eval, counts): the hold-out is drawn from distinct rows, so an exact duplicate is never on both
+    sides; eval keeps one copy of each held-out row, train keeps every copy of the rest."""
+    groups: dict[tuple, list[Tokenized]] = {}
+    for row in rows:
+        groups.setdefault(_row_key(row), []).append(row)
+    train_keys, eval_keys = split_for_eval(list(groups), fraction, seed, min_rows)
+    train = [row for key in train_keys for row in groups[key]]
+    counts = {"source": "split of the training data", "distinct_rows": len(groups),
+              "duplicate_rows": len(rows) - len(groups), "min_eval_rows": min_rows}
+    return train, [groups[key][0] for key in eval_keys], counts
+
+
+def distinct_eval_rows(train: list[Tokenized], evaluation: list[Tokenized]) -> tuple[list[Tokenized], dict]:
+    """The eval channel's rows less exact duplicates and rows that are also training rows (counted)."""
+    seen = {_row_key(row) for row in train}
+    kept = []
+    for row in evaluation:
+        if _row_key(row) not in seen:
+            seen.add(_row_key(row))
+            kept.append(row)
+    if not kept:
+        raise DataError(f"eval channel: all {len(evaluation)} rows are also training rows (or repeats)")
+    return kept, {"source": "eval channel", "rows_read": len(evaluation), "removed_repeats_or_in_train":
+                  len(evaluation) - len(kept)}
 
 
 @dataclass
@@ -212,6 +279,7 @@ class DataSources:
     eval_split: str = "auto"
     train_files: str = "auto"
     eval_files: str = "auto"
+    min_eval_rows: int = 1
 
 
 def prepare_data(tokenizer: Any, sources: DataSources, options: DataOptions, seed: int) -> PreparedData:
@@ -222,25 +290,27 @@ def prepare_data(tokenizer: Any, sources: DataSources, options: DataOptions, see
         eval_kind, eval_rows = _tokenized(
             sources.eval_data, "eval", sources.eval_split, sources.eval_files, tokenizer, options
         )
+        eval_rows, eval_source = distinct_eval_rows(train_rows, eval_rows)
     else:
         eval_kind = kind
-        train_rows, eval_rows = split_for_eval(train_rows, sources.eval_fraction, seed)
-    eos = tokenizer.eos_token_id
+        train_rows, eval_rows, eval_source = distinct_split(
+            train_rows, sources.eval_fraction, seed, sources.min_eval_rows
+        )
     pack_length = options.pack_length or auto_pack_length(
         [min(len(row.input_ids), options.max_seq_length) for row in train_rows], options.max_seq_length
     )
-    train, train_summary = build_examples(kind, train_rows, options, eos, "training", pack_length)
-    evaluation, eval_summary = build_examples(eval_kind, eval_rows, options, eos, "evaluation", pack_length)
+    train, train_summary, _ = build_examples(kind, train_rows, options, "training", pack_length)
+    evaluation, eval_summary, eval_kept = build_examples(eval_kind, eval_rows, options, "evaluation", pack_length)
     summary = {
         "train": train_summary,
-        "eval": eval_summary,
+        "eval": {**eval_summary, **(eval_source if eval_rows else {"source": None})},
         "packing": options.packing,
         "pack_length": pack_length if options.packing else None,
         "max_seq_length": options.max_seq_length,
         "train_on_inputs": options.train_on_inputs,
         "truncation": options.truncation,
     }
-    return PreparedData(train, evaluation, summary)
+    return PreparedData(train, evaluation, summary, eval_kept)
 
 
 class ExampleDataset(torch.utils.data.Dataset):

@@ -4,7 +4,9 @@ Formats, detected per file from the first row that has a known field:
 - `text`: a ready text (e.g. guanaco-llama2's `<s>[INST] ... [/INST] ... </s>`); every token is supervised.
 - instruction rows (dolly `instruction`/`context`/`response`, alpaca `instruction`/`input`/`output`, optional
   `system`): rendered as a user turn and an assistant turn through the chat template.
-- `prompt`/`completion`: plain strings are concatenated (TRL's convention); lists of messages are a chat.
+- `prompt`/`completion`: plain strings are concatenated (TRL's convention); lists of messages are a chat, of
+  which only the completion's assistant turns are supervised (assistant turns in the prompt are few-shot
+  examples or history: prompt, as in TRL).
 - `messages` (OpenAI: `role`/`content`) or `conversations` (ShareGPT: `from`/`value`): multi-turn chats with an
   optional leading system prompt, rendered through the chat template; every assistant turn is supervised.
 """
@@ -140,7 +142,10 @@ def render_prompt_completion(row: SourcedRow, tokenizer: Any, template: str) -> 
     if isinstance(prompt, list) and isinstance(completion, list):
         raw = prompt + completion
         messages = [_message(row, "prompt+completion", index, item) for index, item in enumerate(raw)]
-        return _chat(tokenizer, template, check_conversation(row, "prompt+completion", messages))
+        check_conversation(row, "prompt+completion", messages)
+        if not any(message["role"] == "assistant" for message in messages[len(prompt) :]):
+            raise _bad(row, "'completion'", "no assistant message to learn from")
+        return _chat(tokenizer, template, messages, first_supervised=len(prompt))
     if not isinstance(prompt, str) or not prompt.strip():
         raise _missing(row, "prompt")
     if not isinstance(completion, str) or not completion.strip():
@@ -148,8 +153,8 @@ def render_prompt_completion(row: SourcedRow, tokenizer: Any, template: str) -> 
     return RenderedRow(prompt + completion, [(len(prompt), len(prompt) + len(completion))], True)
 
 
-def _chat(tokenizer: Any, template: str, messages: list[dict[str, str]]) -> RenderedRow:
-    text, spans = conversation_with_spans(tokenizer, template, messages)
+def _chat(tokenizer: Any, template: str, messages: list[dict[str, str]], first_supervised: int = 0) -> RenderedRow:
+    text, spans = conversation_with_spans(tokenizer, template, messages, first_supervised)
     return RenderedRow(text, spans, False)
 
 

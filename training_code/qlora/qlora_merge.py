@@ -75,16 +75,19 @@ def load_full_precision(model_id: str, dtype: str):
 
 
 def merge_adapter(
-    model_id: str,
+    base: Any,
     adapter_dir: str,
     dtype: str,
     batch: dict[str, torch.Tensor],
     relative_tolerance: float | None,
 ) -> tuple[Any, MergeCheck, torch.Tensor]:
-    """The merged model, the merged-vs-unmerged check, and the merged model's probe logits."""
+    """The merged model, the merged-vs-unmerged check, and the merged model's probe logits.
+
+    `base` is the full-precision base (load_full_precision); the adapter is injected into it in place.
+    """
     from peft import PeftModel
 
-    adapted = PeftModel.from_pretrained(load_full_precision(model_id, dtype), adapter_dir)
+    adapted = PeftModel.from_pretrained(base, adapter_dir)
     unmerged = probe_logits(adapted, batch)
     merged = adapted.merge_and_unload()
     merged_logits = probe_logits(merged, batch)

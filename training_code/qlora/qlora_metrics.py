@@ -19,6 +19,14 @@ METRIC_NAMES: tuple[str, ...] = (
     "grad_norm",
     "peak_memory_gb",
     "merge_max_abs_logit_diff",
+    # The held-out evaluation of qlora_evaluate: base (as loaded for the merge) vs merged, same tokens.
+    "eval_loss_base",
+    "eval_loss_merged",
+    "eval_perplexity_base",
+    "eval_perplexity_merged",
+    "eval_rouge_l_base",
+    "eval_rouge_l_merged",
+    "eval_loss_improvement",
 )
 
 # Plain regexes (no look-arounds) so any regex engine on the scraping side accepts them. No logged key may

@@ -56,17 +56,19 @@ def render(tokenizer: Any, template: str, messages: list[dict[str, str]], genera
 
 
 def conversation_with_spans(
-    tokenizer: Any, template: str, messages: list[dict[str, str]]
+    tokenizer: Any, template: str, messages: list[dict[str, str]], first_supervised: int = 0
 ) -> tuple[str, list[tuple[int, int]]]:
-    """The rendered conversation and the character spans of each assistant turn (answer + end-of-turn marks).
+    """The rendered conversation and the character spans of the assistant turns from `first_supervised` on.
 
     A turn's span runs from the end of the conversation-so-far rendered with the generation prompt to the end
-    of the conversation rendered through that turn: exactly what the model must produce at serving time.
+    of the conversation rendered through that turn, less trailing whitespace: exactly what the model must
+    produce at serving time, up to and including its end-of-turn token (ChatML's `<|im_end|>`, not the newline
+    the template writes after it). Earlier assistant turns (few-shot examples, history) stay prompt.
     """
     full = render(tokenizer, template, messages)
     spans = []
     for index, message in enumerate(messages):
-        if message["role"] != "assistant":
+        if message["role"] != "assistant" or index < first_supervised:
             continue
         prefix = render(tokenizer, template, messages[:index], generation_prompt=True)
         through = render(tokenizer, template, messages[: index + 1])
@@ -75,5 +77,5 @@ def conversation_with_spans(
                 "the chat template renders earlier turns differently once a later turn is added, so answer "
                 "tokens cannot be located; pass --train_on_inputs or a prefix-stable --chat_template"
             )
-        spans.append((len(prefix), len(through)))
+        spans.append((len(prefix), max(len(prefix), len(through.rstrip()))))
     return full, spans

@@ -92,11 +92,32 @@ def training_arguments(args: argparse.Namespace, has_eval: bool) -> TrainingArgu
 
 
 class QLoRATrainer(Trainer):
-    """The Trainer, counting the collator's real (non-padding) tokens, which the model must not receive.
+    """The Trainer, counting the collator's real (non-padding) tokens, which the model must not receive, and
+    reporting eval loss token-weighted.
 
     Packed batches carry position_ids and no attention_mask, so the Trainer's own non-padding count (pad id,
-    which equals EOS for Llama) would be wrong.
+    which equals EOS for Llama) would be wrong. Its eval loss is the mean of per-batch means (each a mean over
+    that batch's packed rows' tokens), which weighs a token in a sparse batch more; ours is summed loss over
+    every supervised eval token / their count, as the training loss is.
     """
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
+        import torch
+        from qlora_evaluate import row_losses
+        from transformers.trainer_utils import EvalLoopOutput
+
+        model = self.model_wrapped if self.is_fsdp_enabled else self.model  # FSDP: every rank runs forward
+        model.eval()
+        total = torch.zeros(2, dtype=torch.float64)
+        for inputs in dataloader:
+            with torch.no_grad(), self.autocast_smart_context_manager():
+                per_row = row_losses(model, self._prepare_inputs(inputs))
+            # gather_for_metrics drops the rows repeated to even out the ranks' last batches.
+            total += self.accelerator.gather_for_metrics(per_row).sum(0).double().cpu()
+        metrics = {f"{metric_key_prefix}_loss": float(total[0] / total[1]),
+                   f"{metric_key_prefix}_label_tokens": int(total[1])}
+        return EvalLoopOutput(predictions=None, label_ids=None, metrics=metrics, num_samples=len(dataloader.dataset))
 
     def compute_loss(self, model, inputs, *args, **kwargs):
         model_inputs = {key: value for key, value in inputs.items() if key != REAL_TOKENS_KEY}

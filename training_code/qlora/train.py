@@ -38,7 +38,7 @@ def _load(args, report):
     template, template_source = resolve_chat_template(tokenizer, args.chat_template)
     tokenizer.chat_template = template  # saved with the model: serving formats prompts as training did
     sources = DataSources(args.train_data, args.eval_data, args.eval_fraction, args.train_split, args.eval_split,
-                          args.train_files, args.eval_files)
+                          args.train_files, args.eval_files, args.min_eval_rows)
     options = DataOptions(args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template,
                           args.pack_length)
     data = prepare_data(tokenizer, sources, options, args.seed)
@@ -136,29 +136,71 @@ def _train(args, report, extra_callbacks) -> dict[str, Any]:
         "probe": probe,
         "trained_logits": trained_logits,
         "tokens_per_second": throughput["tokens_per_second"],
+        "eval_rows": data.eval_rows,
+        "eval_source": data.summary["eval"]["source"],
     }
 
 
+def _evaluate(args, report, trained: dict[str, Any], name: str, model) -> dict[str, Any] | None:
+    """One side of the held-out evaluation (qlora_evaluate), timed; None without eval rows."""
+    from qlora_evaluate import EvalSettings, evaluate_model
+
+    if not trained["eval_rows"]:
+        return None
+    settings = EvalSettings(args.eval_generations, args.eval_max_new_tokens, args.per_device_batch_size)
+    with report.timed(f"evaluate_{name}"):
+        return evaluate_model(model, trained["tokenizer"], trained["eval_rows"], settings)
+
+
+def _record_evaluation(args, report, trained, base, tuned, tuned_as: str, saved: bool) -> dict[str, Any] | None:
+    """evaluation.json beside the saved model, in the report, and as one metric line."""
+    from qlora_evaluate import evaluation_record, metric_values, write_evaluation
+
+    if base is None or tuned is None:
+        return None
+    notes = {"tuned_model": tuned_as, "dtype": args.merge_dtype, "max_new_tokens": args.eval_max_new_tokens,
+             "base_model": args.model_id}
+    record = evaluation_record(base, tuned, len(trained["eval_rows"]), trained["eval_source"], notes)
+    report.set(evaluation=record)
+    if saved:
+        write_evaluation(args.model_dir, record)
+    print(format_metrics(**metric_values(record)), flush=True)
+    return record
+
+
 def _merge(args, report, trained: dict[str, Any]) -> Any:
-    """Merge (or, for full fine-tuning, cast) and save for serving; returns the merge check or None."""
-    from qlora_merge import compare_logits, free_memory, merge_adapter, save_for_serving
+    """Merge (or, for full fine-tuning, cast) and save for serving; returns the merge check or None.
+
+    The base is evaluated as the merge loads it (full precision, --merge_dtype), then the merged model, on the
+    same held-out tokens: the gap is the adapter's alone, not the 4-bit quantization's.
+    """
+    from qlora_merge import compare_logits, free_memory, load_full_precision, merge_adapter, save_for_serving
     from qlora_model import DTYPES
 
     model, tokenizer = trained.pop("model"), trained["tokenizer"]
     trained.pop("trainer")
+    if args.method == "full":
+        model.config._attn_implementation = "sdpa"  # the packed-row attention is for training only
+        model = model.to(DTYPES[args.merge_dtype])
+        base_model = load_full_precision(args.model_id, args.merge_dtype)
+        base = _evaluate(args, report, trained, "base", base_model)
+        del base_model
+        tuned = _evaluate(args, report, trained, "merged", model)
+        with report.timed("merge"):
+            saved = save_for_serving(model, tokenizer, args.model_dir, args.max_shard_size)
+        report.set(merge={"files": saved, "check": None})
+        _record_evaluation(args, report, trained, base, tuned, "full fine-tune", True)
+        return None
+    del model
+    free_memory()
+    base_model = load_full_precision(args.model_id, args.merge_dtype)
+    base = _evaluate(args, report, trained, "base", base_model)
     with report.timed("merge"):
-        if args.method == "full":
-            model.config._attn_implementation = "sdpa"  # the packed-row attention is for training only
-            saved = save_for_serving(
-                model.to(DTYPES[args.merge_dtype]), tokenizer, args.model_dir, args.max_shard_size
-            )
-            report.set(merge={"files": saved, "check": None})
-            return None
-        del model
-        free_memory()
         merged, check, merged_logits = merge_adapter(
-            args.model_id, trained["trained_dir"], args.merge_dtype, trained["probe"], args.merge_tolerance
+            base_model, trained["trained_dir"], args.merge_dtype, trained["probe"], args.merge_tolerance
         )
+    tuned = _evaluate(args, report, trained, "merged", merged)
+    with report.timed("save"):
         saved = (
             save_for_serving(merged, tokenizer, args.model_dir, args.max_shard_size) if check.passed else []
         )
@@ -171,11 +213,32 @@ def _merge(args, report, trained: dict[str, Any]) -> Any:
             "note": "4-bit training model vs merged full-precision model; informative only",
         }
     report.set(merge=merge)
+    _record_evaluation(args, report, trained, base, tuned, "merged", check.passed)
     return check
 
 
+def _save_adapter(args, report, trained: dict[str, Any]) -> None:
+    """--no-merge: the adapter as trained; evaluated on the full-precision base, unmerged (same figures)."""
+    from peft import PeftModel
+    from qlora_merge import free_memory, load_full_precision
+
+    with report.timed("save"):
+        trained["model"].save_pretrained(args.model_dir)
+        trained["tokenizer"].save_pretrained(args.model_dir)
+    if args.method == "full":
+        return
+    del trained["model"]
+    trained.pop("trainer")
+    free_memory()
+    base_model = load_full_precision(args.model_id, args.merge_dtype)
+    base = _evaluate(args, report, trained, "base", base_model)
+    adapted = PeftModel.from_pretrained(base_model, trained["trained_dir"])
+    tuned = _evaluate(args, report, trained, "merged", adapted)
+    _record_evaluation(args, report, trained, base, tuned, "adapter on the full-precision base (--no-merge)", True)
+
+
 def _save_outputs(args, report, trained) -> Any:
-    """On rank 0: the merged model (or the adapter with --no-merge), its model card and model_kind.json."""
+    """On rank 0: the merged model (or the adapter with --no-merge), its evaluation, card and model_kind.json."""
     from qlora_card import write_model_card, write_model_kind
 
     check = None
@@ -184,9 +247,7 @@ def _save_outputs(args, report, trained) -> Any:
         kind = "full" if args.method == "full" else "merged"
     else:
         kind = "adapter" if args.method != "full" else "full"
-        with report.timed("save"):
-            trained["model"].save_pretrained(args.model_dir)
-            trained["tokenizer"].save_pretrained(args.model_dir)
+        _save_adapter(args, report, trained)
     if check is None or check.passed:
         report.set(model_kind=kind)
         write_model_card(args.model_dir, report.data, kind)

@@ -38,13 +38,13 @@ class Family:
     bos: str | None
     eos: str
     specials: tuple[str, ...]
-    answer_end: str  # what follows an answer's text inside its supervised span
+    answer_end: str  # what follows an answer's text inside its supervised span: up to the end-of-turn token
 
 
 FAMILIES = {
     "llama3": Family("llama3", LLAMA3_TEMPLATE, "<|begin_of_text|>", "<|eot_id|>",
                      ("<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"), "<|eot_id|>"),
-    "chatml": Family("chatml", CHATML_TEMPLATE, None, "<|im_end|>", ("<|im_start|>", "<|im_end|>"), "<|im_end|>\n"),
+    "chatml": Family("chatml", CHATML_TEMPLATE, None, "<|im_end|>", ("<|im_start|>", "<|im_end|>"), "<|im_end|>"),
     "mistral": Family("mistral", MISTRAL_TEMPLATE, "<s>", "</s>", ("<s>", "</s>"), "</s>"),
 }  # fmt: skip
 
@@ -69,3 +69,13 @@ def family_tokenizer(family: Family, texts: list[str]):
     wrapped.chat_template = family.template
     wrapped.pad_token = wrapped.eos_token
     return wrapped
+
+
+GEMMA_TEMPLATE = (  # Gemma-it's turn format: <end_of_turn> then a newline closes every turn
+    "{{ bos_token }}{% for message in messages %}"
+    "{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else message['role']) + '\n'"
+    " + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
+)
+GEMMA = Family("gemma", GEMMA_TEMPLATE, "<bos>", "<eos>", ("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"),
+               "<end_of_turn>")

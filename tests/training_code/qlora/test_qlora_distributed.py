@@ -36,7 +36,9 @@ def test_two_process_torchrun_trains_and_merges_the_same_adapter_shape(tiny_llam
     assert json.loads((tmp_path / "ddp" / "model" / MODEL_KIND_FILE).read_text())["kind"] == "merged"
     # Each step sees one batch per rank: twice the single process's tokens, counted over both ranks.
     assert report["throughput"]["train_tokens"] > 1.5 * single["throughput"]["train_tokens"]
-    assert result.stdout.count("step=2 ") == 1  # metric lines from rank 0 only
+    lines = result.stdout.splitlines()
+    assert sum("step=2 " in line and "train_loss=" in line for line in lines) == 1  # metric lines from rank 0 only
+    assert sum("step=2 " in line and "eval_loss=" in line for line in lines) == 1  # the final evaluation
     one = load_file(tmp_path / "single" / "adapter" / "adapter_model.safetensors")
     two = load_file(tmp_path / "ddp" / "adapter" / "adapter_model.safetensors")
     assert {k: v.shape for k, v in one.items()} == {k: v.shape for k, v in two.items()}

@@ -117,7 +117,9 @@ def test_data_errors_end_the_run_in_one_line(tiny_llama, tmp_path):
 
 @pytest.mark.parametrize(
     ("flags", "message"),
-    [(["--load_best_model"], "--load_best_model needs evaluation data"),
+    [(["--eval_fraction", "0"], "error: --eval_fraction 0 without --eval_data: every run is evaluated on held-out"),
+     (["--min_eval_rows", "0"], "error: --min_eval_rows and --eval_max_new_tokens must be >= 1"),
+     (["--load_best_model"], "--load_best_model needs --eval_steps > 0"),
      (["--early_stopping_patience", "2", "--eval_fraction", "0.1"], "--early_stopping_patience needs --eval_steps > 0"),
      (["--load_best_model", "--eval_fraction", "0.1", "--eval_steps", "3", "--save_steps", "4"],
       "needs --save_steps (4) to be a multiple of --eval_steps (3)")],

@@ -61,7 +61,7 @@ def test_chatml_injected_system_prompt_is_not_trained_on(tmp_path):
     _, [example] = labelled(tmp_path, tokenizer, [{"instruction": "explain llama", "response": "a model"}])
     text = tokenizer.decode(example.input_ids)
     assert text.startswith("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n")
-    assert supervised_text(tokenizer, example.input_ids, example.labels) == "a model<|im_end|>\n"
+    assert supervised_text(tokenizer, example.input_ids, example.labels) == "a model<|im_end|>"  # not the "\n" after
 
 
 def test_instruction_rows_and_sharegpt_rows_mask_the_prompt(tmp_path, family):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 from pathlib import Path
 
@@ -63,6 +64,12 @@ def test_metric_lines_parse_with_the_sagemaker_regexes(merged_run):
     assert len(scraped["learning_rate"]) == 4 and len(scraped["epoch"]) >= 4
     assert scraped["tokens_per_second"] and all(value > 0 for value in scraped["tokens_per_second"])
     assert scraped["merge_max_abs_logit_diff"] == pytest.approx([report["merge"]["check"]["max_abs_logit_diff"]])
+    evaluation = report["evaluation"]
+    for side in ("base", "merged"):
+        assert scraped[f"eval_loss_{side}"] == pytest.approx([evaluation[side]["eval_loss"]], rel=1e-5)
+        assert scraped[f"eval_perplexity_{side}"] == pytest.approx([evaluation[side]["perplexity"]], rel=1e-5)
+        assert scraped[f"eval_rouge_l_{side}"] == []  # text rows have no prompt to answer: no score, no line
+    assert scraped["eval_loss_improvement"] == pytest.approx([evaluation["eval_loss_improvement"]], rel=1e-4)
 
 
 def test_merge_check_is_recorded_and_within_tolerance(merged_run):
@@ -112,7 +119,11 @@ def test_instruction_data_with_chat_template_trains_and_saves_the_adapter_withou
         tiny_run_args(tiny_chat_llama, data, tmp_path / "out", "--max_steps", "2", "--no-merge", "--no-packing")
     )
     assert report["data"]["train"]["format"] == "instruction"
-    assert report["data"]["train"]["examples"] == 24 and "merge" not in report
+    assert report["data"]["train"]["examples"] == 24 - 8 and "merge" not in report  # 8: --min_eval_rows
+    assert report["data"]["eval"]["rows"] == 8 and report["data"]["eval"]["source"] == "split of the training data"
+    evaluation = json.loads((tmp_path / "out" / "model" / "evaluation.json").read_text())
+    assert evaluation["tuned_model"] == "adapter on the full-precision base (--no-merge)"
+    assert len(evaluation["generations"]) == 5 and evaluation["merged"]["rouge_l"] is not None
     assert (tmp_path / "out" / "model" / "adapter_config.json").is_file()
     assert (tmp_path / "out" / "model" / "tokenizer_config.json").is_file()
 
