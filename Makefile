@@ -37,7 +37,7 @@ help:
 	@echo "make deploy [ENV=] [TARGET=local|aws] [KEEP=1]"
 	@echo "                             local (default): deploy cdk.out to a moto emulator on 127.0.0.1 and check it"
 	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
-	@echo "make pipeline [PIPELINE=training|pruning] [BACKEND=vllm_neuronx]"
+	@echo "make pipeline [PIPELINE=training|pruning] [BACKEND=vllm_neuronx] [DATA=<file or folder>] [BASE=<local HF model folder>]"
 	@echo "                             the local environment on the emulator, one workflow run end to end (jobs run"
 	@echo "                             locally), then the trained model served and asked the seed prompt"
 	@echo "make test                   ruff + the whole test suite"
@@ -111,7 +111,8 @@ PIPELINE ?= training
 pipeline: $(VENV_STAMP) $(NODE_STAMP) $(if $(filter vllm_neuronx,$(BACKEND)),$(VLLM_STAMP))
 	rm -rf cdk.out
 	npx cdk synth --quiet -c env=local --output cdk.out --app "$(PY) app.py"
-	$(PY) tools/pipeline.py --cdk-out cdk.out --env local --workflow $(PIPELINE) $(if $(BACKEND),--backend $(BACKEND))
+	$(PY) tools/pipeline.py --cdk-out cdk.out --env local --workflow $(PIPELINE) $(if $(BACKEND),--backend $(BACKEND)) \
+	  $(if $(DATA),--data "$(DATA)") $(if $(filter command line,$(origin BASE)),--base "$(BASE)")
 
 invoke: deps
 	$(PY) tools/invoke.py $(if $(URL),--url $(URL),--env $(ENV)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(PROMPT),--prompt "$(PROMPT)")

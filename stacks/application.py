@@ -42,6 +42,7 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         config=config,
         bucket=data.bucket,
         key=data.key,
+        model_package_group_name=data.model_package_group_name,
         placement=placement,
         termination_protection=config.termination_protection,
         description=f"{config.app_name} {config.env_name}: QLoRA training on SageMaker, started by Step Functions "

@@ -129,6 +129,21 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         "Training job names are generated per execution; the state machine may create, describe, stop and "
         "tag only jobs whose names start with this environment's prefix.",
     ),
+    Acknowledged(
+        "Training",
+        "Workflow/Policy/Resource",
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:model-package/"
+        "{model_package_group}/*]",
+        "SageMaker numbers the versions of a package group itself; only versions in this environment's group, "
+        "and only as PendingManualApproval or Rejected (condition sagemaker:ModelApprovalStatus).",
+    ),
+    Acknowledged(
+        "Training",
+        "Workflow/Policy/Resource",
+        f"AwsSolutions-IAM5[Resource::{_DATA_BUCKET_ARN}/models/*/lineage.json]",
+        "One lineage manifest per training job, models/<job>/lineage.json; job names are generated per "
+        "execution, and the state machine can write no other object.",
+    ),
 )
 
 

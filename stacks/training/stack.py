@@ -32,6 +32,7 @@ from ..shared.placement import Placement
 from ..shared.workflow_shell import job_submitter_statements
 from .compile_job import neuron_compile_request
 from .job import job_placement, runs_offline, training_job_request
+from .registry import LINEAGE_FILE, PENDING, REJECTED, ServingSpec, model_environment
 from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
 
@@ -79,16 +80,22 @@ class TrainingStack(Stack):
         config: AppConfig,
         bucket: s3.IBucket,
         key: kms.IKey,
+        model_package_group_name: str,
         placement: Placement | None = None,
         **kwargs,
     ) -> None:
-        """`placement`: isolated mode (network.isolated): the job runs in these subnets, network-isolated."""
+        """`placement`: isolated mode (network.isolated): the job runs in these subnets, network-isolated;
+        `model_package_group_name`: the DataStack's registry group every run is registered in."""
         super().__init__(scope, construct_id, **kwargs)
         training = config.training
         self.job_name_prefix = prefix = job_name_prefix(config)
         compiles = config.compiles_for_neuron
-        self.nag_details = {"compile": "" if compiles else None}  # stacks/nag.py: the CompileRole entries
-        images = ContainerImages(self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else [])])
+        # stacks/nag.py: the CompileRole entries, the registry group's package versions
+        self.nag_details = {"compile": "" if compiles else None, "model_package_group": model_package_group_name}
+        serving_image = [config.serving.image_name] if config.serving is not None else []
+        images = ContainerImages(
+            self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else []), *serving_image]
+        )
         images.require_region(config)
         offline = runs_offline(config, placement)
         code = s3_assets.Asset(self, "TrainingCode", path=str(training_code_tarball(offline=offline)))
@@ -131,10 +138,15 @@ class TrainingStack(Stack):
             capacity_backoff_seconds=training.capacity_backoff_seconds,
             log_retention_days=training.log_retention_days,
             key=key,
-            role_statements=self._state_machine_statements(prefix=prefix, roles=roles, key=key),
+            role_statements=[
+                *self._state_machine_statements(prefix=prefix, roles=roles, key=key),
+                *self._registry_statements(bucket=bucket, group_name=model_package_group_name),
+            ],
             compile_request=self.compile_request,
             compiled_model_parameter=self.compiled_model_parameter,
             distributed=training.distributed,
+            registration=self._registration(config, bucket=bucket, images=images, code=code,
+                                            group_name=model_package_group_name),
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
@@ -225,6 +237,59 @@ class TrainingStack(Stack):
                 resources=[self.compiled_model_parameter.parameter_arn],
             ))
         return statements
+
+    def _registration(self, config: AppConfig, *, bucket: s3.IBucket, images: ContainerImages,
+                      code: s3_assets.Asset, group_name: str) -> dict:
+        """ModelRegistration's settings: the gate, the serving backend's image and ml.inf2 type, the lineage's
+        synth-time facts (base model, code asset hash)."""
+        serving = config.serving
+        spec = compiled = None
+        if serving is not None:
+            spec = ServingSpec(backend=serving.backend, image_uri=images.uri(serving.image_name, serving.image_uri),
+                               instance_types=(serving.instance_type,),
+                               environment=model_environment(serving.backend))
+            if config.compiles_for_neuron:
+                compiled = ServingSpec(backend="vllm_neuronx",
+                                       image_uri=images.uri(COMPILE_IMAGE, serving.image_uri),
+                                       instance_types=(serving.instance_type,),
+                                       environment=model_environment("vllm_neuronx"))
+        base_key = config.training.base_model_key
+        return {
+            "group_name": group_name,
+            "bucket_name": bucket.bucket_name,
+            "min_improvement": config.training.quality_gate.min_improvement,
+            "serving": spec,
+            "compiled_serving": compiled,
+            "base_model": f"s3://{bucket.bucket_name}/{base_key}" if base_key else "$.run.hyperparameters.model_id",
+            "code_asset_hash": code.asset_hash,
+        }
+
+    def _registry_statements(self, *, bucket: s3.IBucket, group_name: str) -> list[iam.PolicyStatement]:
+        """Register versions in this environment's group only, never as Approved (a person approves);
+        list the dataset's versions under datasets/; write only the lineage manifests beside the models.
+        DescribeRun's DescribeTrainingJob is in OwnTrainingJobs; the bucket key's GenerateDataKey in the shell."""
+        return [
+            iam.PolicyStatement(
+                sid="RegisterModelPackages",
+                actions=["sagemaker:CreateModelPackage"],
+                resources=[
+                    self.format_arn(service="sagemaker", resource="model-package", resource_name=f"{group_name}/*"),
+                    self.format_arn(service="sagemaker", resource="model-package-group", resource_name=group_name),
+                ],
+                conditions={"StringEquals": {"sagemaker:ModelApprovalStatus": [PENDING, REJECTED]}},
+            ),
+            iam.PolicyStatement(
+                sid="ListDatasetVersions",
+                actions=["s3:ListBucketVersions"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{DATASETS_PREFIX}*"]}},
+            ),
+            iam.PolicyStatement(
+                sid="WriteLineage",
+                actions=["s3:PutObject"],
+                resources=[bucket.arn_for_objects(f"{MODELS_PREFIX}*/{LINEAGE_FILE}")],
+            ),
+        ]
 
     def _outputs(self, config: AppConfig, *, role: iam.IRole) -> None:
         CfnOutput(self, "StateMachineArn", value=self.state_machine.state_machine_arn)

@@ -1,7 +1,9 @@
 """The training state machine: validate input, run the SageMaker job (.sync), record the model, or notify.
 
     ValidateInput -> (input_checks.py: hyperparameter values and names, dataset marker -> folder) -> Defaults
-        -> Prepare -> EvalData? -> Train | TrainWithEval -> TrainCompleted? -> RecordModel -> Done
+        -> Prepare -> EvalData? -> Train | TrainWithEval -> TrainCompleted? -> RecordModel
+        -> (registry.py: quality gate, lineage) RegisterModel
+        -> [CompileForNeuron -> CompileCompleted? -> RecordCompiledModel -> RegisterCompiledModel] -> Done
     ValidateInput / each check --refused--> InvalidInput (or the check's own Invalid* state) -> Notify -> Failed
     Train* --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> EvalData?
     Train* / RecordModel --any other error--> Notify -> Failed
@@ -37,6 +39,7 @@ from ..shared.workflow_shell import (
     retry_api_errors,
 )
 from .input_checks import dataset_marker, hyperparameter_checks
+from .registry import ModelRegistration
 
 # A .sync job that fails reports States.TaskFailed; its Cause (the DescribeTrainingJob JSON) tells capacity apart.
 CAPACITY_CAUSE_PATTERNS = ("*CapacityError*", "*InsufficientCapacity*")
@@ -79,9 +82,11 @@ class TrainingWorkflow(Construct):
         compile_request: TrainingJobRequest | None = None,
         compiled_model_parameter: ssm.IStringParameter | None = None,
         distributed: bool = False,
+        registration: Mapping | None = None,
     ) -> None:
         """`compile_request` (with `compiled_model_parameter`): the Neuron compile step after RecordModel;
-        `distributed`: the job has several GPUs (torchrun), which ValidateInput's method / fsdp rules follow."""
+        `distributed`: the job has several GPUs (torchrun), which ValidateInput's method / fsdp rules follow;
+        `registration`: ModelRegistration's settings (registry.py), the package states after RecordModel."""
         super().__init__(scope, construct_id)
         invalid, notify = failure_path(
             self,
@@ -112,7 +117,12 @@ class TrainingWorkflow(Construct):
         completed = job_completed(self, "TrainCompleted", result_path="$.training", notify=notify, next_state=record)
         train_eval.next(completed)
         train.next(completed)
-        self._finish(sfn.Chain.start(record), model_parameter=model_parameter, notify=notify,
+        self._registry = None
+        recorded = sfn.Chain.start(record)
+        if registration is not None:
+            self._registry = ModelRegistration(self, "Registry", notify=notify, **registration)
+            recorded = recorded.next(sfn.Chain.custom(self._registry.start, [self._registry.end], self._registry.end))
+        self._finish(recorded, model_parameter=model_parameter, notify=notify,
                      compile_request=compile_request, compiled_model_parameter=compiled_model_parameter)
         marker = dataset_marker(self, bucket_name=bucket_name, notify=notify, next_state=defaults)
         checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify, next_state=marker)
@@ -147,8 +157,14 @@ class TrainingWorkflow(Construct):
             "hyperparameters.$": "$.run.hyperparameters",
             "model_parameter": model_parameter.parameter_name,
         }
+        if self._registry is not None:
+            output.update({"model_package_arn.$": "$.registry.model_package_arn",
+                           "approval.$": "$.approval"})
         if compile_request is not None:
             chain = chain.next(self._compile(compile_request, notify=notify, parameter=compiled_model_parameter))
+            if self._registry is not None and self._registry.register_compiled is not None:
+                chain = chain.next(self._registry.register_compiled)
+                output["compiled_model_package_arn.$"] = "$.registry_compiled.model_package_arn"
             output.update({
                 "compile_job_name.$": "$.compile.job_name",
                 "compiled_model_s3_uri.$": "$.compile.model_s3_uri",

@@ -13,6 +13,7 @@ STATEFUL = {
         "ArtifactKey8D84C5F0": "AWS::KMS::Key",
         "ArtifactBucket7410C9EF": "AWS::S3::Bucket",
         "AccessLogBucketDA470295": "AWS::S3::Bucket",
+        "ModelPackageGroup": "AWS::SageMaker::ModelPackageGroup",  # the registry: every run's package versions
     },
     # Not data, but clients find the endpoint by its generated name: a renamed logical ID would create
     # a new endpoint under a new name and delete the one they call.

@@ -15,6 +15,9 @@
    rules use, so a pattern is tested by the same code that routes the events.
 7. Emulated time: Wait states and Retry intervals sleep `scale` times their length (the real lengths are
    recorded in `EmulatedClock.waits`), so a 600 s capacity back-off takes 0.6 s at scale 0.001.
+8. An aws-sdk integration's answer carries timestamps as ISO 8601 strings, as AWS's does (moto's interpreter
+   keeps boto3's datetimes, and the state after it fails "Object of type datetime is not JSON serializable",
+   e.g. the registry's ListObjectVersions).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from moto.s3 import models as s3_models
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser import models as parser_models
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_aws_sdk
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function import wait_function
 from moto.utilities.arns import parse_arn
 from moto.utilities.utils import get_partition
@@ -184,6 +188,27 @@ def scaled_waits() -> None:
     patch_once(wait_function.WaitFunction, "_wait_interval", lambda original: _scaled_wait_interval)
 
 
+def _iso_timestamps(value):
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _iso_timestamps(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_iso_timestamps(v) for v in value]
+    return value
+
+
+def aws_sdk_timestamps_as_strings() -> None:
+    def build(original):
+        def _eval_service_task(self, env, *args, **kwargs):
+            original(self, env, *args, **kwargs)
+            env.stack.append(_iso_timestamps(env.stack.pop()))
+
+        return _eval_service_task
+
+    patch_once(state_task_service_aws_sdk.StateTaskServiceAwsSdk, "_eval_service_task", build)
+
+
 def apply_all(*, time_scale: float) -> EmulatedClock:
     executing_backend_for_cloudformation()
     bucket_settings_from_cloudformation()
@@ -192,5 +217,6 @@ def apply_all(*, time_scale: float) -> EmulatedClock:
     execution_start_time_is_a_string()
     test_event_pattern_answers()
     scaled_waits()
+    aws_sdk_timestamps_as_strings()
     CLOCK.scale = time_scale
     return CLOCK

@@ -7,6 +7,9 @@
    the KeyPolicy as the template's JSON object where the API model keeps a string (DescribeKey then
    answers 500): the policy is serialised as the API would receive it.
 3. Likewise AWS::SSM::Parameter: CloudFormation's Tags map is turned into the list moto expects.
+4. moto's SageMaker API models model package groups and packages, but its CloudFormation has no
+   AWS::SageMaker::ModelPackageGroup: `ModelPackageGroupResource` provisions the template's group through that
+   API (Ref: the ARN, GetAtt ModelPackageGroupArn, as CloudFormation documents); it is retained like the bucket.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import inspect
 import json
 from collections.abc import Callable
 
+from moto.cloudformation import parsing as cfn_parsing
+from moto.core.common_models import CloudFormationModel
 from moto.kms import models as kms_models
 from moto.sagemaker import models as sagemaker_models
 from moto.ssm import models as ssm_models
@@ -85,7 +90,50 @@ def translate_ssm_parameter_tags() -> None:
     patch_once(ssm_models.Parameter, "create_from_cloudformation_json", _with_properties(_ssm_parameter_properties))
 
 
+class ModelPackageGroupResource(CloudFormationModel):
+    """AWS::SageMaker::ModelPackageGroup on the emulator: CreateModelPackageGroup in moto's SageMaker backend."""
+
+    def __init__(self, arn: str) -> None:
+        self.arn = arn
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.arn
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return "ModelPackageGroupName"
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::SageMaker::ModelPackageGroup"
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr == "ModelPackageGroupArn"
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        return self.arn
+
+    @classmethod
+    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kw):
+        properties = cloudformation_json.get("Properties", {})
+        backend = sagemaker_models.sagemaker_backends[account_id][region_name]
+        name = properties.get("ModelPackageGroupName", resource_name)
+        if name not in backend.model_package_groups:  # retained: a redeploy finds it
+            backend.create_model_package_group(name, properties.get("ModelPackageGroupDescription", ""),
+                                               properties.get("Tags"))
+        return cls(backend.model_package_groups[name].arn)
+
+
+def provision_model_package_groups() -> None:
+    """The resource list is computed once from CloudFormationModel's subclasses: recompute with ours."""
+    for cached in (cfn_parsing.get_model_list, cfn_parsing.get_model_map, cfn_parsing.get_name_type_map):
+        cached.cache_clear()
+
+
 def apply_all() -> None:
     allow_inf2_instance_types()
+    provision_model_package_groups()
     translate_kms_key_tags()
     translate_ssm_parameter_tags()

@@ -110,3 +110,19 @@ def test_termination_protection_only_in_prod(assemblies):
     protection = {env: {s.stack_name: s.termination_protection for s in a.stacks} for env, a in assemblies.items()}
     assert protection["prod"]["llm-inf2-prod-Data"] is True
     assert protection["dev"]["llm-inf2-dev-Data"] is False
+
+
+def test_each_environment_has_its_own_retained_model_package_group(templates):
+    """CloudFormation requires the group's name: generated from the stack path, unique per environment, lower
+    case (package ARNs, which the IAM scopes match, carry it as is), within the API's 63 and pattern."""
+    import regex
+
+    names = set()
+    for env in ("dev", "prod", "staging"):
+        group = _only(templates[env]["Data"], "AWS::SageMaker::ModelPackageGroup", "/ModelPackageGroup")
+        assert group["DeletionPolicy"] == "Retain" and group["UpdateReplacePolicy"] == "Retain"
+        name = group["Properties"]["ModelPackageGroupName"]
+        assert name == name.lower() and len(name) <= 63 and regex.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name)
+        assert templates[env]["Data"]["Outputs"]["ModelPackageGroupName"]["Value"] == name
+        names.add(name)
+    assert len(names) == 3

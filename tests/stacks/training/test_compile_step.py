@@ -40,16 +40,32 @@ def _resolved(value):
 def test_compile_runs_after_the_merged_model_is_recorded(states):
     assert states["Train"]["Next"] == "TrainCompleted"
     assert states["TrainCompleted"]["Choices"][0]["Next"] == "RecordModel"
-    assert states["RecordModel"]["Next"] == "CompileForNeuron"
+    assert states["RecordModel"]["Next"] == "DescribeRun"  # the registry's gate and lineage (registry.py)
+    assert states["RegisterModel"]["Next"] == "CompileForNeuron"
     assert states["CompileForNeuron"]["Next"] == "CompileCompleted"
     assert states["CompileCompleted"]["Choices"] == [{"Variable": "$.compile.status", "StringEquals": "Completed",
                                                       "Next": "RecordCompiledModel"}]
     assert states["CompileCompleted"]["Default"] == "CompileNotCompleted"
     assert states["CompileNotCompleted"]["Next"] == "Notify"
-    assert states["RecordCompiledModel"]["Next"] == "Done"
+    assert states["RecordCompiledModel"]["Next"] == "RegisterCompiledModel"
+    assert states["RegisterCompiledModel"]["Next"] == "Done"
     assert states["CompileForNeuron"]["Resource"] == "arn:aws:states:::sagemaker:createTrainingJob.sync"
     assert [c["Next"] for c in states["CompileForNeuron"]["Catch"]] == ["Notify"]
     assert "SageMaker.ThrottlingException" in states["CompileForNeuron"]["Retry"][0]["ErrorEquals"]
+
+
+def test_the_compiled_model_is_its_own_package_version(states):
+    """Same group and gate status as the merged version, the vllm_neuronx image, the compiled prefix, and the
+    merged version's ARN in its metadata."""
+    merged, compiled = states["RegisterModel"]["Parameters"], states["RegisterCompiledModel"]["Parameters"]
+    assert compiled["ModelPackageGroupName"] == merged["ModelPackageGroupName"]
+    assert compiled["ModelApprovalStatus.$"] == merged["ModelApprovalStatus.$"] == "$.approval.status"
+    (container,) = compiled["InferenceSpecification"]["Containers"]
+    assert container["Image"] == "<map:VllmNeuronxUri>"
+    assert container["ModelDataSource"]["S3DataSource"] == {
+        "S3Uri.$": "$.compile.model_s3_uri", "S3DataType": "S3Prefix", "CompressionType": "None"}
+    assert compiled["CustomerMetadataProperties"]["merged_package.$"] == "$.registry.model_package_arn"
+    assert compiled["CustomerMetadataProperties"]["serving_backend"] == "vllm_neuronx"
 
 
 def test_compile_request_is_a_valid_create_training_job_call(states):

@@ -155,3 +155,24 @@ def test_every_star_acknowledgment_is_explained():
     stars = ("AwsSolutions-IAM5[Resource::*]", "AwsSolutions-IAM5[Resource::*{compile}]")
     star = [e for e in training if e.rule in stars]
     assert len(star) == 3 and all("no resource-level permissions" in e.reason for e in star)
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_the_registry_statements_register_only_unapproved_versions_in_this_group(templates, env):
+    """CreateModelPackage (service authorization reference: resource types model-package and
+    model-package-group, condition key sagemaker:ModelApprovalStatus) on this environment's group only, never
+    Approved; ListBucketVersions under datasets/; PutObject of lineage manifests only."""
+    group = templates[env]["Data"]["Resources"]["ModelPackageGroup"]["Properties"]["ModelPackageGroupName"]
+    register = statement(templates[env]["Training"], "WorkflowPolicy", "RegisterModelPackages")
+    assert register["Action"] == "sagemaker:CreateModelPackage"
+    resources = [_text(r) for r in register["Resource"]]
+    assert len(resources) == 2
+    assert sum(f":model-package/{group}/*\"" in r for r in resources) == 1
+    assert sum(f":model-package-group/{group}\"" in r for r in resources) == 1
+    assert register["Condition"] == {"StringEquals": {"sagemaker:ModelApprovalStatus": [
+        "PendingManualApproval", "Rejected"]}}
+    listing = statement(templates[env]["Training"], "WorkflowPolicy", "ListDatasetVersions")
+    assert listing["Action"] == "s3:ListBucketVersions" and BUCKET_ARN in _text(listing["Resource"])
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*"]}}
+    lineage = statement(templates[env]["Training"], "WorkflowPolicy", "WriteLineage")
+    assert lineage["Action"] == "s3:PutObject" and "/models/*/lineage.json" in _text(lineage["Resource"])

@@ -117,6 +117,51 @@ def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(
     described_job = aws.client("sagemaker").describe_training_job(TrainingJobName=output["job_name"])
     assert described_job["TrainingJobStatus"] == "Completed"
     assert {m["MetricName"] for m in described_job["FinalMetricDataList"]} >= {"train_loss"}
+    _check_registered(deployed, output, [f"datasets/sharded/{n}" for n in ("_READY", *(f"train-{i}.jsonl"
+                                                                                        for i in range(3)))])
+
+
+def _check_registered(deployed, output: dict, dataset_keys: list[str]) -> dict:
+    """The run's package version in the Data stack's group: the merged prefix, its evaluation report, a lineage
+    manifest naming the dataset's current object versions."""
+    aws, config = deployed["aws"], deployed["config"]
+    group = aws.outputs(config.stack_id("Data"))["ModelPackageGroupName"]
+    package = aws.client("sagemaker").describe_model_package(ModelPackageName=output["model_package_arn"])
+    assert package["ModelPackageGroupName"] == group and output["approval"]["status"] == package[
+        "ModelApprovalStatus"]
+    source = package["InferenceSpecification"]["Containers"][0]["ModelDataSource"]["S3DataSource"]
+    assert source == {"S3Uri": output["model_s3_uri"], "S3DataType": "S3Prefix", "CompressionType": "None"}
+    metadata = package["CustomerMetadataProperties"]
+    bucket, key = metadata["lineage"].removeprefix("s3://").split("/", 1)
+    s3 = aws.client("s3")
+    body = s3.get_object(Bucket=bucket, Key=key, VersionId=metadata["lineage_version_id"])["Body"]
+    manifest = json.loads(body.read())
+    listed = {o["Key"]: o["VersionId"] for o in manifest["dataset_objects"]}
+    assert sorted(listed) == sorted(dataset_keys)
+    for object_key, version in listed.items():
+        assert s3.head_object(Bucket=bucket, Key=object_key)["VersionId"] == version
+    return package
+
+
+def _logs_gate_metric() -> bool:
+    """train.py's MetricDefinitions carry the gate's metric (the evaluation on every run, issue 26)."""
+    from stacks.code_contract.qlora import metric_definitions
+    from stacks.training.registry import GATE_METRIC
+
+    return GATE_METRIC in {d["Name"] for d in metric_definitions()}
+
+
+@pytest.mark.skipif(not _logs_gate_metric(), reason="train.py does not log eval_loss_improvement yet")
+def test_the_gate_rejects_a_run_with_learning_rate_0_and_passes_the_normal_run(deployed):
+    statuses = {}
+    for name, hyperparameters in (("gate-lr0", {"learning_rate": "0"}), ("gate-normal", {})):
+        described = start(deployed, name=name, hyperparameters=hyperparameters, dataset="datasets/gate/",
+                          timeout_s=600)
+        assert described["status"] == "SUCCEEDED", described.get("cause")
+        output = json.loads(described["output"])
+        statuses[name] = _check_registered(deployed, output, [f"datasets/gate/train-{i}.jsonl"
+                                                               for i in range(3)])["ModelApprovalStatus"]
+    assert statuses == {"gate-lr0": "Rejected", "gate-normal": "PendingManualApproval"}
 
 
 @pytest.mark.parametrize(("hyperparameters", "cause"), [

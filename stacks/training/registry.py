@@ -1,0 +1,244 @@
+"""Registering each run in the environment's SageMaker model package group, after RecordModel.
+
+    DescribeRun -> MetricNames -> HasEvaluation? -> GateMetric -> QualityGate? -> Pending | Rejected
+        (no `eval_loss_improvement` metric: RejectedNoEvaluation)
+    -> DatasetPrefix? -> ListDatasetVersions -> WriteLineage -> RegisterModel
+    [after RecordCompiledModel: RegisterCompiledModel, the compiled model as its own package version]
+
+The gate compares the job's `eval_loss_improvement` metric (base - merged eval loss on the same held-out tokens,
+training_code/qlora) with `training.quality_gate.min_improvement`: below it, the package is `Rejected`, else
+`PendingManualApproval`; nothing here approves. CustomerMetadataProperties holds at most 256 characters of
+`[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]` per value (no JSON), so the full lineage (every current object version under the
+dataset's folder, the merged hyperparameters, base model, code asset hash) is a JSON manifest written beside the
+model, `models/<job>/lineage.json`; the metadata names it and its S3 version id, and carries the short facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aws_cdk import Stack
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from ..shared.bucket_layout import DATASETS_PREFIX, MODELS_PREFIX
+
+GATE_METRIC = "eval_loss_improvement"
+EVALUATION_FILE = "evaluation.json"  # written by train.py into the model folder
+LINEAGE_FILE = "lineage.json"
+MAX_LISTED_VERSIONS = 500  # keeps the listing well under Step Functions' 256 KiB state payload
+PENDING, REJECTED = "PendingManualApproval", "Rejected"
+
+
+@dataclass(frozen=True)
+class ServingSpec:
+    """What a package says about serving: the backend's image, the ml.inf2 types, where the container
+    finds the model (an uncompressed S3 prefix at /opt/ml/model)."""
+
+    backend: str
+    image_uri: str
+    instance_types: tuple[str, ...]
+    environment: Mapping[str, str]
+
+    def inference_specification(self, model_s3_uri_path: str) -> dict:
+        container = {
+            "Image": self.image_uri,
+            "ModelDataSource": {"S3DataSource": {
+                "S3Uri": sfn.JsonPath.string_at(model_s3_uri_path),
+                "S3DataType": "S3Prefix",
+                "CompressionType": "None",
+            }},
+            "Environment": dict(self.environment),
+        }
+        return {
+            "Containers": [container],
+            "SupportedRealtimeInferenceInstanceTypes": list(self.instance_types),
+            "SupportedContentTypes": ["application/json"],
+            "SupportedResponseMIMETypes": ["application/json"],
+        }
+
+
+def model_environment(backend: str) -> dict[str, str]:
+    """The model location each backend's container reads (README-serving): LMI option.model_id, vLLM SM_ON_MODEL."""
+    return {"SM_ON_MODEL": "/opt/ml/model"} if backend == "vllm_neuronx" else {"OPTION_MODEL_ID": "/opt/ml/model"}
+
+
+class ModelRegistration(Construct):
+    """The states after RecordModel (`chain`) and, for the compile step, `register_compiled`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        group_name: str,
+        bucket_name: str,
+        min_improvement: float,
+        serving: ServingSpec | None,
+        compiled_serving: ServingSpec | None,
+        base_model: str,
+        code_asset_hash: str,
+        notify: sfn.IChainable,
+    ) -> None:
+        """`base_model`: the base model's S3 URI, or a JSONPath (`$.run.hyperparameters.model_id`)."""
+        super().__init__(scope, construct_id)
+        self._group, self._bucket, self._notify = group_name, bucket_name, notify
+        self._base_model, self._code_hash = base_model, code_asset_hash
+        register = self._register("RegisterModel", serving, "$.training.model_s3_uri", "$.registry", {})
+        lineage = self._lineage(register)
+        self.start = self._gate(min_improvement, lineage)
+        self.end = register
+        self.register_compiled = None
+        if compiled_serving is not None:
+            self.register_compiled = self._register(
+                "RegisterCompiledModel", compiled_serving, "$.compile.model_s3_uri", "$.registry_compiled",
+                {"compile_job": sfn.JsonPath.string_at("$.compile.job_name"),
+                 "merged_package": sfn.JsonPath.string_at("$.registry.model_package_arn")},
+            )
+
+    def _task(self, construct_id: str, service: str, action: str, parameters: dict, result_selector: dict,
+              result_path: str, iam_resources: list[str]) -> tasks.CallAwsService:
+        task = tasks.CallAwsService(
+            self, construct_id, service=service, action=action, parameters=parameters,
+            result_selector=result_selector, result_path=result_path,
+            iam_resources=iam_resources,  # the statements are the stack's (registry_statements)
+        )
+        task.add_catch(self._notify, errors=["States.ALL"], result_path="$.error")
+        return task
+
+    def _gate(self, min_improvement: float, next_state: sfn.IChainable) -> sfn.IChainable:
+        describe = self._task(
+            "DescribeRun", "sagemaker", "describeTrainingJob",
+            {"TrainingJobName": sfn.JsonPath.string_at("$.training.job_name")},
+            {"metrics.$": "$.FinalMetricDataList"}, "$.evaluation", ["*"],
+        )
+        names = sfn.Pass(self, "MetricNames", parameters={
+            "has_gate_metric.$": f"States.ArrayContains($.evaluation.metrics[*].MetricName, '{GATE_METRIC}')",
+            "metrics.$": "$.evaluation.metrics",
+        }, result_path="$.evaluation")
+        value = sfn.Pass(self, "GateMetric", parameters={
+            "improvement.$": f"$.evaluation.metrics[?(@.MetricName == '{GATE_METRIC}')].Value",
+        }, result_path="$.evaluation")
+
+        def decision(construct_id: str, status: str, improvement: str | None) -> sfn.Pass:
+            fields = {"status": status, "min_improvement": f"{min_improvement:g}"}
+            if improvement is None:
+                fields["improvement"] = "none"
+            else:
+                fields["improvement.$"] = improvement
+            return sfn.Pass(self, construct_id, parameters=fields, result_path="$.approval")
+
+        measured = "States.Format('{}', $.evaluation.improvement[0])"
+        pending = decision("Pending", PENDING, measured)
+        rejected = decision("Rejected", REJECTED, measured)
+        no_evaluation = decision("RejectedNoEvaluation", REJECTED, None)
+        for state in (pending, rejected, no_evaluation):
+            state.next(next_state)
+        gate = sfn.Choice(self, "QualityGate").when(
+            sfn.Condition.number_greater_than_equals("$.evaluation.improvement[0]", min_improvement), pending
+        ).otherwise(rejected)
+        value.next(gate)
+        has = sfn.Choice(self, "HasEvaluation").when(
+            sfn.Condition.boolean_equals("$.evaluation.has_gate_metric", True), value
+        ).otherwise(no_evaluation)
+        describe.next(names).next(has)
+        return describe
+
+    def _lineage(self, next_state: sfn.IChainable) -> sfn.IChainable:
+        """Every current object version under the dataset's folder (`datasets/<name>/`; a file directly under
+        datasets/: that key), into the manifest."""
+        datasets = f"s3://{self._bucket}/{DATASETS_PREFIX}"
+        parts = "States.StringSplit($.train_data, '/')"
+        # The name's index is the part count of `s3://<bucket>/datasets`, however StringSplit treats `//`.
+        name = (f"States.ArrayGetItem({parts}, States.ArrayLength(States.StringSplit("
+                f"'{datasets.rstrip('/')}', '/')))")
+
+        def prefix(construct_id: str, pattern: str) -> sfn.Pass:
+            return sfn.Pass(self, construct_id, parameters={"prefix.$": f"States.Format('{pattern}', {name})"},
+                            result_path="$.lineage")
+
+        folder, file = prefix("DatasetFolderPrefix", f"{DATASETS_PREFIX}{{}}/"), prefix("DatasetFilePrefix",
+                                                                                      f"{DATASETS_PREFIX}{{}}")
+        listing = self._task(
+            "ListDatasetVersions", "s3", "listObjectVersions",
+            {"Bucket": self._bucket, "Prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
+             "MaxKeys": MAX_LISTED_VERSIONS},
+            {"objects.$": "$.Versions[?(@.IsLatest == true)]", "truncated.$": "$.IsTruncated",
+             "prefix.$": "$.Prefix"},
+            "$.lineage", [f"arn:aws:s3:::{self._bucket}"],
+        )
+        manifest = {
+            "training_job": sfn.JsonPath.string_at("$.training.job_name"),
+            "model": sfn.JsonPath.string_at("$.training.model_s3_uri"),
+            "dataset": sfn.JsonPath.string_at("$.train_data"),
+            "dataset_prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
+            "dataset_objects": sfn.JsonPath.object_at("$.lineage.objects"),
+            "dataset_listing_truncated": sfn.JsonPath.object_at("$.lineage.truncated"),
+            "hyperparameters": sfn.JsonPath.object_at("$.run.hyperparameters"),
+            "base_model": self._base_model_value(),
+            "code_asset_hash": self._code_hash,
+            "evaluation": sfn.JsonPath.object_at("$.approval"),
+        }
+        body = sfn.Pass(self, "LineageManifest", parameters={"manifest": manifest,
+                                                             "objects.$": "$.lineage.objects"},
+                        result_path="$.lineage_manifest")
+        write = self._task(
+            "WriteLineage", "s3", "putObject",
+            {"Bucket": self._bucket,
+             "Key": sfn.JsonPath.format(f"{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at(
+                 "$.training.job_name")),
+             "Body": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.lineage_manifest.manifest")),
+             "ContentType": "application/json"},
+            {"version_id.$": "$.VersionId"},
+            "$.lineage_object", [f"arn:aws:s3:::{self._bucket}/{MODELS_PREFIX}*/{LINEAGE_FILE}"],
+        )
+        folder.next(listing)
+        file.next(listing)
+        listing.next(body).next(write).next(next_state)
+        return sfn.Choice(self, "DatasetPrefix").when(
+            sfn.Condition.string_matches("$.train_data", f"{datasets}*/*"), folder
+        ).otherwise(file)
+
+    def _base_model_value(self) -> str:
+        return sfn.JsonPath.string_at(self._base_model) if self._base_model.startswith("$.") else self._base_model
+
+    def _register(self, construct_id: str, serving: ServingSpec | None, model_path: str, result_path: str,
+                  extra_metadata: Mapping[str, str]) -> tasks.CallAwsService:
+        """CreateModelPackage: a new version in the group, its status from the gate."""
+        metadata = {
+            "training_job": sfn.JsonPath.string_at("$.training.job_name"),
+            "dataset": sfn.JsonPath.string_at("$.train_data"),
+            "dataset_objects": sfn.JsonPath.format("{}", sfn.JsonPath.array_length(
+                sfn.JsonPath.list_at("$.lineage_manifest.objects"))),
+            "lineage": sfn.JsonPath.format(f"s3://{self._bucket}/{MODELS_PREFIX}{{}}/{LINEAGE_FILE}",
+                                           sfn.JsonPath.string_at("$.training.job_name")),
+            "lineage_version_id": sfn.JsonPath.string_at("$.lineage_object.version_id"),
+            "base_model": self._base_model_value(),
+            "code_asset_hash": self._code_hash,
+            "eval_loss_improvement": sfn.JsonPath.string_at("$.approval.improvement"),
+            "quality_gate_min_improvement": sfn.JsonPath.string_at("$.approval.min_improvement"),
+            **extra_metadata,
+        }
+        parameters = {
+            "ModelPackageGroupName": self._group,
+            "ModelPackageDescription": sfn.JsonPath.format("Training job {}: {}", sfn.JsonPath.string_at(
+                "$.training.job_name"), sfn.JsonPath.string_at(model_path)),
+            "ModelApprovalStatus": sfn.JsonPath.string_at("$.approval.status"),
+            "ModelMetrics": {"ModelQuality": {"Statistics": {
+                "ContentType": "application/json",
+                "S3Uri": sfn.JsonPath.format(f"{{}}{EVALUATION_FILE}", sfn.JsonPath.string_at(
+                    "$.training.model_s3_uri")),
+            }}},
+            "CustomerMetadataProperties": metadata,
+        }
+        if serving is not None:
+            metadata["serving_backend"] = serving.backend
+            parameters["InferenceSpecification"] = serving.inference_specification(model_path)
+        stack = Stack.of(self)
+        return self._task(
+            construct_id, "sagemaker", "createModelPackage", parameters,
+            {"model_package_arn.$": "$.ModelPackageArn"}, result_path,
+            [stack.format_arn(service="sagemaker", resource="model-package", resource_name=f"{self._group}/*")],
+        )
