@@ -171,8 +171,9 @@ def test_a_throttled_create_training_job_is_retried(deployed, drills):
     assert run_name(described).endswith("-0-1")  # attempt 0, the state's first API retry
     history = deployed["aws"].client("stepfunctions").get_execution_history(
         executionArn=described["executionArn"])["events"]
+    # ThrottlingException is no error class of SageMaker's model: Step Functions raises the service's base one.
     assert [e["taskFailedEventDetails"]["error"] for e in history if e["type"] == "TaskFailed"] == [
-        "SageMaker.ThrottlingException"]
+        "SageMaker.AmazonSageMakerException"]
     assert [kind for kind, _ in deployed["aws"].clock.waits[waits_before:]] == ["retry"]
 
 
