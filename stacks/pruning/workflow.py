@@ -3,6 +3,9 @@
     ValidateInput -> StartTime -> Prepare -> TrainSupernet -> Tune -> SelectPareto -> Export -> RecordModel -> Done
                  \\-> InvalidInput -> Notify -> Failed          (every task: API retries, then Catch -> Notify)
 
+After each job a `<Step>Completed` Choice goes on only when the job ended Completed (the tuning job: Completed
+with a scored trial, i.e. a BestTrainingJob that completed); anything else -> `<Step>NotCompleted` -> Notify.
+
 No Lambda: the selection step is a SageMaker job running `select_tuning_job.py`, which reads every trial
 through the SageMaker API (by job name) and writes trials.json/.csv, pareto.json and pareto_front.png to
 `pruning/<run>/`; the export job writes the pruned model (and the unpruned one, packaged the same way).
@@ -28,10 +31,14 @@ from constructs import Construct
 from ..shared.bucket_layout import PRUNING_DATASETS_PREFIX, PRUNING_PREFIX
 from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
 from ..shared.workflow_shell import (
+    JOB_OUTCOME_SELECTOR,
+    TUNING_OUTCOME_SELECTOR,
     failure_path,
+    job_completed,
     logged_state_machine,
     record_model_task,
     retry_api_errors,
+    tuning_completed,
 )
 
 if TYPE_CHECKING:
@@ -154,7 +161,13 @@ class PruningWorkflow(Construct):
             self, model_parameter=model_parameter, value_path="$.export.model_s3_uri", notify=self._notify
         )
         done = self._done(bucket_name, model_parameter)
-        chain = start_time.next(prepare).next(train).next(tune).next(select).next(export).next(record).next(done)
+        record.next(done)
+        export.next(self._completed("ExportCompleted", "$.export", record))
+        select.next(self._completed("SelectionCompleted", "$.selection", export))
+        tune.next(tuning_completed(self, "TuneCompleted", result_path="$.tuning", notify=self._notify,
+                                   next_state=select))
+        train.next(self._completed("SupernetCompleted", "$.supernet", tune))
+        chain = start_time.next(prepare).next(train)
         start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), chain).otherwise(invalid)
         self.state_machine = logged_state_machine(
             self,
@@ -184,7 +197,7 @@ class PruningWorkflow(Construct):
             "TrainSupernet",
             CREATE_TRAINING_JOB_SYNC,
             training_parameters(jobs.supernet, output=jobs_uri),
-            {"job_name.$": "$.TrainingJobName", "model_s3_uri.$": model_folder},
+            {"job_name.$": "$.TrainingJobName", **JOB_OUTCOME_SELECTOR, "model_s3_uri.$": model_folder},
             "$.supernet",
         )
         tune = self._job(
@@ -200,7 +213,7 @@ class PruningWorkflow(Construct):
             ),
             {
                 "name.$": "$.HyperParameterTuningJobName",
-                "status.$": "$.HyperParameterTuningJobStatus",
+                **TUNING_OUTCOME_SELECTOR,
                 "trials.$": "$.TrainingJobStatusCounters",
             },
             "$.tuning",
@@ -209,14 +222,15 @@ class PruningWorkflow(Construct):
             "SelectPareto",
             CREATE_TRAINING_JOB_SYNC,
             training_parameters(jobs.select, output=jobs_uri),
-            {"job_name.$": "$.TrainingJobName"},
+            {"job_name.$": "$.TrainingJobName", **JOB_OUTCOME_SELECTOR},
             "$.selection",
         )
         export = self._job(
             "Export",
             CREATE_TRAINING_JOB_SYNC,
             training_parameters(jobs.export, output=jobs_uri, compression="GZIP"),
-            {"job_name.$": "$.TrainingJobName", "model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts"},
+            {"job_name.$": "$.TrainingJobName", **JOB_OUTCOME_SELECTOR,
+             "model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts"},
             "$.export",
         )
         return train, tune, select, export
@@ -237,6 +251,9 @@ class PruningWorkflow(Construct):
         retry_api_errors(state)
         state.add_catch(self._notify, errors=["States.ALL"], result_path="$.error")
         return state
+
+    def _completed(self, name: str, result_path: str, next_state: sfn.IChainable) -> sfn.Choice:
+        return job_completed(self, name, result_path=result_path, notify=self._notify, next_state=next_state)
 
     def _done(self, bucket_name: str, model_parameter: ssm.IStringParameter) -> sfn.Pass:
         """The execution's output: where the run's results, front, plot and both models are."""

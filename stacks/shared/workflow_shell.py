@@ -59,7 +59,9 @@ def shell_statements(
     ]
 
 
-# The Step Functions-managed EventBridge rules each `.sync` SageMaker integration waits through.
+# What each `.sync` SageMaker integration calls on its jobs (aws-cdk-lib's SageMakerCreateTrainingJob with RUN_JOB
+# grants the same; ListTags there on `*`, here on this environment's jobs), and the Step Functions-managed
+# EventBridge rules it waits through.
 SYNC_RULES = {
     "training-job": "StepFunctionsGetEventsForSageMakerTrainingJobsRule",
     "hyper-parameter-tuning-job": "StepFunctionsGetEventsForSageMakerTuningJobsRule",
@@ -69,6 +71,7 @@ JOB_ACTIONS = {
         "sagemaker:CreateTrainingJob",
         "sagemaker:DescribeTrainingJob",
         "sagemaker:StopTrainingJob",
+        "sagemaker:ListTags",
         "sagemaker:AddTags",
     ),
     "hyper-parameter-tuning-job": (
@@ -248,3 +251,62 @@ def retry_api_errors(state: sfn.CustomState) -> None:
         max_delay=Duration.minutes(10),
         jitter_strategy=sfn.JitterType.FULL,
     )
+
+
+# What a `.sync` training job state keeps of DescribeTrainingJob for its completion check; both are required
+# members of the answer (a ResultSelector path that is missing, such as FailureReason on a completed job, fails
+# the execution with States.Runtime, which no Catch sees). A job that ends Failed never gets here: `.sync`
+# raises States.TaskFailed with the whole description, FailureReason included, as Cause.
+JOB_OUTCOME_SELECTOR = {"status.$": "$.TrainingJobStatus", "secondary_status.$": "$.SecondaryStatus"}
+# The tuning job's: its status and ObjectiveStatusCounters (required; Succeeded counts the trials that completed
+# with an objective metric, the candidates for BestTrainingJob).
+TUNING_OUTCOME_SELECTOR = {"status.$": "$.HyperParameterTuningJobStatus", "objectives.$": "$.ObjectiveStatusCounters"}
+NOT_COMPLETED = "JobNotCompleted"
+
+
+def job_completed(
+    scope: Construct, construct_id: str, *, result_path: str, notify: sfn.IChainable, next_state: sfn.IChainable
+) -> sfn.Choice:
+    """`construct_id` (e.g. `TrainCompleted`): `next_state` only when the training job at `result_path` ended
+    Completed. SageMaker ends a job past MaxRuntimeInSeconds as Stopped / MaxRuntimeExceeded, which `.sync` may
+    return as a result; that and any other status go to `<id>NotCompleted` (status and reason to $.error) ->
+    Notify, so an unfinished model is never recorded."""
+    not_completed = sfn.Pass(
+        scope,
+        f"{construct_id.removesuffix('Completed')}NotCompleted",
+        parameters={
+            "Error": NOT_COMPLETED,
+            "Cause.$": f"States.Format('training job {{}} ended {{}} ({{}}), not Completed: nothing recorded', "
+            f"{result_path}.job_name, {result_path}.status, {result_path}.secondary_status)",
+        },
+        result_path="$.error",
+    )
+    not_completed.next(notify)
+    completed = sfn.Condition.string_equals(f"{result_path}.status", "Completed")
+    return sfn.Choice(scope, construct_id).when(completed, next_state).otherwise(not_completed)
+
+
+def tuning_completed(
+    scope: Construct, construct_id: str, *, result_path: str, notify: sfn.IChainable, next_state: sfn.IChainable
+) -> sfn.Choice:
+    """`construct_id`: `next_state` only when the tuning job at `result_path` ended Completed with at least one
+    trial scored (so it has a BestTrainingJob that completed); else its status and counters -> Notify."""
+    not_completed = sfn.Pass(
+        scope,
+        f"{construct_id.removesuffix('Completed')}NotCompleted",
+        parameters={
+            "Error": NOT_COMPLETED,
+            "Cause.$": f"States.Format('tuning job {{}} ended {{}} with objective status counters {{}}, no completed "
+            f"best training job: nothing recorded', {result_path}.name, {result_path}.status, "
+            f"States.JsonToString({result_path}.objectives))",
+        },
+        result_path="$.error",
+    )
+    not_completed.next(notify)
+    scored = f"{result_path}.objectives.Succeeded"
+    completed = sfn.Condition.and_(
+        sfn.Condition.string_equals(f"{result_path}.status", "Completed"),
+        sfn.Condition.is_present(scored),
+        sfn.Condition.number_greater_than_equals(scored, 1),
+    )
+    return sfn.Choice(scope, construct_id).when(completed, next_state).otherwise(not_completed)

@@ -5,11 +5,13 @@ makes the export target Inferentia2 without the device), with the vLLM Neuron im
 `ContainerEntrypoint`. Input: the merged model as the `model` channel. Output, uncompressed:
 `models/<training job>/neuron/bs<B>-seq<S>-tp<T>/<compile job>/output/model/`, the prefix serving.model_prefix
 names. `generation_config.json` is copied beside the export, which leaves it out.
+
+CreateTrainingJob caps each ContainerEntrypoint / ContainerArguments item at 256 characters (100 items), so the
+command is `bash -c <script> neuron-export <flag> <value> ...`: the short script as the `-c` string, which runs
+`optimum-cli export neuron "$@"`, and every flag and value its own argument.
 """
 
 from __future__ import annotations
-
-import shlex
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -25,15 +27,26 @@ MODEL_CHANNEL = "/opt/ml/input/data/model"
 OUTPUT_DIR = "/opt/ml/model"
 
 
-def export_command(config: AppConfig) -> str:
-    """The shell command the job runs: export with serving.neuron's shape, then copy the generation config."""
-    export = [
-        "optimum-cli", "export", "neuron", "--model", MODEL_CHANNEL, "--task", "text-generation",
+GENERATION_CONFIG = f"{MODEL_CHANNEL}/generation_config.json"
+# The `-c` script: export with the arguments after it, then copy the generation config the export leaves out.
+EXPORT_SCRIPT = (
+    'set -euo pipefail; optimum-cli export neuron "$@"; '
+    f"if [ -f {GENERATION_CONFIG} ]; then cp {GENERATION_CONFIG} {OUTPUT_DIR}/; fi"
+)
+SCRIPT_NAME = "neuron-export"  # the script's $0 (bash -c takes the first word after the script as $0)
+
+
+def export_entrypoint() -> tuple[str, ...]:
+    """`bash -c <script> <$0>`: the container's program; the arguments become the script's "$@"."""
+    return ("/bin/bash", "-c", EXPORT_SCRIPT, SCRIPT_NAME)
+
+
+def export_arguments(config: AppConfig) -> tuple[str, ...]:
+    """`optimum-cli export neuron`'s arguments, one item each: serving.neuron's shape, for Inferentia2."""
+    return (
+        "--model", MODEL_CHANNEL, "--task", "text-generation",
         *config.serving.neuron.export_arguments(), "--instance_type", "inf2", OUTPUT_DIR,
-    ]
-    generation_config = f"{MODEL_CHANNEL}/generation_config.json"
-    copy = f"if [ -f {generation_config} ]; then cp {generation_config} {OUTPUT_DIR}/; fi"
-    return f"set -euo pipefail; {shlex.join(export)}; {copy}"
+    )
 
 
 def compile_job_name() -> Ref:
@@ -72,6 +85,6 @@ def neuron_compile_request(
         subnet_ids=vpc.subnet_ids if vpc else (),
         security_group_ids=vpc.security_group_ids if vpc else (),
         tags=dict(config.all_tags),
-        container_entrypoint=("/bin/bash", "-c"),
-        container_arguments=(export_command(config),),
+        container_entrypoint=export_entrypoint(),
+        container_arguments=export_arguments(config),
     )

@@ -1,10 +1,11 @@
 """The training state machine: validate input, run the SageMaker job (.sync), record the model, or notify.
 
     ValidateInput -> (input_checks.py: hyperparameter values and names, dataset marker -> folder) -> Defaults
-        -> Prepare -> EvalData? -> Train | TrainWithEval -> RecordModel -> Done
+        -> Prepare -> EvalData? -> Train | TrainWithEval -> TrainCompleted? -> RecordModel -> Done
     ValidateInput / each check --refused--> InvalidInput (or the check's own Invalid* state) -> Notify -> Failed
     Train* --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> EvalData?
     Train* / RecordModel --any other error--> Notify -> Failed
+    TrainCompleted --job not Completed (e.g. Stopped, MaxRuntimeExceeded)--> TrainNotCompleted -> Notify -> Failed
 
 Job names are `<prefix>-<md5(execution id)>-<capacity attempt>-<API retry>`: unique per try (SageMaker
 never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Checkpoints go to
@@ -28,7 +29,9 @@ from ..config.training import TORCH_DISTRIBUTED
 from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
 from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, S3Channel, TrainingJobRequest
 from ..shared.workflow_shell import (
+    JOB_OUTCOME_SELECTOR,
     failure_path,
+    job_completed,
     logged_state_machine,
     record_model_task,
     retry_api_errors,
@@ -106,8 +109,10 @@ class TrainingWorkflow(Construct):
             self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
         )
         defaults.next(prepare).next(eval_data)
-        train_eval.next(record)
-        self._finish(train.next(record), model_parameter=model_parameter, notify=notify,
+        completed = job_completed(self, "TrainCompleted", result_path="$.training", notify=notify, next_state=record)
+        train_eval.next(completed)
+        train.next(completed)
+        self._finish(sfn.Chain.start(record), model_parameter=model_parameter, notify=notify,
                      compile_request=compile_request, compiled_model_parameter=compiled_model_parameter)
         marker = dataset_marker(self, bucket_name=bucket_name, notify=notify, next_state=defaults)
         checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify, next_state=marker)
@@ -198,7 +203,7 @@ class TrainingWorkflow(Construct):
                 "ResultSelector": {
                     "job_name.$": "$.TrainingJobName",
                     "job_arn.$": "$.TrainingJobArn",
-                    "status.$": "$.TrainingJobStatus",
+                    **JOB_OUTCOME_SELECTOR,
                     "model_s3_uri.$": f"States.Format('s3://{bucket_name}/models/{{}}/output/model/', "
                     "$.TrainingJobName)",
                 },
@@ -211,7 +216,8 @@ class TrainingWorkflow(Construct):
     def _compile(
         self, request: TrainingJobRequest, *, notify: sfn.IChainable, parameter: ssm.IStringParameter
     ) -> sfn.Chain:
-        """`CompileForNeuron` (the export job, .sync, API retries) -> `RecordCompiledModel`; failures notify."""
+        """`CompileForNeuron` (the export job, .sync, API retries) -> `CompileCompleted`? -> `RecordCompiledModel`;
+        failures and a job that did not complete notify."""
         state = sfn.CustomState(
             self,
             "CompileForNeuron",
@@ -221,6 +227,7 @@ class TrainingWorkflow(Construct):
                 "Parameters": request.to_asl(),
                 "ResultSelector": {
                     "job_name.$": "$.TrainingJobName",
+                    **JOB_OUTCOME_SELECTOR,
                     "model_s3_uri.$": "States.Format('{}{}/output/model/', $.OutputDataConfig.S3OutputPath, "
                     "$.TrainingJobName)",
                 },
@@ -233,7 +240,8 @@ class TrainingWorkflow(Construct):
             self, construct_id="RecordCompiledModel", model_parameter=parameter, value_path="$.compile.model_s3_uri",
             notify=notify,
         )
-        return state.next(record)
+        state.next(job_completed(self, "CompileCompleted", result_path="$.compile", notify=notify, next_state=record))
+        return sfn.Chain.custom(state, record.end_states, record)
 
     def _capacity_retry(
         self, trains: Sequence[sfn.CustomState], again: sfn.IChainable, *, notify: sfn.IChainable,

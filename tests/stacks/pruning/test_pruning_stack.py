@@ -26,8 +26,8 @@ from nas_search_space import ModelDims, parameter_specs, sagemaker_parameter_ran
 
 DEV = load_config("dev", ROOT / "config")
 PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
-STEPS = ["ValidateInput", "StartTime", "Prepare", "TrainSupernet", "Tune", "SelectPareto", "Export", "RecordModel",
-         "Done"]
+STEPS = ["ValidateInput", "StartTime", "Prepare", "TrainSupernet", "SupernetCompleted", "Tune", "TuneCompleted",
+         "SelectPareto", "SelectionCompleted", "Export", "ExportCompleted", "RecordModel", "Done"]
 JOBS = ("TrainSupernet", "Tune", "SelectPareto", "Export")
 
 
@@ -103,6 +103,27 @@ def test_pruning_data_lives_outside_the_training_trigger(asl, template):
     assert "pruning-datasets/" in asl["States"]["InvalidInput"]["Parameters"]["Cause"]
     reads = json.dumps(_statements(template, "JobRolePolicy"))
     assert "/pruning-datasets/*" in reads and "/datasets/*" not in reads
+
+
+def test_no_job_that_did_not_complete_is_used(asl):
+    """Each job's Choice goes on only for Completed (the tuning job: with a scored trial); else Notify."""
+    states = asl["States"]
+    for job, check in (("TrainSupernet", "SupernetCompleted"), ("Tune", "TuneCompleted"),
+                       ("SelectPareto", "SelectionCompleted"), ("Export", "ExportCompleted")):
+        assert states[job]["Next"] == check and states[check]["Type"] == "Choice"
+        not_completed = states[check]["Default"]
+        assert not_completed == check.replace("Completed", "NotCompleted")
+        assert states[not_completed]["Next"] == "Notify"
+        assert states[not_completed]["Parameters"]["Error"] == "JobNotCompleted"
+    assert states["ExportCompleted"]["Choices"][0] == {"Variable": "$.export.status", "StringEquals": "Completed",
+                                                       "Next": "RecordModel"}
+    (tuned,) = states["TuneCompleted"]["Choices"]
+    assert tuned["And"] == [
+        {"Variable": "$.tuning.status", "StringEquals": "Completed"},
+        {"Variable": "$.tuning.objectives.Succeeded", "IsPresent": True},
+        {"Variable": "$.tuning.objectives.Succeeded", "NumericGreaterThanEquals": 1},
+    ]
+    assert states["Tune"]["ResultSelector"]["objectives.$"] == "$.ObjectiveStatusCounters"
 
 
 def test_every_job_retries_api_errors_and_notifies_on_failure(asl):

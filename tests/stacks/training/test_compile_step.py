@@ -39,9 +39,14 @@ def _resolved(value):
 
 
 def test_compile_runs_after_the_merged_model_is_recorded(states):
-    assert states["Train"]["Next"] == "RecordModel"
+    assert states["Train"]["Next"] == "TrainCompleted"
+    assert states["TrainCompleted"]["Choices"][0]["Next"] == "RecordModel"
     assert states["RecordModel"]["Next"] == "CompileForNeuron"
-    assert states["CompileForNeuron"]["Next"] == "RecordCompiledModel"
+    assert states["CompileForNeuron"]["Next"] == "CompileCompleted"
+    assert states["CompileCompleted"]["Choices"] == [{"Variable": "$.compile.status", "StringEquals": "Completed",
+                                                      "Next": "RecordCompiledModel"}]
+    assert states["CompileCompleted"]["Default"] == "CompileNotCompleted"
+    assert states["CompileNotCompleted"]["Next"] == "Notify"
     assert states["RecordCompiledModel"]["Next"] == "Done"
     assert states["CompileForNeuron"]["Resource"] == "arn:aws:states:::sagemaker:createTrainingJob.sync"
     assert [c["Next"] for c in states["CompileForNeuron"]["Catch"]] == ["Notify"]
@@ -58,13 +63,13 @@ def test_compile_request_is_a_valid_create_training_job_call(states):
 def test_compile_exports_the_served_shape_in_the_serving_image(states, templates):
     params = states["CompileForNeuron"]["Parameters"]
     spec = params["AlgorithmSpecification"]
-    assert spec["ContainerEntrypoint"] == ["/bin/bash", "-c"]
-    (command,) = spec["ContainerArguments"]
+    assert spec["ContainerEntrypoint"][:2] == ["/bin/bash", "-c"]
     neuron = STAGING.serving.neuron
-    assert (f"optimum-cli export neuron --model /opt/ml/input/data/model --task text-generation "
-            f"--batch_size {neuron.batch_size} --sequence_length {neuron.sequence_length} "
-            f"--tensor_parallel_size {neuron.tensor_parallel_size} --instance_type inf2 /opt/ml/model") in command
-    assert "cp /opt/ml/input/data/model/generation_config.json /opt/ml/model/" in command
+    assert spec["ContainerArguments"] == [
+        "--model", "/opt/ml/input/data/model", "--task", "text-generation",
+        "--batch_size", str(neuron.batch_size), "--sequence_length", str(neuron.sequence_length),
+        "--tensor_parallel_size", str(neuron.tensor_parallel_size), "--instance_type", "inf2", "/opt/ml/model",
+    ]
     assert "VllmNeuronxUri" in spec["TrainingImage"]
     assert params["OutputDataConfig"]["CompressionType"] == "NONE"
     assert params["OutputDataConfig"]["S3OutputPath.$"].endswith(
@@ -72,6 +77,67 @@ def test_compile_exports_the_served_shape_in_the_serving_image(states, templates
     )
     assert params["ResourceConfig"]["InstanceType"] == "ml.r5.4xlarge"
     assert params["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri.$"] == "$.training.model_s3_uri"
+
+
+FAKE_OPTIMUM_CLI = """#!/bin/sh
+printf '%s\\n' "$@" > "$FAKE_LOG"
+out=$(eval echo \\${$#})
+mkdir -p "$out" && echo '{}' > "$out/neuron_config.json"
+exit "${FAKE_EXIT:-0}"
+"""
+
+
+def _run_container(states, tmp_path, *, with_generation_config=True, fail=0):
+    """Run the job's command as the container would (entrypoint + arguments, exec'd, no shell around it), with
+    /opt/ml under tmp_path and a fake `optimum-cli` on PATH that records its arguments and writes an export."""
+    spec = states["CompileForNeuron"]["Parameters"]["AlgorithmSpecification"]
+    opt_ml = tmp_path / "opt" / "ml"
+    model = opt_ml / "input" / "data" / "model"
+    model.mkdir(parents=True)
+    if with_generation_config:
+        (model / "generation_config.json").write_text('{"do_sample": true}')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli = bin_dir / "optimum-cli"
+    cli.write_text(FAKE_OPTIMUM_CLI)
+    cli.chmod(0o755)
+    command = [*spec["ContainerEntrypoint"], *spec["ContainerArguments"]]
+    argv = [item.replace("/opt/ml", str(opt_ml)) for item in command]
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_LOG": str(tmp_path / "args"), "FAKE_EXIT": str(fail)}
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=30)
+    return result, opt_ml
+
+
+def test_the_container_command_runs_the_export_then_copies_the_generation_config(states, tmp_path):
+    result, opt_ml = _run_container(states, tmp_path)
+    assert result.returncode == 0, result.stderr
+    neuron = STAGING.serving.neuron
+    assert (tmp_path / "args").read_text().split("\n")[:-1] == [
+        "export", "neuron", "--model", f"{opt_ml}/input/data/model", "--task", "text-generation",
+        "--batch_size", str(neuron.batch_size), "--sequence_length", str(neuron.sequence_length),
+        "--tensor_parallel_size", str(neuron.tensor_parallel_size), "--instance_type", "inf2", f"{opt_ml}/model",
+    ]
+    assert (opt_ml / "model" / "generation_config.json").read_text() == '{"do_sample": true}'
+    assert (opt_ml / "model" / "neuron_config.json").exists()
+
+
+def test_the_container_command_fails_with_the_export_and_skips_a_missing_generation_config(states, tmp_path):
+    failed, _ = _run_container(states, tmp_path / "a", fail=3)
+    assert failed.returncode == 3  # set -e: the export's exit code is the job's
+    passed, opt_ml = _run_container(states, tmp_path / "b", with_generation_config=False)
+    assert passed.returncode == 0, passed.stderr
+    assert not (opt_ml / "model" / "generation_config.json").exists()
+
+
+def test_every_command_item_is_within_create_training_job_limits(states):
+    """botocore's SageMaker model: each item at most 256 characters, at most 100 items (ParamValidator skips it)."""
+    spec = states["CompileForNeuron"]["Parameters"]["AlgorithmSpecification"]
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    for field, shape in (("ContainerEntrypoint", "TrainingContainerEntrypoint"),
+                         ("ContainerArguments", "TrainingContainerArguments")):
+        items = model.shape_for(shape)
+        assert len(spec[field]) <= items.metadata["max"]
+        assert max(map(len, spec[field])) <= items.member.metadata["max"], field
 
 
 def test_compiled_prefix_is_what_staging_serves(states):

@@ -133,6 +133,7 @@ def test_state_machine_passes_only_the_training_role_and_owns_only_its_jobs(temp
         "sagemaker:AddTags",
         "sagemaker:CreateTrainingJob",
         "sagemaker:DescribeTrainingJob",
+        "sagemaker:ListTags",
         "sagemaker:StopTrainingJob",
     ]
     assert jobs["Resource"]["Fn::Join"][1][-1] == f":training-job/{prefix}-*"

@@ -182,7 +182,12 @@ def test_every_failure_notifies_then_fails(definitions):
     for name in ("Train", "TrainWithEval"):
         catches = {tuple(c["ErrorEquals"]): c["Next"] for c in states[name]["Catch"]}
         assert catches == {("States.TaskFailed",): "CapacityRetry", ("States.ALL",): "Notify"}
-        assert states[name]["Retry"] == states["Train"]["Retry"] and states[name]["Next"] == "RecordModel"
+        assert states[name]["Retry"] == states["Train"]["Retry"] and states[name]["Next"] == "TrainCompleted"
+    completed = states["TrainCompleted"]
+    assert completed["Choices"] == [{"Variable": "$.training.status", "StringEquals": "Completed",
+                                     "Next": "RecordModel"}]
+    assert completed["Default"] == "TrainNotCompleted" and states["TrainNotCompleted"]["Next"] == "Notify"
+    assert states["TrainNotCompleted"]["Parameters"]["Error"] == "JobNotCompleted"
     catch_all = {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Notify"}
     assert states["RecordModel"]["Catch"] == [catch_all]
     assert states["ValidateInput"]["Default"] == "InvalidInput" and states["InvalidInput"]["Next"] == "Notify"
