@@ -42,7 +42,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from .faults import CAPACITY_REASON, FaultPlan
+from .faults import CAPACITY_REASON, MAX_RUNTIME_DRILL_S, FaultPlan
 from .opt_ml import OptMl, container_environment, write_input_config
 from .s3_folders import download_prefix, split_s3, upload_folder
 
@@ -159,7 +159,8 @@ class LocalJobRunner:
             return _failed(f"ClientError: {err}", started)
         if drill == "algorithm_error":
             _crash_entry_point(tree)
-        code, lines = self._execute(request, tree, job_arn=job_arn, cancelled=cancelled)
+        limit = MAX_RUNTIME_DRILL_S if drill == "max_runtime" else None
+        code, lines = self._execute(request, tree, job_arn=job_arn, cancelled=cancelled, limit_s=limit)
         definitions = self._metric_definitions(request)
         if drill == "no_metrics":
             lines = [line for line in lines if not parse_metrics([line], definitions)]
@@ -208,12 +209,12 @@ class LocalJobRunner:
 
     # -- the entry point ------------------------------------------------------------------------
     def _execute(self, request: Mapping[str, Any], tree: OptMl, *, job_arn: str,
-                 cancelled: Callable[[], bool]) -> tuple[int, list[str]]:
+                 cancelled: Callable[[], bool], limit_s: float | None = None) -> tuple[int, list[str]]:
         """The image's entry point, the toolkit's `train` console script (`sagemaker_training.cli.train:main`)."""
         argv = [self.python, "-m", "sagemaker_training.cli.train"]
         env = {**container_environment(request, tree, job_arn=job_arn, endpoint_url=self.endpoint_url,
                                        region=self.region), **self.extra_env}
-        limit = request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
+        limit = limit_s or request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
         self.say(f"    {request['TrainingJobName']}: train ({env.get('SAGEMAKER_TRAINING_MODULE', 'toolkit')})")
         log_path = tree.root / "job.log"
         started = time.monotonic()

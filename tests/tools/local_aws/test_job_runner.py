@@ -76,7 +76,8 @@ def request(name: str, *, compression: str = "NONE", fail: str = "", data: str =
     return {
         "TrainingJobName": name,
         "HyperParameters": hyperparameters,
-        "AlgorithmSpecification": {"TrainingImage": PYTORCH_IMAGE, "TrainingInputMode": "File", "MetricDefinitions": METRICS},
+        "AlgorithmSpecification": {"TrainingImage": PYTORCH_IMAGE, "TrainingInputMode": "File",
+                                   "MetricDefinitions": METRICS},
         "InputDataConfig": [{"ChannelName": "training", "DataSource": {"S3DataSource": {
             "S3DataType": "S3Prefix", "S3Uri": f"s3://{BUCKET}/{data}",
             "S3DataDistributionType": "FullyReplicated"}}}],
