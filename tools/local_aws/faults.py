@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 CAPACITY_REASON = ("CapacityError: Unable to provision requested ML compute capacity. Please retry using a "
                    "different ML instance type.")
-KINDS = ("throttle", "capacity", "algorithm_error", "no_metrics")
+KINDS = ("throttle", "capacity", "algorithm_error", "no_metrics", "max_runtime")
+MAX_RUNTIME_DRILL_S = 1.0  # the job's MaxRuntimeInSeconds under the max_runtime drill (the emulated clock)
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,8 @@ class Drill:
     """`kind` at the `tries`-th (1-based) matching call; `throttle` answers CreateTrainingJob with
     ThrottlingException, `capacity` fails the job as SageMaker does when no instance is free,
     `algorithm_error` fails it as a crashing script would, `no_metrics` runs it but its log lines carry no
-    metric (a trial SageMaker cannot score)."""
+    metric (a trial SageMaker cannot score), `max_runtime` runs it with MaxRuntimeInSeconds counted as
+    MAX_RUNTIME_DRILL_S (hours in the request, seconds here), so it runs out of time as SageMaker would stop it."""
 
     kind: str
     job_contains: str = ""
@@ -38,7 +40,7 @@ class FaultPlan:
 
     def hit(self, stage: str, job_name: str) -> str | None:
         """The drill kind that applies to this call of `stage` ('create' or 'run') for `job_name`, if any."""
-        kinds = ("throttle",) if stage == "create" else ("capacity", "algorithm_error", "no_metrics")
+        kinds = ("throttle",) if stage == "create" else ("capacity", "algorithm_error", "no_metrics", "max_runtime")
         with self._lock:
             for index, drill in enumerate(self.drills):
                 if drill.kind not in kinds or drill.job_contains not in job_name:

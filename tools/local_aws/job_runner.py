@@ -1,26 +1,32 @@
-"""Run a SageMaker training job on this machine, as script mode would in the job's container: emulation.
+"""Run a SageMaker training job on this machine through the SageMaker training toolkit: emulation.
 
-What is the same as SageMaker: the code comes from the `sagemaker_submit_directory` tarball in (emulated) S3,
-the channels are downloaded from S3 into `input/data/<channel>`, the hyperparameters and SM_* variables follow
-the toolkit's contract (script_mode.py), metrics are the job's MetricDefinitions applied to the log (last value,
-stored as 32-bit floats as SageMaker stores them), the model folder is uploaded uncompressed
-(`CompressionType: NONE`) or as `model.tar.gz`, `output/data` as `output.tar.gz`, checkpoints are synced with
-CheckpointConfig.S3Uri (downloaded first, so a retry resumes), and a failed script gives an `AlgorithmError`
-FailureReason with its exit code and last error line.
+What SageMaker does is done here (opt_ml.py): the channels are downloaded from S3 into `input/data/<channel>`
+(and CheckpointConfig.S3Uri into `checkpoints`, so a retry resumes), input/config/*.json written, and the
+image's entry point run: the toolkit's `train` (`sagemaker_training.cli.train`, sagemaker-training 5.1.4) with
+the image's framework module (`sagemaker_pytorch_container.training:main`, sagemaker-pytorch-training 3.0.0),
+which downloads `sagemaker_submit_directory`, pip-installs its requirements.txt, sets the SM_* variables, maps
+the hyperparameters to the command line and writes `output/failure`. Afterwards, as SageMaker does: metrics are
+the MetricDefinitions applied to the log (last value, as 32-bit floats), the model folder is uploaded
+uncompressed (`CompressionType: NONE`) or as `model.tar.gz`, `output/data` as `output.tar.gz`, checkpoints are
+synced back, a failed job's FailureReason is `AlgorithmError: <first 1,024 characters of the failure file>,
+exit code: N`, and a job past MaxRuntimeInSeconds is stopped (SIGTERM) and ends `Stopped` with SecondaryStatus
+`MaxRuntimeExceeded`, its model uploaded as SageMaker does after a stop.
 
-What differs: the job runs in this machine's Python (.venv stands in for the image, so the code's
-requirements.txt is not installed), on one process without GPUs, under a temporary root instead of /opt/ml,
-without network isolation. A job that is not script mode (a ContainerEntrypoint, such as the Neuron compile
-step's `optimum-cli export neuron`) needs its image's own programs and is failed with a FailureReason that
-says so: it runs only on AWS.
+What differs: .venv stands in for the image (requirements.txt is installed from it with pip's --no-index), one
+process without GPUs, a temporary base dir instead of /opt/ml, no network isolation. A job that is not script
+mode (a ContainerEntrypoint, such as the Neuron compile step's `optimum-cli export neuron`) needs its image's
+own programs and is failed with a FailureReason that says so: it runs only on AWS.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import json
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -36,41 +42,48 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from .faults import CAPACITY_REASON, FaultPlan
+from .faults import CAPACITY_REASON, MAX_RUNTIME_DRILL_S, FaultPlan
+from .opt_ml import OptMl, container_environment, write_input_config
 from .s3_folders import download_prefix, split_s3, upload_folder
-from .script_mode import OptMl, child_environment, command_line, decoded, environment, write_input_config
 
 TIMED_OUT, STOPPED = -9001, -9002  # exit codes the runner gives a job it ended itself
 
 
 def _wait(process: subprocess.Popen, limit_s: float, cancelled: Callable[[], bool]) -> int:
-    """The exit code, or TIMED_OUT / STOPPED after terminating the process (SIGTERM, then SIGKILL)."""
+    """The exit code, or TIMED_OUT / STOPPED after terminating the container: its process group (the toolkit
+    and the script it started), SIGTERM then SIGKILL, as stopping a container signals all of it."""
     deadline = time.monotonic() + limit_s
     while process.poll() is None:
         ended = TIMED_OUT if time.monotonic() > deadline else STOPPED if cancelled() else None
         if ended is not None:
-            process.terminate()
+            _signal_group(process, signal.SIGTERM)
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                process.kill()
+                _signal_group(process, signal.SIGKILL)
                 process.wait()
             return ended
         time.sleep(0.2)
     return process.returncode
 
 
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)
+
+
 @dataclass
 class JobOutcome:
     """What DescribeTrainingJob reports once the job has ended."""
 
-    status: str  # Completed | Failed
+    status: str  # Completed | Failed | Stopped
     failure_reason: str | None
     metrics: dict[str, float]
     model_artifacts: str | None
     started: datetime
     ended: datetime
     log: list[str] = field(default_factory=list)
+    secondary_status: str = ""  # SageMaker's last SecondaryStatus; empty: the same as `status`
 
     def final_metric_data_list(self) -> list[dict[str, Any]]:
         return [{"MetricName": k, "Value": v, "Timestamp": self.ended} for k, v in sorted(self.metrics.items())]
@@ -144,17 +157,22 @@ class LocalJobRunner:
             self._stage(request, tree)
         except (LookupError, ValueError) as err:
             return _failed(f"ClientError: {err}", started)
-        code, lines, argv = self._execute(request, tree, job_arn=job_arn, fail=drill == "algorithm_error",
-                                          cancelled=cancelled)
-        if code == STOPPED:
-            return JobOutcome("Stopped", None, {}, None, started, datetime.now(UTC), lines)
+        if drill == "algorithm_error":
+            _crash_entry_point(tree)
+        limit = MAX_RUNTIME_DRILL_S if drill == "max_runtime" else None
+        code, lines = self._execute(request, tree, job_arn=job_arn, cancelled=cancelled, limit_s=limit)
         definitions = self._metric_definitions(request)
         if drill == "no_metrics":
             lines = [line for line in lines if not parse_metrics([line], definitions)]
         metrics = parse_metrics(lines, definitions)
         self._sync_checkpoints_up(request, tree)
+        if code in (STOPPED, TIMED_OUT):  # SageMaker uploads what the job saved before it stopped
+            artifacts = self._upload_outputs(request, tree)
+            secondary = "MaxRuntimeExceeded" if code == TIMED_OUT else "Stopped"
+            self.say(f"    {name}: Stopped ({secondary}) -> {artifacts}")
+            return JobOutcome("Stopped", None, metrics, artifacts, started, datetime.now(UTC), lines, secondary)
         if code != 0:
-            return _failed(self._algorithm_error(code, lines, argv, tree), started, metrics, lines)
+            return _failed(algorithm_error(code, tree), started, metrics, lines)
         artifacts = self._upload_outputs(request, tree)
         self.say(f"    {name}: Completed ({len(metrics)} metric(s)) -> {artifacts}")
         return JobOutcome("Completed", None, metrics, artifacts, started, datetime.now(UTC), lines)
@@ -179,8 +197,6 @@ class LocalJobRunner:
             shutil.rmtree(tree.root)
         tree.create([c["ChannelName"] for c in channels])
         write_input_config(request, tree)
-        code_uri = str(decoded(request["HyperParameters"]["sagemaker_submit_directory"]))
-        self._extract_code(code_uri, tree.code)
         for channel in channels:
             source = channel["DataSource"]["S3DataSource"]
             if source.get("S3DataType", "S3Prefix") != "S3Prefix":
@@ -191,46 +207,25 @@ class LocalJobRunner:
         if checkpoint:
             download_prefix(self._s3, checkpoint["S3Uri"], tree.checkpoints, required=False)
 
-    def _extract_code(self, uri: str, target: Path) -> None:
-        bucket, key = split_s3(uri)
-        try:
-            body = self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        except self._s3.exceptions.NoSuchKey:
-            raise LookupError(f"sagemaker_submit_directory {uri} does not exist") from None
-        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as archive:
-            archive.extractall(target, filter="data")
-
     # -- the entry point ------------------------------------------------------------------------
-    def _execute(self, request: Mapping[str, Any], tree: OptMl, *, job_arn: str, fail: bool,
-                 cancelled: Callable[[], bool]) -> tuple[int, list[str], list[str]]:
-        hyperparameters = request["HyperParameters"]
-        program = str(decoded(hyperparameters["sagemaker_program"]))
-        argv = [self.python, program, *command_line(hyperparameters)]
-        if fail:  # the drill: the same command, made to crash the way a bad script does
-            argv = [self.python, "-c", "import sys; sys.exit('drill: algorithm error injected by the emulator')"]
-        sm_env = environment(request, tree, job_arn=job_arn, num_cpus=os.cpu_count() or 1)
-        env = {**child_environment(sm_env, endpoint_url=self.endpoint_url, region=self.region), **self.extra_env}
-        limit = request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
-        self.say(f"    {request['TrainingJobName']}: python {program} {' '.join(argv[2:])[:160]}")
+    def _execute(self, request: Mapping[str, Any], tree: OptMl, *, job_arn: str,
+                 cancelled: Callable[[], bool], limit_s: float | None = None) -> tuple[int, list[str]]:
+        """The image's entry point, the toolkit's `train` console script (`sagemaker_training.cli.train:main`)."""
+        argv = [self.python, "-m", "sagemaker_training.cli.train"]
+        env = {**container_environment(request, tree, job_arn=job_arn, endpoint_url=self.endpoint_url,
+                                       region=self.region), **self.extra_env}
+        limit = limit_s or request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
+        self.say(f"    {request['TrainingJobName']}: train ({env.get('SAGEMAKER_TRAINING_MODULE', 'toolkit')})")
         log_path = tree.root / "job.log"
         started = time.monotonic()
         with log_path.open("w") as log:
-            code = _wait(subprocess.Popen(argv, cwd=tree.code, env=env, stdout=log, stderr=subprocess.STDOUT),
+            code = _wait(subprocess.Popen(argv, cwd=tree.root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True),
                          limit, cancelled)
         lines = log_path.read_text(errors="replace").splitlines()
         self.say(f"    {request['TrainingJobName']}: exit {code} after {time.monotonic() - started:.1f}s "
                  f"(log {log_path})")
-        return code, lines, argv
-
-    @staticmethod
-    def _algorithm_error(code: int, lines: list[str], argv: list[str], tree: OptMl) -> str:
-        failure_file = tree.output / "failure"
-        detail = failure_file.read_text()[:1024].strip() if failure_file.is_file() else ""
-        last = next((line for line in reversed(lines) if line.strip()), "")
-        if code == TIMED_OUT:
-            return "MaxRuntimeExceeded: the job ran past StoppingCondition.MaxRuntimeInSeconds"
-        return (f"AlgorithmError: ExecuteUserScriptError:\nExitCode {code}\nErrorMessage \"{detail or last}\"\n"
-                f"Command \"{' '.join(argv[1:])[:300]}\"")
+        return code, lines
 
     # -- outputs ----------------------------------------------------------------------------------
     def _upload_outputs(self, request: Mapping[str, Any], tree: OptMl) -> str:
@@ -252,6 +247,22 @@ class LocalJobRunner:
             return
         bucket, key = split_s3(checkpoint["S3Uri"])
         upload_folder(self._s3, tree.checkpoints, bucket, f"{key.rstrip('/')}/")
+
+
+def _crash_entry_point(tree: OptMl) -> None:
+    """The algorithm_error drill: hyperparameters.json names an entry point the code does not have, so the
+    toolkit's script fails (python exits 2) and the toolkit reports it as it reports any crashing script."""
+    path = tree.input_config / "hyperparameters.json"
+    hyperparameters = json.loads(path.read_text())
+    hyperparameters["sagemaker_program"] = json.dumps("drill_algorithm_error_injected_by_the_emulator.py")
+    path.write_text(json.dumps(hyperparameters, indent=2))
+
+
+def algorithm_error(code: int, tree: OptMl) -> str:
+    """SageMaker's FailureReason for a container that exited non-zero: the first 1,024 characters of the failure
+    file (the toolkit writes one) and the exit code."""
+    detail = tree.failure.read_text(errors="replace")[:1024] if tree.failure.is_file() else ""
+    return f"AlgorithmError: {detail}, exit code: {code}"
 
 
 def _failed(reason: str, started: datetime, metrics: dict | None = None, lines: list | None = None) -> JobOutcome:

@@ -6,8 +6,13 @@ moto 5.2's ASL interpreter (ported from LocalStack) has one service class per in
 class in the interpreter's own factory (`state_task_service_for`), the hook point its other integrations use.
 Like the real integration it calls the API (moto records the job, so DescribeTrainingJob and ListTrainingJobs
 answer as usual), waits for the job's end and returns DescribeTrainingJob's (DescribeHyperParameterTuningJob's)
-answer; a job that ends Failed fails the task with `States.TaskFailed` and the description as Cause; an API
-error is `SageMaker.<error code>` (the Retry/Catch names our workflows use).
+answer; a job that ends Failed fails the task with `States.TaskFailed` and the description as Cause.
+
+A job that ends Stopped (StopTrainingJob, or MaxRuntimeInSeconds: SecondaryStatus MaxRuntimeExceeded) returns
+its description as the task's result: what real `.sync` does then is not documented, and this is the stricter
+test of a workflow (it must look at TrainingJobStatus itself; one that does is equally safe if AWS fails the
+task instead, since a failed task goes to the same Catch). An API error carries the name Step Functions gives
+it (`api_error_name`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import botocore.session
 from botocore.exceptions import ClientError
 from moto.sagemaker import models as sagemaker_models
 from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
@@ -64,10 +70,33 @@ def throttled(operation: str) -> ClientError:
     )
 
 
+# The errors botocore's SageMaker model declares (each a class of its own in the AWS Java SDK, whose class names
+# are the error names Step Functions' optimized integration raises); any other error code (ValidationException,
+# ThrottlingException, AccessDeniedException) reaches the service's base class, AmazonSageMakerException.
+_MODELED_ERRORS: Final = frozenset(
+    shape.name for shape in botocore.session.get_session().get_service_model("sagemaker").error_shapes)
+
+
+def api_error_name(code: str) -> str:
+    """`SageMaker.<Java SDK exception class>`: ResourceLimitExceeded -> SageMaker.ResourceLimitExceededException,
+    an unmodeled code -> SageMaker.AmazonSageMakerException."""
+    if code in _MODELED_ERRORS:
+        return f"SageMaker.{code if code.endswith('Exception') else code + 'Exception'}"
+    return "SageMaker.AmazonSageMakerException"
+
+
+_STATUS_MESSAGES: Final = {
+    "Completed": "Training job completed",
+    "Stopped": "Training job stopped",
+    "MaxRuntimeExceeded": "Training job runtime exceeded MaxRuntimeInSeconds provided",
+}
+
+
 def record_outcome(job: Any, outcome: JobOutcome, metric_definitions: list) -> None:
     """Write what the runner saw into moto's job record, which otherwise says Completed at once."""
+    secondary = outcome.secondary_status or outcome.status
     job.training_job_status = outcome.status
-    job.secondary_status = outcome.status
+    job.secondary_status = secondary
     job.training_start_time, job.training_end_time = outcome.started, outcome.ended
     job.last_modified_time = outcome.ended
     job.final_metric_data_list = outcome.final_metric_data_list()
@@ -77,8 +106,8 @@ def record_outcome(job: Any, outcome: JobOutcome, metric_definitions: list) -> N
     job.secondary_status_transitions = [
         {"Status": "Starting", "StartTime": outcome.started, "EndTime": outcome.started,
          "StatusMessage": "Starting the training job (emulated: a local process)"},
-        {"Status": outcome.status, "StartTime": outcome.ended,
-         "StatusMessage": outcome.failure_reason or "Training job completed"},
+        {"Status": secondary, "StartTime": outcome.ended,
+         "StatusMessage": outcome.failure_reason or _STATUS_MESSAGES.get(secondary, secondary)},
     ]
 
 
@@ -94,7 +123,7 @@ class SageMakerTasks(StateTaskServiceCallback):
     def _from_error(self, env, ex: Exception) -> FailureEvent:
         if isinstance(ex, ClientError):
             code = ex.response["Error"]["Code"]
-            name = f"SageMaker.{code}"
+            name = api_error_name(code)
             meta = ex.response.get("ResponseMetadata", {})
             cause = (f"{ex.response['Error'].get('Message')} (Service: AmazonSageMaker; Status Code: "
                      f"{meta.get('HTTPStatusCode', 400)}; Error Code: {code}; Request ID: {meta.get('RequestId')}; "
@@ -161,7 +190,7 @@ def _run_training_job(part, request: dict, cancelled: Callable[[], bool]) -> tup
     definitions = list(request.get("AlgorithmSpecification", {}).get("MetricDefinitions") or [])
     outcome = runner().run(request, job_arn=job.arn, cancelled=cancelled)
     record_outcome(job, outcome, definitions)
-    return backend.describe_training_job(request["TrainingJobName"]), outcome.status != "Completed"
+    return backend.describe_training_job(request["TrainingJobName"]), outcome.status == "Failed"
 
 
 def _register_trial(backend: Any, trial: tuning.Trial, tuning_arn: str) -> Any:
@@ -236,9 +265,10 @@ def _record_tuning(tuning_job: Any, planned: tuning.TuningPlan) -> None:
     tuning_job.local_summaries = [
         trial_summary(t, tuning_job, planned.objective_type, planned.objective_metric) for t in trials]
     completed = sum(t.status == "Completed" for t in trials)
+    stopped = sum(t.status == "Stopped" for t in trials)
     tuning_job.training_job_status_counters = {
         "Completed": completed, "InProgress": 0, "RetryableError": 0,
-        "NonRetryableError": len(trials) - completed, "Stopped": 0}
+        "NonRetryableError": len(trials) - completed - stopped, "Stopped": stopped}
     scored = sum(t.objective is not None for t in trials)
     tuning_job.objective_status_counters = {"Succeeded": scored, "Pending": 0, "Failed": len(trials) - scored}
     top = tuning.best(trials, planned.objective_type)

@@ -1,7 +1,8 @@
 """A SageMaker hyperparameter tuning job run locally: Random strategy over the ParameterRanges, trials in turn.
 
 Each trial is the TrainingJobDefinition as a training job named `<tuning job>-NNN-<8 hex>` (SageMaker's form)
-with the StaticHyperParameters plus the sampled values (strings, as SageMaker passes them), run by the
+with the StaticHyperParameters plus the sampled values (strings, as SageMaker passes them) and
+`_tuning_objective_metric` (the objective's metric name, which AMT adds to every trial), run by the
 LocalJobRunner. Its objective is the final value of the objective metric; a trial that fails or reports no
 such metric is recorded (`ObjectiveStatus: Failed`) and the search goes on, as SageMaker's does. The job
 completes when at least one trial has an objective and fails otherwise.
@@ -69,12 +70,13 @@ def sample(rng: random.Random, ranges: Mapping[str, Any]) -> dict[str, str]:
 
 
 def trial_request(definition: Mapping[str, Any], name: str, tuned: Mapping[str, str],
-                  tags: list | None) -> dict[str, Any]:
+                  tags: list | None, *, objective_metric: str) -> dict[str, Any]:
     """The CreateTrainingJob request SageMaker makes for one trial."""
     request = {k: v for k, v in definition.items() if k not in ("StaticHyperParameters", "HyperParameterRanges",
                                                                  "TuningObjective", "DefinitionName")}
     request["TrainingJobName"] = name
-    request["HyperParameters"] = {**dict(definition.get("StaticHyperParameters") or {}), **tuned}
+    request["HyperParameters"] = {**dict(definition.get("StaticHyperParameters") or {}), **tuned,
+                                  "_tuning_objective_metric": objective_metric}
     if tags:
         request["Tags"] = list(tags)
     return request
@@ -94,7 +96,8 @@ def plan(request: Mapping[str, Any], *, max_trials: int) -> TuningPlan:
         tuned = sample(rng, config.get("ParameterRanges", {}))
         trial_name = f"{name}-{index:03d}-{rng.getrandbits(32):08x}"
         result.trials.append(Trial(trial_name, tuned, trial_request(request["TrainingJobDefinition"], trial_name,
-                                                                    tuned, request.get("Tags"))))
+                                                                    tuned, request.get("Tags"),
+                                                                    objective_metric=objective["MetricName"])))
     return result
 
 

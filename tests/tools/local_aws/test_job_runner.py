@@ -1,4 +1,7 @@
-"""The local job runner against SageMaker's script-mode contract: what the entry point sees, what lands in S3."""
+"""The local job runner, which runs each job through the SageMaker training toolkit (sagemaker-training, with
+sagemaker-pytorch-training's framework module): what the entry point sees, what lands in S3, how a job ends.
+Expected values are the toolkit's documented contract (ENVIRONMENT_VARIABLES.md, mapping.to_cmd_args) and
+SageMaker's (DescribeTrainingJob's FailureReason, MaxRuntimeExceeded)."""
 
 from __future__ import annotations
 
@@ -29,7 +32,15 @@ print("epoch=2; train_loss=0.25; num_parameters=108311810")
 if os.environ.get("SM_HP_FAIL") == "1":
     Path(os.environ["SM_OUTPUT_DIR"], "failure").write_text("ValueError: the data has no text column")
     sys.exit(3)
+if os.environ.get("SM_HP_FAIL") == "2":  # a crash that leaves the failure file to the toolkit
+    raise RuntimeError("x" * 2000)
+if os.environ.get("SM_HP_SLEEP"):
+    import time
+    time.sleep(float(os.environ["SM_HP_SLEEP"]))
 '''
+# A PyTorch framework image: the runner starts the toolkit with its module, sagemaker_pytorch_container.training.
+PYTORCH_IMAGE = ("763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
+                 "2.1.0-transformers4.36.0-gpu-py310-cu121-ubuntu20.04")
 METRICS = [{"Name": n, "Regex": rf"{n}=([0-9.eE+-]+)"} for n in ("epoch", "train_loss", "num_parameters")]
 
 
@@ -55,22 +66,24 @@ def aws(tmp_path_factory):
         yield emulator
 
 
-def request(name: str, *, compression: str = "NONE", fail: bool = False, data: str = "datasets/set/") -> dict:
+def request(name: str, *, compression: str = "NONE", fail: str = "", data: str = "datasets/set/",
+            extra: dict | None = None, max_runtime: int = 120) -> dict:
     hyperparameters = {"epochs": "2", "merge": "true", "model_id": "org/model", "lora_r": "16",
-                       "sagemaker_program": "entry.py",
-                       "sagemaker_submit_directory": f"s3://{BUCKET}/code/sourcedir.tar.gz"}
+                       "sagemaker_program": '"entry.py"', **(extra or {}),
+                       "sagemaker_submit_directory": f'"s3://{BUCKET}/code/sourcedir.tar.gz"'}
     if fail:
-        hyperparameters["fail"] = "1"
+        hyperparameters["fail"] = fail
     return {
         "TrainingJobName": name,
         "HyperParameters": hyperparameters,
-        "AlgorithmSpecification": {"TrainingImage": "image", "TrainingInputMode": "File", "MetricDefinitions": METRICS},
+        "AlgorithmSpecification": {"TrainingImage": PYTORCH_IMAGE, "TrainingInputMode": "File",
+                                   "MetricDefinitions": METRICS},
         "InputDataConfig": [{"ChannelName": "training", "DataSource": {"S3DataSource": {
             "S3DataType": "S3Prefix", "S3Uri": f"s3://{BUCKET}/{data}",
             "S3DataDistributionType": "FullyReplicated"}}}],
         "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/models/", "CompressionType": compression},
         "ResourceConfig": {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 120},
+        "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime},
         "CheckpointConfig": {"S3Uri": f"s3://{BUCKET}/checkpoints/run/", "LocalPath": "/opt/ml/checkpoints"},
     }
 
@@ -79,7 +92,7 @@ def _object(aws, key: str) -> bytes:
     return aws.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read()
 
 
-def test_entry_point_sees_the_script_mode_contract(aws):
+def test_entry_point_sees_the_toolkits_contract(aws):
     outcome = aws.job_runner.run(request("contract-1"), job_arn="arn:aws:sagemaker:::training-job/contract-1")
     assert outcome.status == "Completed", outcome.failure_reason
     seen = json.loads(_object(aws, "models/contract-1/output/model/seen.json"))
@@ -91,6 +104,7 @@ def test_entry_point_sees_the_script_mode_contract(aws):
     assert env["SM_MODEL_DIR"].endswith("/contract-1/model") and env["SM_CHANNEL_TRAINING"].endswith(
         "/contract-1/input/data/training")
     assert env["SM_USER_ENTRY_POINT"] == "entry.py" and env["TRAINING_JOB_NAME"] == "contract-1"
+    assert env["SM_MODULE_DIR"] == f"s3://{BUCKET}/code/sourcedir.tar.gz"  # the toolkit downloaded it
     assert env["SM_CURRENT_INSTANCE_TYPE"] == "ml.g5.2xlarge"
     assert seen["channel"] == ["a.jsonl", "b.jsonl"] and "entry.py" in seen["cwd_files"]
     assert seen["config"] == ["hyperparameters.json", "inputdataconfig.json", "resourceconfig.json"]
@@ -113,11 +127,36 @@ def test_gzip_output_is_a_model_tarball_and_output_data_is_packed(aws):
         assert archive.getnames() == ["report.txt"]
 
 
-def test_a_failing_script_gives_an_algorithm_error_with_its_failure_file(aws):
-    outcome = aws.job_runner.run(request("fail-1", fail=True), job_arn="arn")
+def test_the_command_line_is_the_toolkits_mapping(aws):
+    """One-letter keys, dicts, lists and nulls as `to_cmd_args` maps them; AMT's key left to the toolkit."""
+    extra = {"k": "3", "opts": '{"a": 1, "b": "x"}', "layers": "[1, 2]", "none": "null",
+             "_tuning_objective_metric": "validation-error"}
+    outcome = aws.job_runner.run(request("argv-1", extra=extra), job_arn="arn")
+    assert outcome.status == "Completed", outcome.failure_reason
+    argv = json.loads(_object(aws, "models/argv-1/output/model/seen.json"))["argv"]
+    assert argv == ["--epochs", "2", "-k", "3", "--layers", "[1, 2]", "--lora_r", "16", "--merge", "True",
+                    "--model_id", "org/model", "--none", "", "--opts", "a=1,b=x"]
+
+
+def test_a_failing_script_gives_sagemakers_failure_reason(aws):
+    """FailureReason: `AlgorithmError: <failure file, first 1,024 characters>, exit code: N`; the script's own
+    failure file is kept (the toolkit writes one only when there is none), the toolkit exits 1."""
+    outcome = aws.job_runner.run(request("fail-1", fail="1"), job_arn="arn")
     assert outcome.status == "Failed" and outcome.model_artifacts is None
-    assert outcome.failure_reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 3\n")
-    assert "the data has no text column" in outcome.failure_reason
+    assert outcome.failure_reason == "AlgorithmError: ValueError: the data has no text column, exit code: 1"
+    crashed = aws.job_runner.run(request("fail-2", fail="2"), job_arn="arn")
+    detail = crashed.failure_reason.removeprefix("AlgorithmError: ").removesuffix(", exit code: 1")
+    assert detail.startswith("ExecuteUserScriptError:\nExitCode 1\nErrorMessage ") and len(detail) == 1024
+    assert "RuntimeError: xxx" in detail
+
+
+def test_a_job_past_max_runtime_is_stopped_as_sagemaker_stops_it(aws):
+    """Stopped, SecondaryStatus MaxRuntimeExceeded, no FailureReason; what the job saved is uploaded."""
+    outcome = aws.job_runner.run(request("slow-1", extra={"sleep": "60"}, max_runtime=8), job_arn="arn")
+    assert (outcome.status, outcome.secondary_status, outcome.failure_reason) == (
+        "Stopped", "MaxRuntimeExceeded", None)
+    assert outcome.model_artifacts == f"s3://{BUCKET}/models/slow-1/output/model/"
+    assert (outcome.ended - outcome.started).total_seconds() < 40
 
 
 def test_missing_data_and_container_jobs_fail_with_a_reason(aws):

@@ -76,8 +76,8 @@ def test_the_run_succeeds_with_a_failed_and_a_metric_less_trial_skipped(pruned):
         HyperParameterTuningJobName=output["tuning_job"])["TrainingJobSummaries"]
     assert sorted(s["ObjectiveStatus"] for s in listing) == ["Failed", "Failed", "Succeeded"]
     states = run.states_entered(aws, described["executionArn"])
-    assert states[-8:] == ["Tune", "TuneCompleted", "SelectPareto", "SelectionCompleted", "Export", "ExportCompleted",
-                          "RecordModel", "Done"]
+    assert states[-8:] == ["Tune", "TuneCompleted", "SelectPareto", "SelectionCompleted", "Export",
+                           "ExportCompleted", "RecordModel", "Done"]
 
 
 def test_the_exported_pick_meets_the_budget_against_the_unpruned_error(pruned):

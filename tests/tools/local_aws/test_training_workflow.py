@@ -216,8 +216,9 @@ def test_a_throttled_create_training_job_is_retried(deployed, drills):
     assert run_name(described).endswith("-0-1")  # attempt 0, the state's first API retry
     history = deployed["aws"].client("stepfunctions").get_execution_history(
         executionArn=described["executionArn"])["events"]
+    # ThrottlingException is no error class of SageMaker's model: Step Functions raises the service's base one.
     assert [e["taskFailedEventDetails"]["error"] for e in history if e["type"] == "TaskFailed"] == [
-        "SageMaker.ThrottlingException"]
+        "SageMaker.AmazonSageMakerException"]
     assert [kind for kind, _ in deployed["aws"].clock.waits[waits_before:]] == ["retry"]
 
 
@@ -233,3 +234,39 @@ def test_the_capacity_retry_loop_ends(deployed, drills):
     assert states.count("Train") == retries + 1 and states[-3:] == ["Notify", "ErrorName", "StepFailed"]
     backoff = deployed["config"].training.capacity_backoff_seconds
     assert deployed["aws"].clock.waits[waits_before:] == [("wait", backoff * 2**i) for i in range(retries)]
+
+
+def test_a_job_past_max_runtime_is_stopped_and_not_recorded(deployed, drills):
+    """MaxRuntimeInSeconds runs out (the max_runtime drill counts it in seconds): SageMaker ends the job Stopped
+    / MaxRuntimeExceeded with a model folder; `.sync` returns that description and TrainCompleted sends it to
+    Notify, so the execution fails and the model parameter keeps its value."""
+    aws = deployed["aws"]
+    drills.append(Drill("max_runtime", tries=(1,)))
+    ssm = aws.client("ssm")
+    parameter = deployed["training"]["ModelParameterName"]
+    before = ssm.get_parameter(Name=parameter)["Parameter"]["Value"]
+    notifications(deployed)
+    described = start(deployed, name="max-runtime")
+    history = aws.client("stepfunctions").get_execution_history(
+        executionArn=described["executionArn"], maxResults=1000)["events"]
+    for event in history:  # printed for the record (pytest -s)
+        details = {k: v for k, v in event.items() if k.endswith("EventDetails")}
+        name = next((d["name"] for d in details.values() if "name" in d), "")
+        job = next((d.get("output", "") for d in details.values() if "TrainingJobStatus" in d.get("output", "")), "")
+        status = json.loads(job) if job else {}
+        print(event["id"], event["type"], name, status.get("TrainingJobStatus", ""), status.get("SecondaryStatus", ""),
+              (event.get("executionFailedEventDetails") or {}).get("cause", ""))
+    assert described["status"] == "FAILED", described.get("output")
+    states = run.states_entered(aws, described["executionArn"])
+    assert "RecordModel" not in states
+    assert states[states.index("Train"):] == ["Train", "TrainCompleted", "TrainNotCompleted", "Notify",
+                                               "ErrorName", "Failed"]
+    assert described["error"] == "JobNotCompleted"
+    task = next(json.loads(e["taskSucceededEventDetails"]["output"]) for e in history
+                if e["type"] == "TaskSucceeded" and "TrainingJobStatus" in e["taskSucceededEventDetails"]["output"])
+    assert (task["TrainingJobStatus"], task["SecondaryStatus"]) == ("Stopped", "MaxRuntimeExceeded")
+    job = aws.client("sagemaker").describe_training_job(TrainingJobName=task["TrainingJobName"])
+    assert job["SecondaryStatusTransitions"][-1]["Status"] == "MaxRuntimeExceeded"
+    assert "MaxRuntimeExceeded" in described["cause"] and "Stopped" in described["cause"]
+    assert ssm.get_parameter(Name=parameter)["Parameter"]["Value"] == before
+    assert len(notifications(deployed)) == 1
