@@ -7,7 +7,10 @@ the closest valid names, instead of failing the job or endpoint creation after a
 from __future__ import annotations
 
 import difflib
+import gzip
+import json
 from functools import cache
+from pathlib import Path
 
 from .errors import ConfigError
 
@@ -18,11 +21,15 @@ PROCESSING = "ProcessingInstanceType"  # CreateProcessingJob ClusterConfig
 
 @cache
 def valid_types(shape: str) -> tuple[str, ...]:
-    """The enum of `shape` in the SageMaker service model botocore ships (loaded once, only when needed)."""
-    from botocore.loaders import Loader
+    """The enum of `shape` in the SageMaker service model botocore ships (loaded once, only when needed). The
+    file is read directly: botocore.loaders would import urllib3 and its optional codecs into the synth."""
+    import botocore
 
-    model = Loader().load_service_model("sagemaker", "service-2")
-    return tuple(model["shapes"][shape]["enum"])
+    versions = sorted((Path(botocore.__file__).parent / "data" / "sagemaker").iterdir())
+    newest = versions[-1]
+    plain, packed = newest / "service-2.json", newest / "service-2.json.gz"
+    text = plain.read_text(encoding="utf-8") if plain.exists() else gzip.decompress(packed.read_bytes()).decode()
+    return tuple(json.loads(text)["shapes"][shape]["enum"])
 
 
 def check_instance_type(value: str, shape: str, source: str, field: str) -> None:

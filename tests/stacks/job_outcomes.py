@@ -137,7 +137,20 @@ def deploy_state_machine(aws: Mapping, units: dict, unit: str) -> tuple[str, dic
         roleArn="arn:aws:iam::123456789012:role/workflow")["stateMachineArn"]
     rules = json.dumps(states["ValidateInput"]["Choices"])
     bucket = rules.split('"StringMatches": "s3://', 1)[1].split("/", 1)[0]
+    _registry_resources(aws, states, bucket)
     return arn, {"bucket": bucket, "parameters": parameters}
+
+
+def _registry_resources(aws: Mapping, states: dict, bucket: str) -> None:
+    """What the Data stack holds for the registry steps: the versioned artifact bucket, the package group."""
+    groups = {s["Parameters"]["ModelPackageGroupName"] for s in states.values()
+              if s.get("Resource", "").endswith("createModelPackage")}
+    if not groups:
+        return
+    aws["s3"].create_bucket(Bucket=bucket)
+    aws["s3"].put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    for group in groups:
+        aws["sagemaker"].create_model_package_group(ModelPackageGroupName=group)
 
 
 def run_execution(aws: Mapping, machine: str, execution_input: dict, name: str) -> tuple[dict, list[dict]]:

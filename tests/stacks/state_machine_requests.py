@@ -178,6 +178,8 @@ class _Walk:
             return context.get(path, Unknown(path))
         if path in self.bounds:
             return self.bounds[path]
+        if "[" in path:
+            return Unknown(f"{path} (an index or filter over run-time data)")
         value = document
         for part in filter(None, path.removeprefix("$").split(".")):
             if not isinstance(value, dict) or part not in value:
@@ -253,7 +255,7 @@ def _parse(text: str) -> tuple[Any, str]:
         match = re.match(r"'((?:[^'\\]|\\.)*)'", text)
         return re.sub(r"\\(.)", r"\1", match.group(1)), text[match.end():]
     if text.startswith("$"):
-        match = re.match(r"[^,)\s]+", text)
+        match = re.match(r"(?:\[\?\(.*?\)\]|\[[^\]]*\]|[^,)\s\[])+", text)  # filters `[?(...)]` kept whole
         return _Path(match.group(0)), text[match.end():]
     for word, value in (("true", True), ("false", False), ("null", None)):
         if text.startswith(word):
@@ -289,6 +291,7 @@ _INTRINSICS = {
     "States.MathAdd": lambda a, b: a + b,
     "States.JsonMerge": lambda a, b, deep: {**a, **b},
     "States.StringToJson": json.loads,
-    "States.JsonToString": lambda value: json.dumps(value, separators=(",", ":")),
+    "States.JsonToString": _json_text,
+    "States.ArrayContains": lambda items, value: value in items,
     "States.ArrayLength": len,
 }

@@ -268,9 +268,7 @@ def test_an_environment_missing_on_one_side_is_skipped(tmp_path):
 
 @pytest.fixture(scope="module")
 def resize(assemblies, tmp_path_factory):
-    from stacks.config import load_config
-
-    config = load_config("prod", ROOT / "config")
+    config = load_served("prod")  # the assemblies fixture serves each env at its recorded prefix
     if config.serving is None or config.serving.autoscaling is None:
         pytest.fail("config/prod.yaml has no autoscaled serving section")
     resized = replaced(config, serving=dataclasses.replace(config.serving, instance_type="ml.inf2.48xlarge"))
@@ -315,9 +313,7 @@ def test_the_same_instance_type_change_without_autoscaling_is_routine(resize, tm
 
 @pytest.fixture(scope="module")
 def key_rename(assemblies, tmp_path_factory):
-    from stacks.config import load_config
-
-    config = load_config("dev", ROOT / "config")
+    config = load_served("dev")
     head_dir = _synth(config, tmp_path_factory.mktemp("key"), rename=("Data", "ArtifactKey", "ArtifactKeyV2"))
     base = review_diff.read_assembly(Path(assemblies["dev"].directory))
     return base, review_diff.read_assembly(head_dir)
