@@ -1,7 +1,7 @@
 """Registering each run in the environment's SageMaker model package group, after RecordModel.
 
-    DescribeRun -> MetricNames -> HasEvaluation? -> GateMetric -> QualityGate? -> Pending | Rejected
-        (no `eval_loss_improvement` metric: RejectedNoEvaluation)
+    DescribeRun -> HasMetrics? -> MetricNames -> HasEvaluation? -> GateMetric -> QualityGate? -> Pending | Rejected
+        (no metric at all, or no `eval_loss_improvement`: RejectedNoEvaluation)
     -> DatasetPrefix? -> ListDatasetVersions -> WriteLineage -> RegisterModel
     [after RecordCompiledModel: RegisterCompiledModel, the compiled model as its own package version]
 
@@ -112,11 +112,14 @@ class ModelRegistration(Construct):
         describe = self._task(
             "DescribeRun", "sagemaker", "describeTrainingJob",
             {"TrainingJobName": sfn.JsonPath.string_at("$.training.job_name")},
-            {"metrics.$": "$.FinalMetricDataList"}, "$.evaluation", ["*"],
+            # The whole description: DescribeTrainingJob leaves FinalMetricDataList out for a job that logged no
+            # metric, and a ResultSelector path that is absent fails the run with States.Runtime, which no Catch sees.
+            {"job.$": "$"}, "$.evaluation", ["*"],
         )
         names = sfn.Pass(self, "MetricNames", parameters={
-            "has_gate_metric.$": f"States.ArrayContains($.evaluation.metrics[*].MetricName, '{GATE_METRIC}')",
-            "metrics.$": "$.evaluation.metrics",
+            "has_gate_metric.$": f"States.ArrayContains($.evaluation.job.FinalMetricDataList[*].MetricName, "
+                                 f"'{GATE_METRIC}')",
+            "metrics.$": "$.evaluation.job.FinalMetricDataList",
         }, result_path="$.evaluation")
         value = sfn.Pass(self, "GateMetric", parameters={
             "improvement.$": f"$.evaluation.metrics[?(@.MetricName == '{GATE_METRIC}')].Value",
@@ -143,7 +146,11 @@ class ModelRegistration(Construct):
         has = sfn.Choice(self, "HasEvaluation").when(
             sfn.Condition.boolean_equals("$.evaluation.has_gate_metric", True), value
         ).otherwise(no_evaluation)
-        describe.next(names).next(has)
+        names.next(has)
+        metrics = sfn.Choice(self, "HasMetrics").when(
+            sfn.Condition.is_present("$.evaluation.job.FinalMetricDataList"), names
+        ).otherwise(no_evaluation)
+        describe.next(metrics)
         return describe
 
     def _lineage(self, next_state: sfn.IChainable) -> sfn.IChainable:

@@ -80,6 +80,8 @@ def _training_job(aws, name: str, metrics: dict[str, float]) -> None:
     job = sagemaker_models.sagemaker_backends[ACCOUNT][REGION].training_jobs[name]
     job.final_metric_data_list = [{"MetricName": k, "Value": v, "Timestamp": "2026-12-01T00:00:00Z"}
                                   for k, v in metrics.items()]
+    if not metrics:  # DescribeTrainingJob leaves the member out for a job that logged no metric
+        job.final_metric_data_list = None
 
 
 def _run(aws, name: str, metrics: dict[str, float]) -> tuple[dict, list[dict]]:
@@ -113,13 +115,14 @@ UNTRAINED = {"eval_loss_base": 3.2, "eval_loss_merged": 3.2, "eval_loss_improvem
     ("trained", TRAINED, "PendingManualApproval"),
     ("lr0", UNTRAINED, "Rejected"),
     ("noeval", {"train_loss": 1.0}, "Rejected"),
+    ("nometrics", {}, "Rejected"),
 ])
 def test_the_gate_sets_the_approval_status_from_the_metric(aws, case, metrics, status):
     package = _package(aws, _run(aws, f"llm-inf2-dev-{case}-0-0", metrics)[0])
     assert package["ModelApprovalStatus"] == status
     metadata = package["CustomerMetadataProperties"]
     assert metadata["quality_gate_min_improvement"] == "0.01"  # config/dev.yaml
-    assert metadata["eval_loss_improvement"] == ("none" if case == "noeval" else str(metrics[
+    assert metadata["eval_loss_improvement"] == ("none" if case in ("noeval", "nometrics") else str(metrics[
         "eval_loss_improvement"]))
 
 
