@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 
 import boto3
 import botocore.session
@@ -22,6 +21,7 @@ from moto import mock_aws
 from moto.sagemaker import models as sagemaker_models
 
 from tests.stacks.botocore_limits import limit_violations
+from tests.stacks.job_outcomes import run_execution
 from tests.stacks.training.test_training_stack import definition
 from tools.local_aws.execution_patches import aws_sdk_timestamps_as_strings
 
@@ -91,14 +91,7 @@ def _run(aws, name: str, metrics: dict[str, float]) -> tuple[dict, list[dict]]:
         "run": {"name": name, "hyperparameters": {"learning_rate": "0", "model_id": "tiny/base"}},
         "training": {"job_name": name, "model_s3_uri": f"s3://{BUCKET}/models/{name}/output/model/"},
     }
-    sfn = aws["stepfunctions"]
-    arn = sfn.start_execution(stateMachineArn=aws["machine"], name=name, input=json.dumps(state))["executionArn"]
-    for _ in range(400):
-        execution = sfn.describe_execution(executionArn=arn)
-        if execution["status"] != "RUNNING":
-            return execution, sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
-        time.sleep(0.05)
-    raise AssertionError(f"{name} still running")
+    return run_execution(aws, aws["machine"], state, name)
 
 
 def _package(aws, execution: dict) -> dict:

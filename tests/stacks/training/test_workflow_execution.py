@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 
 import boto3
 import pytest
 from moto import mock_aws
 from moto.events.models import EventPattern
 
+from tests.stacks.job_outcomes import entered as _entered
+from tests.stacks.job_outcomes import run_execution as _execute
 from tests.stacks.training.test_training_stack import definition, resources_of
 
 BUCKET = "llm-inf2-dev-data-artifactbucket-x1"
@@ -41,21 +42,6 @@ def machine(aws, templates) -> str:
     return aws["stepfunctions"].create_state_machine(
         name="training", definition=text, roleArn="arn:aws:iam::123456789012:role/training-workflow"
     )["stateMachineArn"]
-
-
-def _execute(aws, machine: str, execution_input: dict, name: str) -> tuple[dict, list[dict]]:
-    sfn = aws["stepfunctions"]
-    arn = sfn.start_execution(stateMachineArn=machine, name=name, input=json.dumps(execution_input))["executionArn"]
-    for _ in range(300):
-        execution = sfn.describe_execution(executionArn=arn)
-        if execution["status"] != "RUNNING":
-            return execution, sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
-        time.sleep(0.05)
-    raise AssertionError(f"{name} still running")
-
-
-def _entered(events: list[dict]) -> list[str]:
-    return [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
 
 
 def _exited(events: list[dict], state: str) -> dict:
