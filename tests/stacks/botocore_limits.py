@@ -77,12 +77,14 @@ def _structure(shape: Shape, value: Any, path: str, found: list[str]) -> None:
         _check(shape.members[name], member, f"{path}.{name}", found)
 
 
-def _size(shape: Shape, size: int, unit: str, path: str, found: list[str]) -> None:
+def _size(shape: Shape, size: int | float, unit: str, path: str, found: list[str]) -> None:
+    """`size` (a length in `unit`, or with unit "" a number's value) against the shape's min and max."""
     low, high = shape.metadata.get("min"), shape.metadata.get("max")
+    measured = f"{size} {unit}" if unit else f"{size}"
     if high is not None and size > high:
-        found.append(f"{path}: {size} {unit}, max {high} ({shape.name})")
+        found.append(f"{path}: {measured}, max {high} ({shape.name})")
     if low is not None and size < low:
-        found.append(f"{path}: {size} {unit}, min {low} ({shape.name})")
+        found.append(f"{path}: {measured}, min {low} ({shape.name})")
 
 
 def _list(shape: Shape, value: Any, path: str, found: list[str]) -> None:
@@ -120,11 +122,7 @@ def _number(shape: Shape, value: Any, path: str, found: list[str]) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         found.append(f"{path}: expected a number ({shape.name}), got {type(value).__name__}")
         return
-    low, high = shape.metadata.get("min"), shape.metadata.get("max")
-    if high is not None and value > high:
-        found.append(f"{path}: {value}, max {high} ({shape.name})")
-    if low is not None and value < low:
-        found.append(f"{path}: {value}, min {low} ({shape.name})")
+    _size(shape, value, "", path, found)
 
 
 def _boolean(shape: Shape, value: Any, path: str, found: list[str]) -> None:

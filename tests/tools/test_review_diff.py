@@ -61,6 +61,12 @@ def _only(template: dict, rtype: str) -> str:
     return ids[0]
 
 
+def _against_base(assemblies, env: str, config, outdir: Path, rename: tuple[str, str, str] | None = None):
+    """(base, head) read assemblies: the session's synth of `env` (as deployed) and `config` synthesized now."""
+    head_dir = _synth(config, outdir, rename)
+    return review_diff.read_assembly(Path(assemblies[env].directory)), review_diff.read_assembly(head_dir)
+
+
 @pytest.fixture(scope="module")
 def promotion(assemblies, tmp_path_factory):
     config = load_served("prod")  # the base (assemblies) serves: tests.synth.served
@@ -69,18 +75,15 @@ def promotion(assemblies, tmp_path_factory):
     promoted = replaced(
         config, serving=dataclasses.replace(config.serving, model_prefix="models/llama2-7b-qlora-20261201/merged/")
     )
-    head_dir = _synth(promoted, tmp_path_factory.mktemp("promoted"))
-    base = review_diff.read_assembly(Path(assemblies["prod"].directory))
-    head = review_diff.read_assembly(head_dir)
+    base, head = _against_base(assemblies, "prod", promoted, tmp_path_factory.mktemp("promoted"))
     return base, head, review_diff.review(base, head, "promotion")
 
 
 @pytest.fixture(scope="module")
 def rename(assemblies, tmp_path_factory):
     config = load_served("dev")
-    head_dir = _synth(config, tmp_path_factory.mktemp("renamed"), rename=("Data", "AccessLogBucket", "AccessLogsV2"))
-    base = review_diff.read_assembly(Path(assemblies["dev"].directory))
-    head = review_diff.read_assembly(head_dir)
+    base, head = _against_base(assemblies, "dev", config, tmp_path_factory.mktemp("renamed"),
+                               rename=("Data", "AccessLogBucket", "AccessLogsV2"))
     return base, head, review_diff.review(base, head, "rename")
 
 
@@ -272,9 +275,7 @@ def resize(assemblies, tmp_path_factory):
     if config.serving is None or config.serving.autoscaling is None:
         pytest.fail("config/prod.yaml has no autoscaled serving section")
     resized = replaced(config, serving=dataclasses.replace(config.serving, instance_type="ml.inf2.48xlarge"))
-    head_dir = _synth(resized, tmp_path_factory.mktemp("resized"))
-    base = review_diff.read_assembly(Path(assemblies["prod"].directory))
-    return base, review_diff.read_assembly(head_dir)
+    return _against_base(assemblies, "prod", resized, tmp_path_factory.mktemp("resized"))
 
 
 def test_instance_type_change_on_an_autoscaled_variant_is_blocking(resize):
@@ -314,9 +315,8 @@ def test_the_same_instance_type_change_without_autoscaling_is_routine(resize, tm
 @pytest.fixture(scope="module")
 def key_rename(assemblies, tmp_path_factory):
     config = load_served("dev")
-    head_dir = _synth(config, tmp_path_factory.mktemp("key"), rename=("Data", "ArtifactKey", "ArtifactKeyV2"))
-    base = review_diff.read_assembly(Path(assemblies["dev"].directory))
-    return base, review_diff.read_assembly(head_dir)
+    return _against_base(assemblies, "dev", config, tmp_path_factory.mktemp("key"),
+                         rename=("Data", "ArtifactKey", "ArtifactKeyV2"))
 
 
 def test_removed_export_still_imported_and_the_replaced_key_are_blocking(key_rename):
