@@ -42,7 +42,7 @@ help:
 	@echo "                             locally), then the trained model served and asked the seed prompt"
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
-	@echo "make lint                   ruff only"
+	@echo "make lint                   ruff check + ruff format --check"
 	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [BACKEND=lmi_neuronx|vllm_neuronx] [PROMPT=...]"
 	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
@@ -125,6 +125,7 @@ train: $(VENV_STAMP)
 
 lint: deps
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)

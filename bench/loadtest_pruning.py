@@ -41,9 +41,20 @@ def free_port() -> int:
 def start_server(model_dir: Path, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(REPO / "tools" / "encoder_endpoint.py"), "--model-dir", str(model_dir),
-         "--port", str(port), "--workers", "1", "--threads", "1"],
-        stdout=log.open("w"), stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            str(REPO / "tools" / "encoder_endpoint.py"),
+            "--model-dir",
+            str(model_dir),
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--threads",
+            "1",
+        ],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 300
@@ -67,12 +78,24 @@ def export(nas_work: Path, out: Path, args) -> tuple[Path, Path]:
     if not (base / "config.json").exists() or not (pruned / "config.json").exists():
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(pruned, ignore_errors=True)
-        export_models.main([
-            "--model-dir", str(nas_work / "supernet"), "--pareto-file", str(nas_work / "search" / "pareto.json"),
-            "--max-error-increase", str(args.max_error_increase), "--minimise", args.minimise,
-            "--output-dir", str(pruned), "--base-output-dir", str(base),
-            "--inference-code-dir", str(REPO / "serving_artifacts" / "encoder_classifier" / "code"),
-        ])
+        export_models.main(
+            [
+                "--model-dir",
+                str(nas_work / "supernet"),
+                "--pareto-file",
+                str(nas_work / "search" / "pareto.json"),
+                "--max-error-increase",
+                str(args.max_error_increase),
+                "--minimise",
+                args.minimise,
+                "--output-dir",
+                str(pruned),
+                "--base-output-dir",
+                str(base),
+                "--inference-code-dir",
+                str(REPO / "serving_artifacts" / "encoder_classifier" / "code"),
+            ]
+        )
     return base, pruned
 
 
@@ -105,13 +128,27 @@ def main(argv=None) -> int:
         for name, folder in (("base", base), ("pruned", pruned)):
             servers[name] = start_server(folder, out / f"{name}-server.log")
         order = ("pruned", "base") if args.pruned_first else ("base", "pruned")
-        summary = loadtest.main([
-            *(arg for name in order for arg in ("--target", f"{name}={servers[name][1]}")),
-            "--out", str(out / "locust"), "--step-users", str(args.step_users),
-            "--step-seconds", str(args.step_seconds), "--max-users", str(args.max_users),
-            "--user-rps", str(args.user_rps), "--slo-ms", str(args.slo_ms), "--stop-factor", str(args.stop_factor),
-            "--rounds", str(args.rounds),
-        ])
+        summary = loadtest.main(
+            [
+                *(arg for name in order for arg in ("--target", f"{name}={servers[name][1]}")),
+                "--out",
+                str(out / "locust"),
+                "--step-users",
+                str(args.step_users),
+                "--step-seconds",
+                str(args.step_seconds),
+                "--max-users",
+                str(args.max_users),
+                "--user-rps",
+                str(args.user_rps),
+                "--slo-ms",
+                str(args.slo_ms),
+                "--stop-factor",
+                str(args.stop_factor),
+                "--rounds",
+                str(args.rounds),
+            ]
+        )
     finally:
         for process, _ in servers.values():
             process.terminate()

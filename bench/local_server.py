@@ -175,9 +175,7 @@ def main(argv: list[str] | None = None) -> str:
                 f"| {figures[batch][1]:.3f} | {figures[batch][2]:.3f} | {figures[batch][3] * 1000:.0f} |"
             )
         (t1, p50_1, p95_1, c1), (tb, p50_b, p95_b, cb) = figures[1], figures[args.max_batch]
-        ratios.append(
-            f"| {clients} | {tb / t1:.2f}x | {p50_b / p50_1:.2f}x | {p95_b / p95_1:.2f}x | {cb / c1:.2f}x |"
-        )
+        ratios.append(f"| {clients} | {tb / t1:.2f}x | {p50_b / p50_1:.2f}x | {p95_b / p95_1:.2f}x | {cb / c1:.2f}x |")
     table = "\n".join(rows) + "\n\n" + "\n".join(ratios) + "\n"
     print(table)
     if args.output:

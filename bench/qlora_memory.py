@@ -68,18 +68,41 @@ def build_inputs(workdir: Path) -> tuple[Path, Path]:
         data.write_text("".join(json.dumps(row) + "\n" for row in synthetic_rows(400)), encoding="utf-8")
     if not (model / "config.json").exists():
         texts = [row["text"] for row in synthetic_rows(400)]
-        build_tiny_llama(model, texts, vocab_size=TOKENIZER_VOCAB, model_vocab_size=MODEL_VOCAB,
-                         max_position_embeddings=1024, **MODEL_SHAPE)
+        build_tiny_llama(
+            model,
+            texts,
+            vocab_size=TOKENIZER_VOCAB,
+            model_vocab_size=MODEL_VOCAB,
+            max_position_embeddings=1024,
+            **MODEL_SHAPE,
+        )
     return model, data
 
 
 def run_mode(name: str, model: Path, data: Path, workdir: Path, steps: int, seq_len: int, threads: int) -> dict:
     out = workdir / f"run_{name}"
     argv = [
-        sys.executable, str(QLORA_DIR / "train.py"), "--model_id", str(model), "--train_data", str(data),
-        "--output_dir", str(out), "--max_steps", str(steps), "--per_device_batch_size", "4",
-        "--max_seq_length", str(seq_len), "--logging_steps", "1", "--save_steps", "100000", "--no-merge",
-        "--no-resume", *MODES[name],
+        sys.executable,
+        str(QLORA_DIR / "train.py"),
+        "--model_id",
+        str(model),
+        "--train_data",
+        str(data),
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        str(steps),
+        "--per_device_batch_size",
+        "4",
+        "--max_seq_length",
+        str(seq_len),
+        "--logging_steps",
+        "1",
+        "--save_steps",
+        "100000",
+        "--no-merge",
+        "--no-resume",
+        *MODES[name],
     ]
     started = time.perf_counter()
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
@@ -118,8 +141,10 @@ def interleaved(model: Path, data: Path, rounds: int, seq_len: int, threads: int
 
 def interleaved_ratios(figures: dict[str, dict]) -> dict[str, float]:
     pairs = [("qlora", "full"), ("lora", "full"), ("qlora", "lora"), ("qlora", "seed")]
-    return {f"tokens/s {a}/{b}": round(figures[a]["tokens_per_second"] / figures[b]["tokens_per_second"], 3)
-            for a, b in pairs}
+    return {
+        f"tokens/s {a}/{b}": round(figures[a]["tokens_per_second"] / figures[b]["tokens_per_second"], 3)
+        for a, b in pairs
+    }
 
 
 def ratios(results: dict[str, dict]) -> dict[str, float]:
@@ -164,10 +189,18 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/qlora_bench")
     parser.add_argument("--modes", default=",".join(MODES), help="modes run as separate processes ('' for none)")
     parser.add_argument("--json", help="also write the figures here")
-    parser.add_argument("--interleaved_rounds", type=int, default=5,
-                        help="steps per mode of the in-process interleaved speed comparison (0: skip)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads per run; 1 because spinning OpenMP threads crawl on a busy shared CPU")
+    parser.add_argument(
+        "--interleaved_rounds",
+        type=int,
+        default=5,
+        help="steps per mode of the in-process interleaved speed comparison (0: skip)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads per run; 1 because spinning OpenMP threads crawl on a busy shared CPU",
+    )
     args = parser.parse_args()
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -178,7 +211,10 @@ def main() -> None:
         print(json.dumps(results[name]), flush=True)
     summary = {
         "machine": {"cpus": os.cpu_count(), "threads": args.threads, "load_average_1m_at_end": os.getloadavg()[0]},
-        "steps": args.steps, "seq_len": args.seq_len, "batch": 4, "results": results,
+        "steps": args.steps,
+        "seq_len": args.seq_len,
+        "batch": 4,
+        "results": results,
         "ratios": ratios(results) if set(MODES) <= set(results) else {},
         "note": "ratios of tokens/s use the figures after step 1; each mode ran in its own process, in turn",
     }
@@ -186,8 +222,11 @@ def main() -> None:
     print(json.dumps(summary["ratios"], indent=2))
     if args.interleaved_rounds > 1:
         figures = interleaved(model, data, args.interleaved_rounds, args.seq_len, args.threads)
-        summary["interleaved"] = {"rounds": args.interleaved_rounds, "figures": figures,
-                                  "ratios": interleaved_ratios(figures)}
+        summary["interleaved"] = {
+            "rounds": args.interleaved_rounds,
+            "figures": figures,
+            "ratios": interleaved_ratios(figures),
+        }
         print(json.dumps(summary["interleaved"], indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

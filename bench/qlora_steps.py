@@ -19,8 +19,22 @@ sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
 def recipe_args(model: Path, data: Path, seq_len: int, batch: int, flags: list[str]):
     from qlora_args import parse_args
 
-    return parse_args(["--model_id", str(model), "--train_data", str(data), "--output_dir", "/dev/null",
-                       "--max_seq_length", str(seq_len), "--per_device_batch_size", str(batch), *flags], env={})
+    return parse_args(
+        [
+            "--model_id",
+            str(model),
+            "--train_data",
+            str(data),
+            "--output_dir",
+            "/dev/null",
+            "--max_seq_length",
+            str(seq_len),
+            "--per_device_batch_size",
+            str(batch),
+            *flags,
+        ],
+        env={},
+    )
 
 
 def prepared_examples(args, tokenizer) -> tuple[list[dict], dict]:
@@ -28,8 +42,9 @@ def prepared_examples(args, tokenizer) -> tuple[list[dict], dict]:
     from qlora_templates import resolve_chat_template
 
     template, _ = resolve_chat_template(tokenizer, args.chat_template)
-    options = DataOptions(args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template,
-                          args.pack_length)
+    options = DataOptions(
+        args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template, args.pack_length
+    )
     prepared = prepare_data(tokenizer, DataSources(args.train_data), options, args.seed)
     return prepared.train, prepared.summary
 
@@ -43,8 +58,11 @@ def batch_loader(args, examples: list[dict], pad_token_id: int, gpu: bool):
     dataset = ExampleDataset(examples)
     generator = torch.Generator().manual_seed(args.seed)
     batch = args.per_device_batch_size
-    sampler = (LengthGroupedSampler(batch, dataset=dataset, generator=generator) if args.group_by_length
-               else torch.utils.data.RandomSampler(dataset, generator=generator))
+    sampler = (
+        LengthGroupedSampler(batch, dataset=dataset, generator=generator)
+        if args.group_by_length
+        else torch.utils.data.RandomSampler(dataset, generator=generator)
+    )
     collate = CausalLMCollator(pad_token_id, pad_to_multiple_of=8 if gpu else None)
     return torch.utils.data.DataLoader(dataset, batch_size=batch, sampler=sampler, collate_fn=collate)
 
@@ -60,12 +78,19 @@ class RecipeRunner:
         examples, self.summary = prepared_examples(args, tokenizer)
         self.loader = batch_loader(args, examples, tokenizer.pad_token_id, self.gpu)
         self.batches = iter(self.loader)
-        model_ = load_base_model(args.model_id, args.method, args.compute_dtype, args.double_quant,
-                                 args.quant_type, gradient_checkpointing=args.gradient_checkpointing,
-                                 packed=args.packing)
+        model_ = load_base_model(
+            args.model_id,
+            args.method,
+            args.compute_dtype,
+            args.double_quant,
+            args.quant_type,
+            gradient_checkpointing=args.gradient_checkpointing,
+            packed=args.packing,
+        )
         if args.method != "full":
-            model_ = attach_lora(model_, resolve_target_modules(model_, "auto"), args.lora_r, args.lora_alpha,
-                                 args.lora_dropout)
+            model_ = attach_lora(
+                model_, resolve_target_modules(model_, "auto"), args.lora_r, args.lora_alpha, args.lora_dropout
+            )
         self.model = model_.train()
         self.device = next(self.model.parameters()).device
         self.trainable = [p for p in self.model.parameters() if p.requires_grad]

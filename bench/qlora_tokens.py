@@ -57,9 +57,14 @@ def efficiency(model: Path, data: Path, batch: int, flags: list[str], gpu: bool)
         real += int(collated[REAL_TOKENS_KEY])
         positions += collated["input_ids"].numel()
         batches += 1
-    return {"real_token_share": round(real / positions, 4), "batches": batches, "real_tokens": real,
-            "positions": positions, "pack_length": summary["pack_length"],
-            "dropped": summary["train"]["dropped_too_long"]}
+    return {
+        "real_token_share": round(real / positions, 4),
+        "batches": batches,
+        "real_tokens": real,
+        "positions": positions,
+        "pack_length": summary["pack_length"],
+        "dropped": summary["train"]["dropped_too_long"],
+    }
 
 
 def length_profile(model: Path, data: Path) -> dict:
@@ -67,8 +72,13 @@ def length_profile(model: Path, data: Path) -> dict:
 
     args = recipe_args(model, data, SEQ_LEN, 4, ["--no-packing"])
     lengths = sorted(len(example["input_ids"]) for example in prepared_examples(args, load_tokenizer(str(model)))[0])
-    return {"rows": len(lengths), "min": lengths[0], "median": statistics.median(lengths),
-            "p90": lengths[int(0.9 * len(lengths))], "max": lengths[-1]}
+    return {
+        "rows": len(lengths),
+        "min": lengths[0],
+        "median": statistics.median(lengths),
+        "p90": lengths[int(0.9 * len(lengths))],
+        "max": lengths[-1],
+    }
 
 
 def main() -> None:
@@ -87,20 +97,26 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     model, data = build_inputs(workdir, args.rows)
     gpu = torch.cuda.is_available()
-    summary: dict = {"device": torch.cuda.get_device_name() if gpu else f"cpu ({os.cpu_count()} cores)",
-                     "lengths": length_profile(model, data), "efficiency": {}}
+    summary: dict = {
+        "device": torch.cuda.get_device_name() if gpu else f"cpu ({os.cpu_count()} cores)",
+        "lengths": length_profile(model, data),
+        "efficiency": {},
+    }
     for batch in (4, 8):
         for name, flags in RECIPES.items():
             summary["efficiency"][f"{name} batch {batch}"] = efficiency(model, data, batch, flags, gpu)
     print(json.dumps(summary, indent=2), flush=True)
     if args.rounds > 1:
-        runners = {name: RecipeRunner(model, data, SEQ_LEN, args.speed_batch, flags)
-                   for name, flags in RECIPES.items()}
+        runners = {name: RecipeRunner(model, data, SEQ_LEN, args.speed_batch, flags) for name, flags in RECIPES.items()}
         speed = interleave(runners, args.rounds)
         summary["speed"] = {
-            "compute_dtype": "bfloat16 (both)", "batch": args.speed_batch, "rounds": args.rounds, "figures": speed,
-            "tokens/s default/seed": round(speed["default"]["tokens_per_second"]
-                                           / speed["seed"]["tokens_per_second"], 3),
+            "compute_dtype": "bfloat16 (both)",
+            "batch": args.speed_batch,
+            "rounds": args.rounds,
+            "figures": speed,
+            "tokens/s default/seed": round(
+                speed["default"]["tokens_per_second"] / speed["seed"]["tokens_per_second"], 3
+            ),
             "scope": "GPU figures" if gpu else "CPU-only figures (bitsandbytes dequantizes on CPU)",
         }
         if gpu:

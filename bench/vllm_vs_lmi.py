@@ -41,8 +41,12 @@ def prompts() -> list[str]:
 def stream_lmi(url: str, prompt: str) -> tuple[float, int, float]:
     """(seconds to the first token, tokens, total seconds) of one streamed LMI request."""
     body = {"inputs": prompt, "stream": True, "parameters": {"max_new_tokens": MAX_TOKENS, "do_sample": False}}
-    request = urllib.request.Request(url + "/invocations", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        url + "/invocations",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     started, first, tokens = time.perf_counter(), None, 0
     with urllib.request.urlopen(request, timeout=600) as response:
         for line in response:
@@ -55,10 +59,20 @@ def stream_lmi(url: str, prompt: str) -> tuple[float, int, float]:
 
 def stream_vllm(url: str, prompt: str) -> tuple[float, int, float]:
     """The same for vLLM's /v1/completions (server-sent events, usage in the last chunk)."""
-    body = {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "stream": True,
-            "stream_options": {"include_usage": True}, "add_special_tokens": False}
-    request = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    body = {
+        "prompt": prompt,
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "add_special_tokens": False,
+    }
+    request = urllib.request.Request(
+        url + "/v1/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     started, first, tokens = time.perf_counter(), None, 0
     with urllib.request.urlopen(request, timeout=600) as response:
         for raw in response:
@@ -85,9 +99,22 @@ def measure(send, url: str, texts: list[str], concurrency: int) -> dict:
 
 def start_lmi(model: Path, work: Path) -> tuple[subprocess.Popen, str]:
     port_file = work / "lmi.port"
-    argv = [sys.executable, str(ROOT / "tools" / "local_endpoint.py"), "--model-dir", str(model),
-            "--set", f"option.max_rolling_batch_size={BATCH}", "--set", f"option.n_positions={POSITIONS}",
-            "--threads", "1", "--port", "0", "--port-file", str(port_file)]
+    argv = [
+        sys.executable,
+        str(ROOT / "tools" / "local_endpoint.py"),
+        "--model-dir",
+        str(model),
+        "--set",
+        f"option.max_rolling_batch_size={BATCH}",
+        "--set",
+        f"option.n_positions={POSITIONS}",
+        "--threads",
+        "1",
+        "--port",
+        "0",
+        "--port-file",
+        str(port_file),
+    ]
     process = subprocess.Popen(argv, stdout=(work / "lmi.log").open("w"), stderr=subprocess.STDOUT)
     return process, demo._wait_ready(process, port_file, timeout=300)
 
@@ -122,20 +149,41 @@ def main() -> int:
         vllm.stop()
         lmi.terminate()
         lmi.wait(timeout=30)
-    summary = {name: {str(c): {key: statistics.median(r[key] for r in rs) for key in ("ttft_s", "tokens_per_s")}
-                      for c, rs in per.items()} for name, per in runs.items()}
-    ratios = {c: {"vllm_over_lmi_tokens_per_s": summary["vllm"][c]["tokens_per_s"]
-                  / summary["lmi_stand_in"][c]["tokens_per_s"],
-                  "vllm_over_lmi_ttft": summary["vllm"][c]["ttft_s"] / summary["lmi_stand_in"][c]["ttft_s"]}
-              for c in ("1", "4")}
+    summary = {
+        name: {
+            str(c): {key: statistics.median(r[key] for r in rs) for key in ("ttft_s", "tokens_per_s")}
+            for c, rs in per.items()
+        }
+        for name, per in runs.items()
+    }
+    ratios = {
+        c: {
+            "vllm_over_lmi_tokens_per_s": summary["vllm"][c]["tokens_per_s"]
+            / summary["lmi_stand_in"][c]["tokens_per_s"],
+            "vllm_over_lmi_ttft": summary["vllm"][c]["ttft_s"] / summary["lmi_stand_in"][c]["ttft_s"],
+        }
+        for c in ("1", "4")
+    }
     scaling = {name: summary[name]["4"]["tokens_per_s"] / summary[name]["1"]["tokens_per_s"] for name in sides}
-    result = {"settings": {"batch": BATCH, "positions": POSITIONS, "max_tokens": MAX_TOKENS, "rounds": args.rounds,
-                           "prompts": texts, "model": str(args.model_dir), "omp_threads": 1, "order": "ABBA"},
-              "vllm_start_s": round(vllm_start, 1), "median": summary, "ratios": ratios,
-              "c4_over_c1_tokens_per_s": scaling, "runs": runs}
+    result = {
+        "settings": {
+            "batch": BATCH,
+            "positions": POSITIONS,
+            "max_tokens": MAX_TOKENS,
+            "rounds": args.rounds,
+            "prompts": texts,
+            "model": str(args.model_dir),
+            "omp_threads": 1,
+            "order": "ABBA",
+        },
+        "vllm_start_s": round(vllm_start, 1),
+        "median": summary,
+        "ratios": ratios,
+        "c4_over_c1_tokens_per_s": scaling,
+        "runs": runs,
+    }
     OUT.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: result[k] for k in ("vllm_start_s", "median", "ratios", "c4_over_c1_tokens_per_s")},
-                     indent=1))
+    print(json.dumps({k: result[k] for k in ("vllm_start_s", "median", "ratios", "c4_over_c1_tokens_per_s")}, indent=1))
     return 0
 
 

@@ -71,8 +71,9 @@ def sagemaker_docs() -> Iterator[str]:
     model = json.loads(gzip.decompress(models[-1].read_bytes()))
     for section in ("operations", "shapes"):
         for _name, item in sorted(model[section].items()):
-            for doc in [item.get("documentation", "")] + [m.get("documentation", "") for m in
-                                                          item.get("members", {}).values()]:
+            for doc in [item.get("documentation", "")] + [
+                m.get("documentation", "") for m in item.get("members", {}).values()
+            ]:
                 for paragraph in re.findall(r"<p>(.*?)</p>", doc, flags=re.S):
                     yield html.unescape(re.sub(r"<[^>]+>", "", paragraph))
 

@@ -72,8 +72,11 @@ class LocalHttpUser(HttpUser):
     @task
     def invoke(self) -> None:
         with self.client.post(
-            "/invocations", data=payload(self.rng), headers={"Content-Type": "application/json"},
-            name="invocations", catch_response=True,
+            "/invocations",
+            data=payload(self.rng),
+            headers={"Content-Type": "application/json"},
+            name="invocations",
+            catch_response=True,
         ) as response:
             if response.status_code != 200:
                 response.failure(f"HTTP {response.status_code}: {response.text[:200]}")

@@ -87,8 +87,15 @@ def plot(runs: dict[str, list[dict]], summary: dict, output: str | Path) -> Path
         at = summary["runs"][name]["knee_users"]
         if at is not None:
             ax.axvline(at, color=color, linestyle=":", alpha=0.8)
-            ax.annotate(f"knee {name}: {at}", (at, ax.get_ylim()[1] * 0.9), color=color, rotation=90,
-                        ha="right", va="top", fontsize=8)
+            ax.annotate(
+                f"knee {name}: {at}",
+                (at, ax.get_ylim()[1] * 0.9),
+                color=color,
+                rotation=90,
+                ha="right",
+                va="top",
+                fontsize=8,
+            )
     ax.axhline(summary["slo_ms"], color="tab:red", linewidth=1, label=f"SLO p95 {summary['slo_ms']:g} ms")
     ax.set_xlabel("users")
     ax.set_ylabel("response time (ms)")

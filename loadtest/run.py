@@ -51,8 +51,19 @@ def parse_target(text: str) -> tuple[str, str]:
 
 def locust_command(name: str, where: str, out: Path) -> tuple[list[str], dict[str, str]]:
     command = [
-        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--csv", str(out / name),
-        "--only-summary", "--loglevel", "WARNING", "--exit-code-on-error", "0",
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(LOCUSTFILE),
+        "--headless",
+        "--csv",
+        str(out / name),
+        "--only-summary",
+        "--loglevel",
+        "WARNING",
+        "--exit-code-on-error",
+        "0",
     ]
     env = {}
     if where.startswith("sagemaker:"):

@@ -29,9 +29,11 @@ _AWS_REQUIRES_STAR = "These actions have no resource-level permissions, so AWS r
 _DATA_BUCKET_ARN = "{prefix}-Data:ExportsOutputFnGetAttArtifactBucket7410C9EFArnA3946625"
 _LOGS_ARN = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>"
 _ENI_ARN = "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:network-interface/*"
-_ENI_REASON = ("SageMaker creates the job's/model's network interfaces in the role's name; their ids do not exist "
-               "before. Creation also requires the placement's subnets and security groups, named in the same "
-               "statement; permission and delete calls are limited to interfaces in those subnets (ec2:Subnet).")
+_ENI_REASON = (
+    "SageMaker creates the job's/model's network interfaces in the role's name; their ids do not exist "
+    "before. Creation also requires the placement's subnets and security groups, named in the same "
+    "statement; permission and delete calls are limited to interfaces in those subnets (ec2:Subnet)."
+)
 
 
 @dataclass(frozen=True)
@@ -67,52 +69,97 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
     *(
         Acknowledged("Serving", "ExecutionPolicy", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
         for resource, reason in (
-            ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-             "SageMaker endpoint namespaces; in isolated mode the EC2 Describe* calls SageMaker makes "
-             "for the model's VPC config, pinned to this region)"),
+            (
+                "*",
+                _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+                "SageMaker endpoint namespaces; in isolated mode the EC2 Describe* calls SageMaker makes "
+                "for the model's VPC config, pinned to this region)",
+            ),
             (_ENI_ARN, _ENI_REASON),
-            (f"{_DATA_BUCKET_ARN}/{{model_prefix}}*", "The LMI container downloads every file of the merged model "
-             "under the pinned prefix (serving.model_prefix); read only, nothing else in the bucket."),
-            (f"{_DATA_BUCKET_ARN}/{{compiled_graph_prefix}}*", "Precompiled Neuron artifacts under the pinned "
-             "serving.compiled_graph_prefix; read only."),
-            (f"{_DATA_BUCKET_ARN}/{{data_capture_prefix}}*", "Data capture writes request/response samples under "
-             "this environment's capture prefix only (s3:PutObject)."),
-            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/Endpoints/*", "Endpoint log groups are named after the "
-             "CloudFormation-generated endpoint name, which the role cannot reference without a dependency cycle."),
+            (
+                f"{_DATA_BUCKET_ARN}/{{model_prefix}}*",
+                "The LMI container downloads every file of the merged model "
+                "under the pinned prefix (serving.model_prefix); read only, nothing else in the bucket.",
+            ),
+            (
+                f"{_DATA_BUCKET_ARN}/{{compiled_graph_prefix}}*",
+                "Precompiled Neuron artifacts under the pinned serving.compiled_graph_prefix; read only.",
+            ),
+            (
+                f"{_DATA_BUCKET_ARN}/{{data_capture_prefix}}*",
+                "Data capture writes request/response samples under "
+                "this environment's capture prefix only (s3:PutObject).",
+            ),
+            (
+                f"{_LOGS_ARN}:log-group:/aws/sagemaker/Endpoints/*",
+                "Endpoint log groups are named after the "
+                "CloudFormation-generated endpoint name, which the role cannot reference without a dependency cycle.",
+            ),
         )
     ),
     *(
         Acknowledged("Training", "TrainingRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}]", reason)
         for resource, reason in (
-            ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-             "/aws/sagemaker/TrainingJobs namespace; EC2 Describe* calls when a VPC is configured)"),
+            (
+                "*",
+                _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+                "/aws/sagemaker/TrainingJobs namespace; EC2 Describe* calls when a VPC is configured)",
+            ),
             (_ENI_ARN, _ENI_REASON),
-            (f"{_DATA_BUCKET_ARN}/datasets/*", "The training job reads the dataset it is given, any object under "
-             "datasets/ (the channel is chosen per execution); nothing else in the bucket."),
-            (f"{_DATA_BUCKET_ARN}/base-models/*", "Network-isolated jobs read the base model from a `model` "
-             "channel under base-models/; read only."),
-            (f"{_DATA_BUCKET_ARN}/checkpoints/*", "Checkpoints are written and read back on resume under "
-             "checkpoints/<run>/; the run name is generated per execution."),
-            (f"{_DATA_BUCKET_ARN}/models/*", "The merged model is written under models/<job-name>/; job names "
-             "are generated per execution, so the prefix is the narrowest fixed scope."),
-            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*", "SageMaker creates and describes the "
-             "account-wide /aws/sagemaker/TrainingJobs log group; writes are limited to own streams."),
-            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{prefix}}-*", "Log streams are "
-             "named after the generated job names, which all start with this environment's prefix."),
+            (
+                f"{_DATA_BUCKET_ARN}/datasets/*",
+                "The training job reads the dataset it is given, any object under "
+                "datasets/ (the channel is chosen per execution); nothing else in the bucket.",
+            ),
+            (
+                f"{_DATA_BUCKET_ARN}/base-models/*",
+                "Network-isolated jobs read the base model from a `model` channel under base-models/; read only.",
+            ),
+            (
+                f"{_DATA_BUCKET_ARN}/checkpoints/*",
+                "Checkpoints are written and read back on resume under "
+                "checkpoints/<run>/; the run name is generated per execution.",
+            ),
+            (
+                f"{_DATA_BUCKET_ARN}/models/*",
+                "The merged model is written under models/<job-name>/; job names "
+                "are generated per execution, so the prefix is the narrowest fixed scope.",
+            ),
+            (
+                f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*",
+                "SageMaker creates and describes the "
+                "account-wide /aws/sagemaker/TrainingJobs log group; writes are limited to own streams.",
+            ),
+            (
+                f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{prefix}}-*",
+                "Log streams are named after the generated job names, which all start with this environment's prefix.",
+            ),
         )
     ),
     *(  # `{compile}`: only where the Training workflow compiles for vllm_neuronx (the Training stack's nag_details)
-        Acknowledged("Training", "CompileRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}{{compile}}]",
-                     reason)
+        Acknowledged(
+            "Training", "CompileRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}{{compile}}]", reason
+        )
         for resource, reason in (
-            ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-             "/aws/sagemaker/TrainingJobs namespace)"),
-            (f"{_DATA_BUCKET_ARN}/models/*", "The compile job reads the merged model under models/<training job>/ "
-             "and writes the compiled one beside it; job names are generated per execution."),
-            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*", "SageMaker creates and describes the "
-             "account-wide /aws/sagemaker/TrainingJobs log group; writes are limited to own streams."),
-            (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{prefix}}-*", "Log streams are "
-             "named after the generated job names, which all start with this environment's prefix."),
+            (
+                "*",
+                _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+                "/aws/sagemaker/TrainingJobs namespace)",
+            ),
+            (
+                f"{_DATA_BUCKET_ARN}/models/*",
+                "The compile job reads the merged model under models/<training job>/ "
+                "and writes the compiled one beside it; job names are generated per execution.",
+            ),
+            (
+                f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*",
+                "SageMaker creates and describes the "
+                "account-wide /aws/sagemaker/TrainingJobs log group; writes are limited to own streams.",
+            ),
+            (
+                f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{prefix}}-*",
+                "Log streams are named after the generated job names, which all start with this environment's prefix.",
+            ),
         )
     ),
     Acknowledged(
@@ -149,18 +196,36 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
 
 _PRUNING_JOB_POLICIES = ("JobRole/Policy/Resource", "SelectRole/Policy/Resource")
 _PRUNING_REASONS = (
-    ("*", _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-     "/aws/sagemaker/TrainingJobs namespace)"),
-    (f"{_DATA_BUCKET_ARN}/pruning-datasets/*", "The super-network and trial jobs read the dataset given per "
-     "execution, any folder under pruning-datasets/; read only."),
-    (f"{_DATA_BUCKET_ARN}/pruning/*", "Each run writes and reads back its jobs' outputs, trials, Pareto front and "
-     "models under pruning/<run>/; the run name is generated per execution."),
-    (f"{_DATA_BUCKET_ARN}/checkpoints/*", "Super-network checkpoints are written and read back on resume under "
-     "checkpoints/<run>/; the run name is generated per execution."),
-    (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*", "SageMaker creates and describes the account-wide "
-     "/aws/sagemaker/TrainingJobs log group; writes are limited to own streams."),
-    (f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{job_prefix}}-*", "Log streams are named "
-     "after the generated job names (trials too), which all start with this environment's pruning prefix."),
+    (
+        "*",
+        _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+        "/aws/sagemaker/TrainingJobs namespace)",
+    ),
+    (
+        f"{_DATA_BUCKET_ARN}/pruning-datasets/*",
+        "The super-network and trial jobs read the dataset given per "
+        "execution, any folder under pruning-datasets/; read only.",
+    ),
+    (
+        f"{_DATA_BUCKET_ARN}/pruning/*",
+        "Each run writes and reads back its jobs' outputs, trials, Pareto front and "
+        "models under pruning/<run>/; the run name is generated per execution.",
+    ),
+    (
+        f"{_DATA_BUCKET_ARN}/checkpoints/*",
+        "Super-network checkpoints are written and read back on resume under "
+        "checkpoints/<run>/; the run name is generated per execution.",
+    ),
+    (
+        f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:*",
+        "SageMaker creates and describes the account-wide "
+        "/aws/sagemaker/TrainingJobs log group; writes are limited to own streams.",
+    ),
+    (
+        f"{_LOGS_ARN}:log-group:/aws/sagemaker/TrainingJobs:log-stream:{{job_prefix}}-*",
+        "Log streams are named "
+        "after the generated job names (trials too), which all start with this environment's pruning prefix.",
+    ),
 )
 _SAGEMAKER_ARN = "arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>"
 ACKNOWLEDGED += (
@@ -171,21 +236,36 @@ ACKNOWLEDGED += (
         if not (path.startswith("SelectRole") and ("datasets" in resource or "checkpoints" in resource))
     ),
     *(
-        Acknowledged("Pruning", path, f"AwsSolutions-IAM5[Resource::{_SAGEMAKER_ARN}:{kind}/{{job_prefix}}-*]",
-                     "Job names are generated per execution (trial names by the tuning job); only jobs whose "
-                     "names start with this environment's pruning prefix.")
+        Acknowledged(
+            "Pruning",
+            path,
+            f"AwsSolutions-IAM5[Resource::{_SAGEMAKER_ARN}:{kind}/{{job_prefix}}-*]",
+            "Job names are generated per execution (trial names by the tuning job); only jobs whose "
+            "names start with this environment's pruning prefix.",
+        )
         for path in ("Workflow/Policy/Resource", "SelectApiPolicy/Resource")
         for kind in ("training-job", "hyper-parameter-tuning-job")
     ),
-    Acknowledged("Pruning", "Workflow/Policy/Resource", "AwsSolutions-IAM5[Resource::*]",
-                 _AWS_REQUIRES_STAR + " (CloudWatch Logs vended-log delivery and X-Ray tracing of the state machine)."),
-    Acknowledged("Pruning", "EndpointPolicy/Resource", "AwsSolutions-IAM5[Resource::*{endpoints}]",
-                 _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
-                 "SageMaker endpoint namespaces)"),
-    Acknowledged("Pruning", "EndpointPolicy/Resource",
-                 f"AwsSolutions-IAM5[Resource::{_LOGS_ARN}:log-group:/aws/sagemaker/Endpoints/*{{endpoints}}]",
-                 "Endpoint log groups are named after the CloudFormation-generated endpoint names, which the role "
-                 "cannot reference without a dependency cycle."),
+    Acknowledged(
+        "Pruning",
+        "Workflow/Policy/Resource",
+        "AwsSolutions-IAM5[Resource::*]",
+        _AWS_REQUIRES_STAR + " (CloudWatch Logs vended-log delivery and X-Ray tracing of the state machine).",
+    ),
+    Acknowledged(
+        "Pruning",
+        "EndpointPolicy/Resource",
+        "AwsSolutions-IAM5[Resource::*{endpoints}]",
+        _AWS_REQUIRES_STAR + " (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+        "SageMaker endpoint namespaces)",
+    ),
+    Acknowledged(
+        "Pruning",
+        "EndpointPolicy/Resource",
+        f"AwsSolutions-IAM5[Resource::{_LOGS_ARN}:log-group:/aws/sagemaker/Endpoints/*{{endpoints}}]",
+        "Endpoint log groups are named after the CloudFormation-generated endpoint names, which the role "
+        "cannot reference without a dependency cycle.",
+    ),
 )
 
 
@@ -199,36 +279,60 @@ _SELF_INGRESS = (
     "training job (NCCL picks its ports); no CIDR source, so nothing outside the group can connect."
 )
 ACKNOWLEDGED += (
-    *(Acknowledged("Network", "Vpc", f"{pack}-VPCDefaultSecurityGroupClosed", _DEFAULT_SG)
-      for pack in ("HIPAA.Security", "NIST.800.53.R5")),
-    *(Acknowledged("Network", "JobSecurityGroup", f"{pack}-EC2RestrictedCommonPorts", _SELF_INGRESS)
-      for pack in ("HIPAA.Security", "NIST.800.53.R5")),
+    *(
+        Acknowledged("Network", "Vpc", f"{pack}-VPCDefaultSecurityGroupClosed", _DEFAULT_SG)
+        for pack in ("HIPAA.Security", "NIST.800.53.R5")
+    ),
+    *(
+        Acknowledged("Network", "JobSecurityGroup", f"{pack}-EC2RestrictedCommonPorts", _SELF_INGRESS)
+        for pack in ("HIPAA.Security", "NIST.800.53.R5")
+    ),
 )
 
 
 _GUARD = "cdk-validator-cfnguard::"
-_IMPORTED_KEY = ("KmsKeyId is the data key's ARN, imported from the Data stack (Fn::ImportValue); the rule only "
-                 "accepts a literal string or a Ref/GetAtt to a key in the same template, so it cannot read it.")
-_NO_OBJECT_LOCK = ("Object Lock (WORM) would also block the lifecycle rules that expire noncurrent versions and "
-                   "aborted uploads; the data is versioned and retained (RETAIN), and a models/ retention lock is "
-                   "a per-organisation decision not taken here.")
+_IMPORTED_KEY = (
+    "KmsKeyId is the data key's ARN, imported from the Data stack (Fn::ImportValue); the rule only "
+    "accepts a literal string or a Ref/GetAtt to a key in the same template, so it cannot read it."
+)
+_NO_OBJECT_LOCK = (
+    "Object Lock (WORM) would also block the lifecycle rules that expire noncurrent versions and "
+    "aborted uploads; the data is versioned and retained (RETAIN), and a models/ retention lock is "
+    "a per-organisation decision not taken here."
+)
 ACKNOWLEDGED += (
     # AWS Control Tower proactive controls (CT.*), rule names as the cfn-guard plugin reports them.
     Acknowledged("Data", "AccessLogBucket", f"{_GUARD}s3_bucket_logging_enabled_check", _LOG_BUCKET),
-    Acknowledged("Data", "AccessLogBucket", f"{_GUARD}s3_bucket_default_encryption_kms_check",
-                 "S3 server access logging only delivers to SSE-S3 buckets; the logs hold request metadata."),
-    Acknowledged("Data", "AccessLogBucket", f"{_GUARD}s3_event_notifications_enabled_check",
-                 "The bucket only receives S3 server access logs; nothing consumes their object events."),
-    Acknowledged("Data", "AccessLogBucket", f"{_GUARD}s3_bucket_object_lock_enabled_check",
-                 "Access logs expire after data.access_log_expiration_days; Object Lock would keep them."),
+    Acknowledged(
+        "Data",
+        "AccessLogBucket",
+        f"{_GUARD}s3_bucket_default_encryption_kms_check",
+        "S3 server access logging only delivers to SSE-S3 buckets; the logs hold request metadata.",
+    ),
+    Acknowledged(
+        "Data",
+        "AccessLogBucket",
+        f"{_GUARD}s3_event_notifications_enabled_check",
+        "The bucket only receives S3 server access logs; nothing consumes their object events.",
+    ),
+    Acknowledged(
+        "Data",
+        "AccessLogBucket",
+        f"{_GUARD}s3_bucket_object_lock_enabled_check",
+        "Access logs expire after data.access_log_expiration_days; Object Lock would keep them.",
+    ),
     Acknowledged("Data", "ArtifactBucket", f"{_GUARD}s3_bucket_object_lock_enabled_check", _NO_OBJECT_LOCK),
     Acknowledged("Training", "Workflow/Logs", f"{_GUARD}cloudwatch_log_group_encrypted_check", _IMPORTED_KEY),
     Acknowledged("Pruning", "Workflow/Logs", f"{_GUARD}cloudwatch_log_group_encrypted_check", _IMPORTED_KEY),
     Acknowledged("Network", "FlowLogs", f"{_GUARD}cloudwatch_log_group_encrypted_check", _IMPORTED_KEY),
     *(
-        Acknowledged(unit, "Workflow/Logs", f"{_GUARD}cloudwatch_log_group_retention_period_check",
-                     f"Where {field} is under 365 days (dev: 30) the state machine's execution log is kept "
-                     "that long on purpose: a development environment's run history, not an audit record.")
+        Acknowledged(
+            unit,
+            "Workflow/Logs",
+            f"{_GUARD}cloudwatch_log_group_retention_period_check",
+            f"Where {field} is under 365 days (dev: 30) the state machine's execution log is kept "
+            "that long on purpose: a development environment's run history, not an audit record.",
+        )
         for unit, field in (("Training", "training.log_retention_days"), ("Pruning", "pruning.log_retention_days"))
     ),
 )

@@ -39,10 +39,15 @@ def replaced(config: AppConfig, **changes) -> AppConfig:
 # workflow recorded (and dev's Pruning run's model keys). The shipped files serve nothing yet.
 SERVED_PREFIXES = {
     "dev": ("models/tinyllama-1.1b-chat-v1.0/", None),
-    "prod": ("models/llama2-7b-qlora-20261120/merged/",
-             "models/llama2-7b-qlora-20261120/merged/neuron-tp8-np4096-fp16/"),
-    "staging": ("models/llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-0-0/neuron/bs4-seq4096-tp2/"
-                "llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-n-0/output/model/", None),
+    "prod": (
+        "models/llama2-7b-qlora-20261120/merged/",
+        "models/llama2-7b-qlora-20261120/merged/neuron-tp8-np4096-fp16/",
+    ),
+    "staging": (
+        "models/llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-0-0/neuron/bs4-seq4096-tp2/"
+        "llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-n-0/output/model/",
+        None,
+    ),
 }
 DEV_PRUNING_RUN = "pruning/llm-inf2-dev-20261129000000000/"
 DEV_PRUNING_KEYS = {

@@ -20,11 +20,13 @@ from tests.synth import ROOT, cli_context
 
 def _synth_process(outdir: Path, env_name: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env.update({
-        "CDK_OUTDIR": str(outdir),
-        "CDK_CONTEXT_JSON": json.dumps({**cli_context(), "env": env_name}),
-        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-    })
+    env.update(
+        {
+            "CDK_OUTDIR": str(outdir),
+            "CDK_CONTEXT_JSON": json.dumps({**cli_context(), "env": env_name}),
+            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        }
+    )
     return subprocess.run(
         [sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
     )

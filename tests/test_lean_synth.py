@@ -19,8 +19,21 @@ from packaging.requirements import Requirement
 
 from tests.synth import ROOT, cli_context
 
-ML_STACK = {"torch", "transformers", "bitsandbytes", "peft", "moto", "locust", "sagemaker_core", "syne_tune",
-            "numpy", "datasets", "accelerate", "safetensors", "tokenizers"}
+ML_STACK = {
+    "torch",
+    "transformers",
+    "bitsandbytes",
+    "peft",
+    "moto",
+    "locust",
+    "sagemaker_core",
+    "syne_tune",
+    "numpy",
+    "datasets",
+    "accelerate",
+    "safetensors",
+    "tokenizers",
+}
 _PROBE = """
 import json, runpy, sys
 at_start = set(sys.modules)  # the interpreter's own start-up (site hooks), not the app's
@@ -39,8 +52,11 @@ def _norm(name: str) -> str:
 
 def _app_closure() -> set[str]:
     """requirements.txt and everything those distributions require (extras left out)."""
-    pending = [Requirement(line.split("#")[0].strip()).name
-               for line in (ROOT / "requirements.txt").read_text().splitlines() if line.split("#")[0].strip()]
+    pending = [
+        Requirement(line.split("#")[0].strip()).name
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.split("#")[0].strip()
+    ]
     seen: set[str] = set()
     while pending:
         name = _norm(pending.pop())
@@ -55,10 +71,15 @@ def _app_closure() -> set[str]:
 
 
 def test_synth_imports_only_the_app_requirements(tmp_path):
-    env = dict(os.environ, CDK_OUTDIR=str(tmp_path / "out"),
-               CDK_CONTEXT_JSON=json.dumps({**cli_context(), "env": "prod"}), PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, "-c", _PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    env = dict(
+        os.environ,
+        CDK_OUTDIR=str(tmp_path / "out"),
+        CDK_CONTEXT_JSON=json.dumps({**cli_context(), "env": "prod"}),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     imported = set(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert (tmp_path / "out" / "manifest.json").is_file()  # it really synthesized
@@ -66,7 +87,8 @@ def test_synth_imports_only_the_app_requirements(tmp_path):
     providers = md.packages_distributions()
     allowed = _app_closure()
     outside = sorted(
-        f"{module} ({', '.join(providers[module])})" for module in imported - set(sys.stdlib_module_names)
+        f"{module} ({', '.join(providers[module])})"
+        for module in imported - set(sys.stdlib_module_names)
         if module in providers and not {_norm(d) for d in providers[module]} & allowed
     )
     assert outside == [], f"synth imports modules outside requirements.txt: {outside}"
@@ -116,8 +138,9 @@ def test_cdk_json_app_runs_the_lean_env_first_then_the_full_one(tmp_path):
 def test_cdk_json_app_without_an_env_fails_with_one_line(tmp_path):
     proc = _launch(tmp_path)
     assert proc.returncode == 1 and proc.stdout == "" and proc.stderr.count("\n") == 1
-    assert proc.stderr.startswith("cdk app: neither .venv-app/bin/python nor .venv/bin/python exists; "
-                                  "run make app-deps")
+    assert proc.stderr.startswith(
+        "cdk app: neither .venv-app/bin/python nor .venv/bin/python exists; run make app-deps"
+    )
 
 
 def test_make_diff_diffs_the_lean_synth_against_the_deployed_stacks():
@@ -128,8 +151,9 @@ def test_make_diff_diffs_the_lean_synth_against_the_deployed_stacks():
 
 
 def test_make_help_lists_every_environment_and_diff():
-    proc = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     envs = "|".join(sorted(p.stem for p in (ROOT / "config").glob("*.yaml")))
     assert proc.returncode == 0 and f"make synth [ENV={envs}]" in proc.stdout
     assert {"dev", "prod", "staging", "local"} <= set(envs.split("|"))

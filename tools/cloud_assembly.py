@@ -81,8 +81,9 @@ class CloudAssemblyReader:
                 region=_region(artifact),
                 termination_protection=bool(props.get("terminationProtection", False)),
                 depends_on=tuple(of_type(deps, STACK)),
-                asset_manifests=tuple(self.directory / artifacts[d]["properties"]["file"]
-                                      for d in of_type(deps, ASSET_MANIFEST)),
+                asset_manifests=tuple(
+                    self.directory / artifacts[d]["properties"]["file"] for d in of_type(deps, ASSET_MANIFEST)
+                ),
                 paths=_logical_id_paths(self.directory, artifact),
             )
 

@@ -75,15 +75,21 @@ class Workload:
     interface_endpoints: tuple[InterfaceEndpoints, ...] = ()
 
 
-SCOPE = ("scope: SageMaker real-time endpoints at min and max scale, interface VPC endpoints (per endpoint-AZ-hour), "
-         "and every SageMaker job of every workflow at its bound")
-LEFT_OUT = ("left out: S3 storage and requests, KMS keys and requests, "
-            "CloudWatch logs, metrics, alarms and dashboards, Step Functions transitions, ML storage volumes "
-            "(volume_size_gb), data capture to S3, data transfer and PrivateLink data processing (per GB), "
-            "ECR images")
-ASSUMPTIONS = ("assumptions: on-demand prices, no savings plans or free tier; endpoints run every hour of the month "
-               "at the scale shown; each job runs to its max runtime (the ceiling) and a tuning job runs all its "
-               "trials; spot jobs at the table's assumed saving")
+SCOPE = (
+    "scope: SageMaker real-time endpoints at min and max scale, interface VPC endpoints (per endpoint-AZ-hour), "
+    "and every SageMaker job of every workflow at its bound"
+)
+LEFT_OUT = (
+    "left out: S3 storage and requests, KMS keys and requests, "
+    "CloudWatch logs, metrics, alarms and dashboards, Step Functions transitions, ML storage volumes "
+    "(volume_size_gb), data capture to S3, data transfer and PrivateLink data processing (per GB), "
+    "ECR images"
+)
+ASSUMPTIONS = (
+    "assumptions: on-demand prices, no savings plans or free tier; endpoints run every hour of the month "
+    "at the scale shown; each job runs to its max runtime (the ceiling) and a tuning job runs all its "
+    "trials; spot jobs at the table's assumed saving"
+)
 
 
 @dataclass(frozen=True)
@@ -152,8 +158,10 @@ class PriceTable:
     def eni_price(self, region: str, where: str) -> float:
         prices = self.vpce.get("usd_per_az_hour", {})
         if region not in prices:
-            raise UnpricedError(f"interface VPC endpoints ({where}) have no price for {region} in tools/prices.json "
-                                "(vpc_interface_endpoint); add it there with its source instead of guessing")
+            raise UnpricedError(
+                f"interface VPC endpoints ({where}) have no price for {region} in tools/prices.json "
+                "(vpc_interface_endpoint); add it there with its source instead of guessing"
+            )
         return float(prices[region])
 
 
@@ -171,8 +179,17 @@ def estimate(workload: Workload, table: PriceTable) -> Estimate:
                 continue
             hourly = unit * count
             result.lines.append(
-                Line(key, label, ep.instance_type, count, None, hourly, hourly * table.hours_per_month,
-                     billed=f"{count} x {table.hours_per_month:g} h/month", unit_price=unit)
+                Line(
+                    key,
+                    label,
+                    ep.instance_type,
+                    count,
+                    None,
+                    hourly,
+                    hourly * table.hours_per_month,
+                    billed=f"{count} x {table.hours_per_month:g} h/month",
+                    unit_price=unit,
+                )
             )
     for vpce in sorted(workload.interface_endpoints, key=lambda v: v.stack):
         key, label = f"vpc-endpoints {vpce.stack}", f"interface VPC endpoints {vpce.stack}"
@@ -180,11 +197,23 @@ def estimate(workload: Workload, table: PriceTable) -> Estimate:
         try:
             unit = table.eni_price(region, label)
         except UnpricedError as err:
-            result.lines.append(Line(key, label, "endpoint-AZ", vpce.enis, None, None, None, problem=str(err),
-                                     billed=billed))
+            result.lines.append(
+                Line(key, label, "endpoint-AZ", vpce.enis, None, None, None, problem=str(err), billed=billed)
+            )
             continue
-        result.lines.append(Line(key, label, "endpoint-AZ", vpce.enis, None, unit * vpce.enis,
-                                 unit * vpce.enis * table.hours_per_month, billed=billed, unit_price=unit))
+        result.lines.append(
+            Line(
+                key,
+                label,
+                "endpoint-AZ",
+                vpce.enis,
+                None,
+                unit * vpce.enis,
+                unit * vpce.enis * table.hours_per_month,
+                billed=billed,
+                unit_price=unit,
+            )
+        )
     for job in sorted(workload.jobs, key=lambda j: j.name):
         result.lines.append(_job_line(job, region, table))
     return result
@@ -198,8 +227,18 @@ def _job_line(job: Job, region: str, table: PriceTable) -> Line:
     note = f"one of the jobs {job.choice} chooses from" if job.choice else ""
     per_run = "?" if job.max_runtime_hours is None else f"{job.max_runtime_hours:g}"
     billed = (f"{job.runs} trials x " if job.runs > 1 else "") + f"{job.instance_count} x {per_run} h"
-    unpriced = Line(f"job {job.name}", label, itype, job.instance_count, hours or 0.0, None, None, note,
-                    choice=job.choice, billed=billed)
+    unpriced = Line(
+        f"job {job.name}",
+        label,
+        itype,
+        job.instance_count,
+        hours or 0.0,
+        None,
+        None,
+        note,
+        choice=job.choice,
+        billed=billed,
+    )
     if job.problem or job.instance_type is None or hours is None:
         problem = job.problem or f"{job.kind} {job.name}: the instance type is chosen at run time; cannot price it"
         return dataclasses.replace(unpriced, problem=problem)
@@ -243,7 +282,8 @@ def _int(value: Any, default: int) -> int:
 def _endpoints_of(stack: str, template: dict) -> list[Endpoint]:
     resources = _resources(template)
     targets = [
-        (lid, res.get("Properties", {})) for lid, res in sorted(resources.items())
+        (lid, res.get("Properties", {}))
+        for lid, res in sorted(resources.items())
         if res.get("Type") == "AWS::ApplicationAutoScaling::ScalableTarget"
         and res.get("Properties", {}).get("ScalableDimension") == "sagemaker:variant:DesiredInstanceCount"
     ]
@@ -335,23 +375,43 @@ def _job_of(name: str, api: str, params: dict) -> Job:
         problem = f"{kind} {name}: no literal ResourceLimits.MaxNumberOfTrainingJobs; cannot bound its trials"
     elif not isinstance(seconds, int):
         problem = f"{kind} {name}: no literal StoppingCondition.MaxRuntimeInSeconds; cannot bound its runtime"
-    return Job(name, kind, usage, itype if isinstance(itype, str) and itype.startswith("ml.") else None,
-               _int(resource.get("InstanceCount"), 1), seconds / 3600 if isinstance(seconds, int) else None,
-               spot, max(runs, 1), problem)
+    return Job(
+        name,
+        kind,
+        usage,
+        itype if isinstance(itype, str) and itype.startswith("ml.") else None,
+        _int(resource.get("InstanceCount"), 1),
+        seconds / 3600 if isinstance(seconds, int) else None,
+        spot,
+        max(runs, 1),
+        problem,
+    )
 
 
 def _jobs_of(stack: str, template: dict) -> list[Job]:
     """Every SageMaker job state of every state machine in the template, whatever its name."""
-    machines = [(lid, res) for lid, res in sorted(_resources(template).items())
-                if res.get("Type") == "AWS::StepFunctions::StateMachine"]
+    machines = [
+        (lid, res)
+        for lid, res in sorted(_resources(template).items())
+        if res.get("Type") == "AWS::StepFunctions::StateMachine"
+    ]
     jobs = []
     for lid, res in machines:
         where = f"{stack}/{lid}" if len(machines) > 1 else stack
         try:
             definition = json.loads(_definition_text(res.get("Properties", {})) or "")
         except json.JSONDecodeError:
-            jobs.append(Job(where, "state machine", "training", None, 1, None,
-                            problem=f"state machine {where}: definition is not readable JSON; cannot price its jobs"))
+            jobs.append(
+                Job(
+                    where,
+                    "state machine",
+                    "training",
+                    None,
+                    1,
+                    None,
+                    problem=f"state machine {where}: definition is not readable JSON; cannot price its jobs",
+                )
+            )
             continue
         choices = _alternative_jobs(definition.get("States", {}))
         for path, state, in_map in _task_states(definition.get("States", {})):
@@ -362,17 +422,23 @@ def _jobs_of(stack: str, template: dict) -> list[Job]:
             if path in choices:
                 job = dataclasses.replace(job, choice=f"{where}/{choices[path]}")
             if in_map:
-                job = dataclasses.replace(job, problem=f"{job.kind} {job.name}: inside a Map state, the number of "
-                                                       "runs per execution is not bounded; cannot price it")
+                job = dataclasses.replace(
+                    job,
+                    problem=f"{job.kind} {job.name}: inside a Map state, the number of "
+                    "runs per execution is not bounded; cannot price it",
+                )
             jobs.append(job)
     return jobs
 
 
 def _interface_endpoints_of(stack: str, template: dict) -> list[InterfaceEndpoints]:
     """Interface VPC endpoints and their ENIs (one per subnet, i.e. per AZ); gateway endpoints are free."""
-    interface = [res.get("Properties", {}) for res in _resources(template).values()
-                 if res.get("Type") == "AWS::EC2::VPCEndpoint"
-                 and res.get("Properties", {}).get("VpcEndpointType") == "Interface"]
+    interface = [
+        res.get("Properties", {})
+        for res in _resources(template).values()
+        if res.get("Type") == "AWS::EC2::VPCEndpoint"
+        and res.get("Properties", {}).get("VpcEndpointType") == "Interface"
+    ]
     if not interface:
         return []
     enis = sum(len(p["SubnetIds"]) if isinstance(p.get("SubnetIds"), list) else 1 for p in interface)
@@ -396,8 +462,9 @@ def estimate_stacks(stacks: dict[str, Any], table: PriceTable) -> list[Estimate]
     by_region: dict[str | None, dict[str, dict]] = {}
     for name, art in sorted(stacks.items()):
         by_region.setdefault(art.region, {})[name] = art.template
-    return [estimate(workload_from_templates(by_region[region], region), table)
-            for region in sorted(by_region, key=str)]
+    return [
+        estimate(workload_from_templates(by_region[region], region), table) for region in sorted(by_region, key=str)
+    ]
 
 
 # -------------------------------------------------------------------------------------------- output
@@ -444,12 +511,12 @@ def _sum(lines: list[Line]) -> str:
 
 def total_lines(lines: list[Line]) -> dict[str, list[Line]]:
     """The lines of each total: always-on at min scale, at max scale (USD/month), one run of every workflow."""
+
     def chosen(prefix: str, suffix: str = "") -> list[Line]:
         return [line for line in lines if line.key.startswith(prefix) and line.key.endswith(suffix)]
 
     vpce = chosen("vpc-endpoints ")
-    return {"min": chosen("endpoint ", "@min") + vpce, "max": chosen("endpoint ", "@max") + vpce,
-            "run": chosen("job ")}
+    return {"min": chosen("endpoint ", "@min") + vpce, "max": chosen("endpoint ", "@max") + vpce, "run": chosen("job ")}
 
 
 def total(lines: list[Line]) -> float | None:
@@ -463,8 +530,10 @@ def totals_text(result: Estimate) -> str:
     parts = total_lines(result.lines)
     vpce = [line for line in parts["min"] if line.key.startswith("vpc-endpoints ")]
     what = "endpoints" + (f" (incl. interface VPC endpoints {_sum(vpce)}/month)" if vpce else "")
-    return (f"total: {what} {_sum(parts['min'])}/month at min scale, {_sum(parts['max'])}/month at max scale; "
-            f"one execution of every workflow at its bound {_sum(parts['run'])}")
+    return (
+        f"total: {what} {_sum(parts['min'])}/month at min scale, {_sum(parts['max'])}/month at max scale; "
+        f"one execution of every workflow at its bound {_sum(parts['run'])}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -215,13 +215,17 @@ def pretrained_base(cache: Path, steps: int, timings: dict[str, float]) -> Path:
     from qlora_pretrain import PretrainSettings, ensure_pretrained_base
 
     started = time.perf_counter()
-    print(f"== pretrained base: qlora_pretrain.ensure_pretrained_base({cache}) ({steps} steps unless cached)",
-          flush=True)
+    print(
+        f"== pretrained base: qlora_pretrain.ensure_pretrained_base({cache}) ({steps} steps unless cached)", flush=True
+    )
     base = ensure_pretrained_base(cache, settings=PretrainSettings(steps=steps))
     timings["pretrained base"] = time.perf_counter() - started
     report = json.loads((base / "pretrain_report.json").read_text(encoding="utf-8"))
-    print(f"   {base}: {report['parameters']} parameters, {report['steps']} steps in {report['train_seconds']} s, "
-          f"held-out corpus loss {report['eval_loss_before']} -> {report['eval_loss_after']}", flush=True)
+    print(
+        f"   {base}: {report['parameters']} parameters, {report['steps']} steps in {report['train_seconds']} s, "
+        f"held-out corpus loss {report['eval_loss_before']} -> {report['eval_loss_after']}",
+        flush=True,
+    )
     return base
 
 
@@ -234,8 +238,10 @@ def show_answers(prompts: list[str], answers: dict[str, list[dict]], reference: 
         for label, per_prompt in answers.items():
             answer = per_prompt[index]
             details = answer.get("details", {})
-            print(f"-- {label} answer (greedy; word overlap with the dataset's answer {answer['overlap']:.2f}; "
-                  f"finish_reason {details.get('finish_reason')}, {details.get('generated_tokens')} tokens)")
+            print(
+                f"-- {label} answer (greedy; word overlap with the dataset's answer {answer['overlap']:.2f}; "
+                f"finish_reason {details.get('finish_reason')}, {details.get('generated_tokens')} tokens)"
+            )
             print(answer.get("generated_text", "").strip() or "(empty)")
     curve = [point["loss"] for point in (report.get("loss_curve") or {}).get("train", [])]
     loss = (report.get("train_metrics") or {}).get("train_loss")
@@ -252,8 +258,9 @@ def _show_timings(timings: dict[str, float], report: dict) -> None:
                 print(f"  {phase:<34}{phase_seconds:8.1f} s")
 
 
-def ask_both(base: Path, fine_tuned: Path, work: Path, data: Path, max_new_tokens: int,
-             timings: dict[str, float]) -> tuple[list[str], dict[str, list[dict]], dict]:
+def ask_both(
+    base: Path, fine_tuned: Path, work: Path, data: Path, max_new_tokens: int, timings: dict[str, float]
+) -> tuple[list[str], dict[str, list[dict]], dict]:
     """(prompts, answers per model, the dataset row closest to the seed's question): the base and then the
     fine-tuned model, each served by the LMI-contract server with the same serving.properties."""
     model_name, values = lmi_values()
@@ -308,14 +315,18 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     report = json.loads((trained / "training_report.json").read_text(encoding="utf-8"))
 
-    prompts, answers, reference = ask_both(base, trained / "model", work, Path(args.data), args.max_new_tokens,
-                                           timings)
+    prompts, answers, reference = ask_both(base, trained / "model", work, Path(args.data), args.max_new_tokens, timings)
     timings["total"] = time.perf_counter() - total
 
     show_answers(prompts, answers, reference, report)
     _show_timings(timings, report)
-    result = {"prompts": prompts, "answers": answers, "reference": reference, "timings": timings,
-              "base_model": str(base)}
+    result = {
+        "prompts": prompts,
+        "answers": answers,
+        "reference": reference,
+        "timings": timings,
+        "base_model": str(base),
+    }
     (work / "demo_result.json").write_text(json.dumps(result, indent=2))
     return result
 

@@ -229,8 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     payload, parse = BUILDERS[args.backend](args), PARSERS[args.backend]
     ignored = neuron_ignored(payload) if args.backend == "vllm_neuronx" else []
     if ignored:
-        print(f"warning: {', '.join(ignored)}: ignored by the vLLM Neuron runner on inf2 (optimum-neuron passes no "
-              "per-request generators or logits processors); a local vLLM honours them", file=sys.stderr)
+        print(
+            f"warning: {', '.join(ignored)}: ignored by the vLLM Neuron runner on inf2 (optimum-neuron passes no "
+            "per-request generators or logits processors); a local vLLM honours them",
+            file=sys.stderr,
+        )
     try:
         started = time.perf_counter()
         if args.url:

@@ -639,8 +639,9 @@ VLLM_FLAGS = ("served_model_name", "batch_size", "sequence_length", "tensor_para
 def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """LMI's settings come from serving.properties; vLLM Neuron's from its SM_ON_* values."""
     if args.backend == "lmi_neuronx" and any(getattr(args, name) for name in VLLM_FLAGS):
-        parser.error("--batch-size, --sequence-length, --tensor-parallel-size and --served-model-name are "
-                     "vllm_neuronx settings")
+        parser.error(
+            "--batch-size, --sequence-length, --tensor-parallel-size and --served-model-name are vllm_neuronx settings"
+        )
     if args.backend == "vllm_neuronx" and (args.properties or args.set):
         parser.error("--properties and --set are LMI settings; vllm_neuronx takes --batch-size and --sequence-length")
 
@@ -680,8 +681,11 @@ def main(argv: list[str] | None = None) -> int | None:
     parser.add_argument("--model-dir", required=True, help="merged Hugging Face model folder (with tokenizer)")
     parser.add_argument("--properties", help="serving.properties (rendered, or a template: {{...}} means unset)")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a property, e.g. "
-        "option.max_rolling_batch_size=1"
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a property, e.g. option.max_rolling_batch_size=1",
     )
     parser.add_argument("--backend", choices=BACKENDS, default="lmi_neuronx", help="whose HTTP contract to serve")
     parser.add_argument("--served-model-name", help="vllm_neuronx: the `model` requests name (SM_ON_SERVED_MODEL_NAME)")

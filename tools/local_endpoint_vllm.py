@@ -65,8 +65,11 @@ def _serve_parser() -> argparse.ArgumentParser:
 def serve_vllm_arguments(serve_arguments: list[str], dtype: str) -> list[str]:
     """The vLLM command line `optimum-cli neuron serve` builds for a compiled model (shape flags as given)."""
     args, passthrough = _serve_parser().parse_known_args(serve_arguments)
-    shape = {"batch size": args.batch_size, "sequence length": args.sequence_length,
-             "tensor parallel size": args.tensor_parallel_size}
+    shape = {
+        "batch size": args.batch_size,
+        "sequence length": args.sequence_length,
+        "tensor parallel size": args.tensor_parallel_size,
+    }
     missing = [name for name, value in shape.items() if value is None]
     if missing:  # serve would read them from neuron_config.json, which only the compile step writes
         raise ValueError(f"SM_ON_* sets no {', '.join(missing)}: the stack always sets all three")
@@ -136,8 +139,9 @@ class VllmServer:
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)}
         command = [str(python), "-m", "vllm.entrypoints.openai.api_server", *arguments]
         self.started = time.monotonic()
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.ready_s: float | None = None
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> float:
@@ -174,8 +178,9 @@ class VllmServer:
         self.stop()
 
 
-def serve(model_dir: str | Path, environment: Mapping[str, str], port: int = 0, log=None) -> tuple[VllmServer,
-                                                                                                   list[str]]:
+def serve(
+    model_dir: str | Path, environment: Mapping[str, str], port: int = 0, log=None
+) -> tuple[VllmServer, list[str]]:
     """Start real vLLM on model_dir with the container's arguments for `environment`; (server, notes)."""
     container = container_vllm_arguments(environment, config_dtype(model_dir))
     arguments, notes = local_arguments(container, port or free_port())

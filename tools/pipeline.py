@@ -62,8 +62,11 @@ def shards(path: Path, count: int) -> list[tuple[str, bytes]]:
     """The dataset's files, then the empty `_READY` marker: a JSONL file as `count` shards (rows dealt
     round-robin); another file, or each file of a folder, as it is."""
     if path.is_dir():
-        files = [(f"{TRAINING_DATASET}{p.relative_to(path).as_posix()}", p.read_bytes())
-                 for p in sorted(path.rglob("*")) if p.is_file() and p.name != DATASET_READY_MARKER]
+        files = [
+            (f"{TRAINING_DATASET}{p.relative_to(path).as_posix()}", p.read_bytes())
+            for p in sorted(path.rglob("*"))
+            if p.is_file() and p.name != DATASET_READY_MARKER
+        ]
     elif path.suffix == ".jsonl":
         rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         parts = [("\n".join(rows[i::count]) + "\n").encode() for i in range(min(count, len(rows)))]
@@ -94,20 +97,31 @@ def check_dataset(data: Path, base: Path) -> str:
 def finished(described: dict, say: Callable[[str], None]) -> dict:
     say(f"execution {described['status']}")
     if described["status"] != "SUCCEEDED":
-        raise SystemExit(f"pipeline: the execution ended {described['status']}: {described.get('error')}: "
-                         f"{str(described.get('cause'))[:500]}")
+        raise SystemExit(
+            f"pipeline: the execution ended {described['status']}: {described.get('error')}: "
+            f"{str(described.get('cause'))[:500]}"
+        )
     return run.output_of(described)
 
 
-def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[[str], None],
-                 data: Path = demo.DATA, base: Path | None = None, backend: str = "lmi_neuronx") -> dict:
+def run_training(
+    aws: LocalAws,
+    outputs: dict,
+    config,
+    work: Path,
+    say: Callable[[str], None],
+    data: Path = demo.DATA,
+    base: Path | None = None,
+    backend: str = "lmi_neuronx",
+) -> dict:
     bucket = outputs["Data"]["ArtifactBucketName"]
     machine = outputs["Training"]["StateMachineArn"]
     base = base or demo.pretrained_base(ROOT / "build" / "pretrained", 300, {})
     say(f"dataset {data}: {check_dataset(data, base)} (train.py's checks, before the upload)")
     count = upload_folder(aws.client("s3"), base, bucket, config.training.base_model_key)
-    say(f"base model: {count} file(s) of {base} -> s3://{bucket}/{config.training.base_model_key} (the `model` "
-        "channel)")
+    say(
+        f"base model: {count} file(s) of {base} -> s3://{bucket}/{config.training.base_model_key} (the `model` channel)"
+    )
     files = shards(data, SHARDS)
     say(f"dataset: {len(files) - 1} file(s) of {data.name}, then the marker; each event against the Training rule:")
     patterns = run.rule_patterns(aws, outputs["Training"]["stack_name"])
@@ -126,8 +140,14 @@ def run_training(aws: LocalAws, outputs: dict, config, work: Path, say: Callable
     report = json_in_tarball(aws, output_tarball, "training_report.json")
     prompts, answers, reference = demo.ask_both(base, model, work, demo.DATA, 80, {})  # the seed's prompts
     demo.show_answers(prompts, answers, reference, report)
-    out = {"execution": result, "ssm": recorded, "prompts": prompts, "answers": answers, "base_model": str(base),
-           "registered": registered}
+    out = {
+        "execution": result,
+        "ssm": recorded,
+        "prompts": prompts,
+        "answers": answers,
+        "base_model": str(base),
+        "registered": registered,
+    }
     if backend == "vllm_neuronx":
         out["vllm"] = ask_vllm(model, config.serving, work, answers["fine-tuned"][0]["generated_text"], say)
     return out
@@ -145,8 +165,10 @@ def ask_vllm(model: Path, serving, work: Path, lmi_answer: str, say: Callable[[s
 
     positions = json.loads((model / "config.json").read_text())["max_position_embeddings"]
     neuron = dataclasses.replace(serving.neuron, sequence_length=min(serving.neuron.sequence_length, positions))
-    say(f"vLLM: sequence length {serving.neuron.sequence_length} -> {neuron.sequence_length} (the tiny model's "
-        "max_position_embeddings); batch size and TP from the config")
+    say(
+        f"vLLM: sequence length {serving.neuron.sequence_length} -> {neuron.sequence_length} (the tiny model's "
+        "max_position_embeddings); batch size and TP from the config"
+    )
     environment = sm_on_environment(model=str(model), served_model_name=serving.model_name, neuron=neuron)
     with (work / "vllm.log").open("w") as log:
         server, notes = serve(model, environment, log=log)
@@ -156,13 +178,19 @@ def ask_vllm(model: Path, serving, work: Path, lmi_answer: str, say: Callable[[s
             ready = server.wait_ready()
             say(f"vLLM {server.url}: /ping after {ready:.1f} s (log: {work / 'vllm.log'})")
             # The prompt spells out <s>: no second BOS, as the LMI stand-in encodes it.
-            body = {"prompt": demo.SAMPLE_PROMPT, "max_tokens": 80, "temperature": 0, "stop": ["</s>"],
-                    "add_special_tokens": False}
+            body = {
+                "prompt": demo.SAMPLE_PROMPT,
+                "max_tokens": 80,
+                "temperature": 0,
+                "stop": ["</s>"],
+                "add_special_tokens": False,
+            }
             api = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=300)
             started = time.monotonic()
             extra = {"add_special_tokens": False}
-            answer = api.completions.create(model=serving.model_name, **{k: v for k, v in body.items()
-                                                                          if k not in extra}, extra_body=extra)
+            answer = api.completions.create(
+                model=serving.model_name, **{k: v for k, v in body.items() if k not in extra}, extra_body=extra
+            )
             openai_s = time.monotonic() - started
             status, invoked = demo._post(server.url + "/invocations", body)
             if status != 200:
@@ -170,11 +198,19 @@ def ask_vllm(model: Path, serving, work: Path, lmi_answer: str, say: Callable[[s
     text = answer.choices[0].text
     same = invoked["choices"][0]["text"] == text
     say(f"vLLM answer (openai client, {openai_s:.1f} s, {answer.usage.completion_tokens} tokens): {text!r}")
-    say(f"/invocations gives the same text: {same}; the LMI stand-in's greedy answer is the same: "
-        f"{text.strip() == lmi_answer.strip()}")
-    return {"ready_s": round(ready, 1), "answer": text, "usage": answer.usage.model_dump(), "invocations_same": same,
-            "same_as_lmi_stand_in": text.strip() == lmi_answer.strip(), "local_changes": notes,
-            "environment": environment}
+    say(
+        f"/invocations gives the same text: {same}; the LMI stand-in's greedy answer is the same: "
+        f"{text.strip() == lmi_answer.strip()}"
+    )
+    return {
+        "ready_s": round(ready, 1),
+        "answer": text,
+        "usage": answer.usage.model_dump(),
+        "invocations_same": same,
+        "same_as_lmi_stand_in": text.strip() == lmi_answer.strip(),
+        "local_changes": notes,
+        "environment": environment,
+    }
 
 
 def show_registered(aws: LocalAws, result: dict, say: Callable[[str], None]) -> list[dict]:
@@ -185,16 +221,22 @@ def show_registered(aws: LocalAws, result: dict, say: Callable[[str], None]) -> 
             continue
         package = sagemaker.describe_model_package(ModelPackageName=result[key])
         metadata = package.get("CustomerMetadataProperties", {})
-        say(f"registered: {package['ModelPackageArn']} ({package['ModelApprovalStatus']}; gate: "
+        say(
+            f"registered: {package['ModelPackageArn']} ({package['ModelApprovalStatus']}; gate: "
             f"eval_loss_improvement {metadata.get('eval_loss_improvement')} vs min "
-            f"{metadata.get('quality_gate_min_improvement')})")
+            f"{metadata.get('quality_gate_min_improvement')})"
+        )
         container = package.get("InferenceSpecification", {}).get("Containers", [{}])[0]
-        say(f"  serves: {metadata.get('serving_backend')} {container.get('Image')} from "
-            f"{container.get('ModelDataSource', {}).get('S3DataSource', {}).get('S3Uri')}")
+        say(
+            f"  serves: {metadata.get('serving_backend')} {container.get('Image')} from "
+            f"{container.get('ModelDataSource', {}).get('S3DataSource', {}).get('S3Uri')}"
+        )
         report_uri = package.get("ModelMetrics", {}).get("ModelQuality", {}).get("Statistics", {}).get("S3Uri")
         say(f"  metrics: {report_uri}: {_evaluation_summary(aws, report_uri)}")
-        say(f"  lineage: {metadata.get('lineage')} (version {metadata.get('lineage_version_id')}), "
-            f"{metadata.get('dataset_objects')} object version(s) of {metadata.get('dataset')}")
+        say(
+            f"  lineage: {metadata.get('lineage')} (version {metadata.get('lineage_version_id')}), "
+            f"{metadata.get('dataset_objects')} object version(s) of {metadata.get('dataset')}"
+        )
         found.append(package)
     return found
 
@@ -204,8 +246,10 @@ def _evaluation_summary(aws: LocalAws, uri: str | None) -> str:
         report = json.loads(_read(aws, uri))
     except Exception as err:  # noqa: BLE001 - the report is the training code's; show why it is missing
         return f"no report ({type(err).__name__})"
-    parts = [f"{side} eval_loss {report.get(side, {}).get('eval_loss')} perplexity "
-             f"{report.get(side, {}).get('perplexity')}" for side in ("base", "merged")]
+    parts = [
+        f"{side} eval_loss {report.get(side, {}).get('eval_loss')} perplexity {report.get(side, {}).get('perplexity')}"
+        for side in ("base", "merged")
+    ]
     return "; ".join(parts) + f"; improvement {report.get('eval_loss_improvement')}"
 
 
@@ -231,8 +275,10 @@ def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[
     count = upload_folder(aws.client("s3"), NAS_DATA, bucket, PRUNING_DATASET)
     say(f"dataset: {count} file(s) -> s3://{bucket}/{PRUNING_DATASET}")
     sfn = aws.client("stepfunctions")
-    execution = sfn.start_execution(stateMachineArn=outputs["Pruning"]["StateMachineArn"],
-                                    input=json.dumps({"train_data": f"s3://{bucket}/{PRUNING_DATASET}"}))
+    execution = sfn.start_execution(
+        stateMachineArn=outputs["Pruning"]["StateMachineArn"],
+        input=json.dumps({"train_data": f"s3://{bucket}/{PRUNING_DATASET}"}),
+    )
     result = finished(run.follow(aws, execution["executionArn"], say=say), say)
     for label in ("base_model_s3_uri", "model_s3_uri"):
         b, key = split_s3(result[label])
@@ -240,14 +286,17 @@ def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[
         say(f"{label}: {result[label]} ({size / 1e6:.1f} MB)")
     pareto = json.loads(_read(aws, result["pareto_s3_uri"]))
     unpruned = pareto.get("unpruned") or {}
-    say(f"trials: {result['trials']}; Pareto front: {len(pareto.get('pareto', []))} of {pareto.get('num_trials')} "
+    say(
+        f"trials: {result['trials']}; Pareto front: {len(pareto.get('pareto', []))} of {pareto.get('num_trials')} "
         f"trial(s); unpruned validation error {unpruned.get('validation_error')} "
-        f"({unpruned.get('validation_error_source')})")
+        f"({unpruned.get('validation_error_source')})"
+    )
     export = json_in_tarball(aws, result["model_s3_uri"], "nas_export.json")
-    say(f"exported pick: {export.get('subnet')}, {export.get('num_parameters')} parameters, validation error "
-        f"{export.get('validation_error')} ({export.get('selection')})")
+    say(
+        f"exported pick: {export.get('subnet')}, {export.get('num_parameters')} parameters, validation error "
+        f"{export.get('validation_error')} ({export.get('selection')})"
+    )
     return {"execution": result, "export": export}
-
 
 
 def _read(aws: LocalAws, uri: str) -> bytes:
@@ -257,20 +306,30 @@ def _read(aws: LocalAws, uri: str) -> bytes:
 
 def where_steps_ran(config, workflow: str, say: Callable[[str], None]) -> None:
     say("where each step ran:")
-    say("  SageMaker jobs: local processes run by the SageMaker training toolkit (sagemaker-training + the PyTorch "
-        "framework module; .venv stands in for the image)")
+    say(
+        "  SageMaker jobs: local processes run by the SageMaker training toolkit (sagemaker-training + the PyTorch "
+        "framework module; .venv stands in for the image)"
+    )
     say("  Step Functions, S3, EventBridge, SSM, SNS: the emulator (moto)")
     if workflow == "training":
-        say("  CompileForNeuron: " + ("in the workflow (fails here: needs the Neuron compiler)"
-                                      if config.compiles_for_neuron
-                                      else "off in this environment's config; runs only on AWS (staging)"))
+        say(
+            "  CompileForNeuron: "
+            + (
+                "in the workflow (fails here: needs the Neuron compiler)"
+                if config.compiles_for_neuron
+                else "off in this environment's config; runs only on AWS (staging)"
+            )
+        )
         say("  the ml.inf2 endpoint: an emulated resource only; the model was served here by tools/local_endpoint.py")
 
 
 def stack_outputs(aws: LocalAws, config) -> dict[str, dict]:
     deployed = {s["StackName"] for s in aws.client("cloudformation").describe_stacks()["Stacks"]}
-    return {unit: {**aws.outputs(config.stack_id(unit)), "stack_name": config.stack_id(unit)}
-            for unit in ("Data", "Training", "Pruning", "Serving") if config.stack_id(unit) in deployed}
+    return {
+        unit: {**aws.outputs(config.stack_id(unit)), "stack_name": config.stack_id(unit)}
+        for unit in ("Data", "Training", "Pruning", "Serving")
+        if config.stack_id(unit) in deployed
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,11 +338,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", default="local", help="the environment cdk.out was synthesized for")
     parser.add_argument("--workflow", choices=("training", "pruning"), default="training")
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "pipeline")
-    parser.add_argument("--backend", choices=("lmi_neuronx", "vllm_neuronx"), default="lmi_neuronx",
-                        help="training: also serve the merged model with real vLLM (vllm_neuronx, .venv-vllm)")
+    parser.add_argument(
+        "--backend",
+        choices=("lmi_neuronx", "vllm_neuronx"),
+        default="lmi_neuronx",
+        help="training: also serve the merged model with real vLLM (vllm_neuronx, .venv-vllm)",
+    )
     parser.add_argument("--data", type=Path, default=demo.DATA, help="training: a dataset file or folder")
-    parser.add_argument("--base", type=Path, help="training: a local Hugging Face model folder (default: the tiny "
-                        "pretrained base)")
+    parser.add_argument(
+        "--base", type=Path, help="training: a local Hugging Face model folder (default: the tiny pretrained base)"
+    )
     args = parser.parse_args(argv)
     for given in (args.data, args.base):
         if given is not None and not given.exists():
@@ -307,8 +371,16 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         outputs = stack_outputs(aws, config)
         if args.workflow == "training":
-            result = run_training(aws, outputs, config, work, say, data=args.data.resolve(),
-                                  base=args.base.resolve() if args.base else None, backend=args.backend)
+            result = run_training(
+                aws,
+                outputs,
+                config,
+                work,
+                say,
+                data=args.data.resolve(),
+                base=args.base.resolve() if args.base else None,
+                backend=args.backend,
+            )
         else:
             result = run_pruning(aws, outputs, config, work, say)
         where_steps_ran(config, args.workflow, say)

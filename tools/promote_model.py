@@ -41,16 +41,14 @@ def model_prefix(package: dict, config) -> str:
         raise Refused(f"config/{config.env_name}.yaml has no serving section to promote into")
     backend = package.get("CustomerMetadataProperties", {}).get("serving_backend")
     if backend != serving.backend:
-        raise Refused(f"{arn} was registered for serving backend {backend}; {config.env_name} serves "
-                      f"{serving.backend}")
+        raise Refused(f"{arn} was registered for serving backend {backend}; {config.env_name} serves {serving.backend}")
     containers = package.get("InferenceSpecification", {}).get("Containers", [])
     if len(containers) != 1:
         raise Refused(f"{arn} has {len(containers)} containers; expected the one serving container")
     image = containers[0].get("Image")
     allowed = (serving.image_uri,) if serving.image_uri else image_uris(serving.image_name)
     if image not in allowed:
-        raise Refused(f"{arn} runs image {image}; {config.env_name} serves {serving.image_name} "
-                      f"({', '.join(allowed)})")
+        raise Refused(f"{arn} runs image {image}; {config.env_name} serves {serving.image_name} ({', '.join(allowed)})")
     source = containers[0].get("ModelDataSource", {}).get("S3DataSource", {})
     if source.get("S3DataType") != "S3Prefix" or source.get("CompressionType") != "None":
         raise Refused(f"{arn} does not point at an uncompressed S3 prefix ({source})")
@@ -110,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     if old == new:
         print(f"config/{args.env}.yaml: serving.model_prefix is already {new}")
     else:
-        print(f"config/{args.env}.yaml: serving.model_prefix: {old} -> {new}\n"
-              "commit it and open the review; the deploy pipeline rolls the endpoint out")
+        print(
+            f"config/{args.env}.yaml: serving.model_prefix: {old} -> {new}\n"
+            "commit it and open the review; the deploy pipeline rolls the endpoint out"
+        )
     return 0
 
 

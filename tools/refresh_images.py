@@ -22,16 +22,25 @@ TABLE = Path(__file__).resolve().parents[1] / "stacks" / "images.json"
 # name -> how to ask the SDK for it. Changing a pin here is the reviewed way to move a framework version.
 PINS: dict[str, dict] = {
     "hf_pytorch_training_gpu": {
-        "framework": "huggingface", "version": "4.56.2", "base_framework_version": "pytorch2.8.0",
-        "instance_type": "ml.g5.2xlarge", "image_scope": "training",
+        "framework": "huggingface",
+        "version": "4.56.2",
+        "base_framework_version": "pytorch2.8.0",
+        "instance_type": "ml.g5.2xlarge",
+        "image_scope": "training",
     },
     "hf_pytorch_inference_cpu": {
-        "framework": "huggingface", "version": "4.51.3", "base_framework_version": "pytorch2.6.0",
-        "instance_type": "ml.c6i.xlarge", "image_scope": "inference",
+        "framework": "huggingface",
+        "version": "4.51.3",
+        "base_framework_version": "pytorch2.6.0",
+        "instance_type": "ml.c6i.xlarge",
+        "image_scope": "inference",
     },
     "hf_pytorch_inference_gpu": {
-        "framework": "huggingface", "version": "4.51.3", "base_framework_version": "pytorch2.6.0",
-        "instance_type": "ml.g5.xlarge", "image_scope": "inference",
+        "framework": "huggingface",
+        "version": "4.51.3",
+        "base_framework_version": "pytorch2.6.0",
+        "instance_type": "ml.g5.xlarge",
+        "image_scope": "inference",
     },
     "lmi_neuronx_0_29": {"framework": "djl-neuronx", "version": "0.29.0"},
     # The maintained LLM container on ml.inf2 (optimum-neuron + vLLM); the table's only processor is neuronx,

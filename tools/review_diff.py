@@ -60,8 +60,13 @@ SENSITIVE: dict[str, tuple[str, str]] = {
     "AWS::StepFunctions::StateMachine": ("user-facing", "a new ARN; callers and execution history stay with the old"),
 }
 IAM_PREFIXES = ("AWS::IAM::",)
-IAM_POLICY_TYPES = ("AWS::S3::BucketPolicy", "AWS::KMS::Key", "AWS::SNS::TopicPolicy", "AWS::SQS::QueuePolicy",
-                    "AWS::Lambda::Permission")
+IAM_POLICY_TYPES = (
+    "AWS::S3::BucketPolicy",
+    "AWS::KMS::Key",
+    "AWS::SNS::TopicPolicy",
+    "AWS::SQS::QueuePolicy",
+    "AWS::Lambda::Permission",
+)
 SG_TYPES = ("AWS::EC2::SecurityGroup", "AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress")
 
 
@@ -99,14 +104,20 @@ def synth_tree(tree: Path, outdir: Path, envs: list[str]) -> dict[str, str]:
     procs = {}
     for env_name in envs:
         environ = dict(os.environ)
-        environ.update({
-            "CDK_OUTDIR": str(outdir / env_name),
-            "CDK_CONTEXT_JSON": json.dumps(_context(tree, env_name)),
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        })
+        environ.update(
+            {
+                "CDK_OUTDIR": str(outdir / env_name),
+                "CDK_CONTEXT_JSON": json.dumps(_context(tree, env_name)),
+                "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
+        )
         procs[env_name] = subprocess.Popen(
-            [sys.executable, "app.py"], cwd=tree, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "app.py"],
+            cwd=tree,
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
         )
     skipped = {}
@@ -125,8 +136,9 @@ def synth_tree(tree: Path, outdir: Path, envs: list[str]) -> dict[str, str]:
 def synth_ref(ref: str, workdir: Path, envs: list[str]) -> Path:
     """Check `ref` out into a temporary worktree, synthesize it into workdir/base, remove the worktree."""
     tree = workdir / "base-src"
-    proc = subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(tree), ref], cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "worktree", "add", "--detach", "--quiet", str(tree), ref], cwd=ROOT, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise ReviewError(f"git worktree add {ref}: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
     try:
@@ -139,17 +151,25 @@ def synth_ref(ref: str, workdir: Path, envs: list[str]) -> Path:
 # ------------------------------------------------------------------------------------------------ diff
 def run_engine(base: dict[str, StackArtifact], head: dict[str, StackArtifact]) -> dict[str, Any]:
     names = sorted(set(base) | set(head))
-    request = {"stacks": [
-        {
-            "name": name,
-            "base": str(base[name].template_file) if name in base else None,
-            "head": str(head[name].template_file) if name in head else None,
-            "paths": {**(base[name].paths if name in base else {}), **(head[name].paths if name in head else {})},
-        }
-        for name in names
-    ]}
-    proc = subprocess.run(["node", str(ROOT / "tools" / "cfn_diff.cjs")], input=json.dumps(request),
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "FORCE_COLOR": "0"})
+    request = {
+        "stacks": [
+            {
+                "name": name,
+                "base": str(base[name].template_file) if name in base else None,
+                "head": str(head[name].template_file) if name in head else None,
+                "paths": {**(base[name].paths if name in base else {}), **(head[name].paths if name in head else {})},
+            }
+            for name in names
+        ]
+    }
+    proc = subprocess.run(
+        ["node", str(ROOT / "tools" / "cfn_diff.cjs")],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "FORCE_COLOR": "0"},
+    )
     if proc.returncode != 0:
         raise ReviewError(f"cloudformation-diff failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
     return json.loads(proc.stdout)
@@ -238,8 +258,11 @@ def _strategy(deploy: dict) -> str:
     rolling = deploy.get("RollingUpdatePolicy")
     if rolling:
         batch = rolling.get("MaximumBatchSize", {})
-        size = (f"{batch.get('Value')}% of capacity" if batch.get("Type") == "CAPACITY_PERCENT"
-                else f"{batch.get('Value')} instance(s)")
+        size = (
+            f"{batch.get('Value')}% of capacity"
+            if batch.get("Type") == "CAPACITY_PERCENT"
+            else f"{batch.get('Value')} instance(s)"
+        )
         return f"rolling deployment, batches of {size}, {rolling.get('WaitIntervalInSeconds')} s apart"
     blue_green = deploy.get("BlueGreenUpdatePolicy")
     if blue_green:
@@ -250,14 +273,16 @@ def _strategy(deploy: dict) -> str:
 
 def _endpoints_using(template: dict, config_id: str) -> list[tuple[str, dict]]:
     return sorted(
-        (lid, res) for lid, res in template.get("Resources", {}).items()
+        (lid, res)
+        for lid, res in template.get("Resources", {}).items()
         if res.get("Type") == "AWS::SageMaker::Endpoint"
         and _ref(res.get("Properties", {}).get("EndpointConfigName")) == config_id
     )
 
 
-def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engine: dict[str, Any]) -> tuple[
-        list[StackReport], list[Warning_], list[str], list[str]]:
+def analyse(
+    base: dict[str, StackArtifact], head: dict[str, StackArtifact], engine: dict[str, Any]
+) -> tuple[list[StackReport], list[Warning_], list[str], list[str]]:
     reports: list[StackReport] = []
     warnings: list[Warning_] = []
     iam_lines: list[str] = []
@@ -269,8 +294,13 @@ def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engi
 
     for result in engine["stacks"]:
         name = result["name"]
-        status = "added" if name not in base else "removed" if name not in head else (
-            "unchanged" if result["empty"] else "changed")
+        status = (
+            "added"
+            if name not in base
+            else "removed"
+            if name not in head
+            else ("unchanged" if result["empty"] else "changed")
+        )
         report = StackReport(name, status, text=result["text"], other_sections=result["otherSections"])
         for change in result["resources"]:
             if change["isAddition"]:
@@ -295,38 +325,70 @@ def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engi
                 endpoints = [e for e in users if not _endpoint_replaced(report, e[0])]
                 blocked = [b for e, _ in endpoints for b in _autoscaled_type_changes(base_template, head_template, e)]
                 if blocked:
-                    warnings += [Warning_(name, lid, rtype, "INSTANCE TYPE ON AUTOSCALED VARIANT", b, BLOCKING)
-                                 for b in blocked]
+                    warnings += [
+                        Warning_(name, lid, rtype, "INSTANCE TYPE ON AUTOSCALED VARIANT", b, BLOCKING) for b in blocked
+                    ]
                 elif endpoints:
-                    how = "; ".join(f"endpoint `{e}` keeps its name and switches to the new config by {_rollout(r)}"
-                                    for e, r in endpoints)
+                    how = "; ".join(
+                        f"endpoint `{e}` keeps its name and switches to the new config by {_rollout(r)}"
+                        for e, r in endpoints
+                    )
                     message = f"rolling replacement of the endpoint config ({because}): {how}"
                     warnings.append(Warning_(name, lid, rtype, kind, message, ROUTINE))
                 else:
                     message = f"endpoint config replaced ({because}); no endpoint in this stack keeps using it"
                     warnings.append(Warning_(name, lid, rtype, kind, message, ROUTINE))
             elif rtype == "AWS::SageMaker::Endpoint":
-                warnings.append(Warning_(name, lid, rtype, "NEW ENDPOINT", (
-                    f"the endpoint itself is replaced ({because}): a new endpoint is created and the old one "
-                    "deleted; clients see a new endpoint and no capacity while the new one starts")))
+                warnings.append(
+                    Warning_(
+                        name,
+                        lid,
+                        rtype,
+                        "NEW ENDPOINT",
+                        (
+                            f"the endpoint itself is replaced ({because}): a new endpoint is created and the old one "
+                            "deleted; clients see a new endpoint and no capacity while the new one starts"
+                        ),
+                    )
+                )
             elif rtype in SENSITIVE:
                 klass, stake = SENSITIVE[rtype]
                 retained = base_template.get("Resources", {}).get(lid, {}).get("DeletionPolicy") == "Retain"
                 tail = "; the old one is retained (DeletionPolicy Retain) but no longer managed" if retained else ""
-                warnings.append(Warning_(name, lid, rtype, kind, f"{klass}: {stake} ({because}){tail}",
-                                         _severity(klass, kind)))
+                warnings.append(
+                    Warning_(name, lid, rtype, kind, f"{klass}: {stake} ({because}){tail}", _severity(klass, kind))
+                )
         for change in report.changed:
-            if change["type"] == "AWS::SageMaker::Endpoint" and change["impact"] not in REPLACING and (
-                "EndpointConfigName" in change["properties"]
+            if (
+                change["type"] == "AWS::SageMaker::Endpoint"
+                and change["impact"] not in REPLACING
+                and ("EndpointConfigName" in change["properties"])
             ):
                 endpoint = head_template.get("Resources", {}).get(change["logicalId"], {})
                 blocked = _autoscaled_type_changes(base_template, head_template, change["logicalId"])
                 if blocked:
-                    warnings += [Warning_(name, change["logicalId"], change["type"],
-                                          "INSTANCE TYPE ON AUTOSCALED VARIANT", b, BLOCKING) for b in blocked]
+                    warnings += [
+                        Warning_(
+                            name,
+                            change["logicalId"],
+                            change["type"],
+                            "INSTANCE TYPE ON AUTOSCALED VARIANT",
+                            b,
+                            BLOCKING,
+                        )
+                        for b in blocked
+                    ]
                     continue
-                warnings.append(Warning_(name, change["logicalId"], change["type"], "ENDPOINT UPDATE", (
-                    f"same endpoint, new endpoint config: updated in place by {_rollout(endpoint)}"), ROUTINE))
+                warnings.append(
+                    Warning_(
+                        name,
+                        change["logicalId"],
+                        change["type"],
+                        "ENDPOINT UPDATE",
+                        (f"same endpoint, new endpoint config: updated in place by {_rollout(endpoint)}"),
+                        ROUTINE,
+                    )
+                )
         for change in report.removed:
             if change["type"] in SENSITIVE:
                 removed_sensitive.append((name, change))
@@ -335,13 +397,11 @@ def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engi
             rtype = change["type"]
             verb = "added" if change["isAddition"] else "removed" if change["isRemoval"] else "changed"
             if rtype.startswith(IAM_PREFIXES) or (
-                rtype in IAM_POLICY_TYPES and (rtype != "AWS::KMS::Key" or "KeyPolicy" in change["properties"]
-                                               or verb != "changed")
+                rtype in IAM_POLICY_TYPES
+                and (rtype != "AWS::KMS::Key" or "KeyPolicy" in change["properties"] or verb != "changed")
             ):
                 iam_lines.append(f"`{name}` {rtype} `{change['logicalId']}` {verb}")
-            if rtype in SG_TYPES or "SecurityGroupIds" in change["properties"] or (
-                "VpcConfig" in change["properties"]
-            ):
+            if rtype in SG_TYPES or "SecurityGroupIds" in change["properties"] or ("VpcConfig" in change["properties"]):
                 sg_lines.append(f"`{name}` {rtype} `{change['logicalId']}` {verb}")
         report.iam = result["iam"]
         report.security_groups = result["securityGroups"]
@@ -349,19 +409,26 @@ def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engi
     for name, change in sorted(removed_sensitive, key=lambda item: (item[0], item[1]["logicalId"])):
         rtype, lid = change["type"], change["logicalId"]
         klass, stake = SENSITIVE[rtype]
-        fate = ("orphaned: retained by its DeletionPolicy, no longer managed by the stack"
-                if change["impact"] == "WILL_ORPHAN" else "deleted")
+        fate = (
+            "orphaned: retained by its DeletionPolicy, no longer managed by the stack"
+            if change["impact"] == "WILL_ORPHAN"
+            else "deleted"
+        )
         same_stack = [lid2 for stack2, lid2 in added_by_type.get(rtype, []) if stack2 == name]
         other_stacks = [f"{stack2}/{lid2}" for stack2, lid2 in added_by_type.get(rtype, []) if stack2 != name]
         if same_stack:
             kind = "REPLACED BY RENAME"
             added = ", ".join(f"`{other}`" for other in sorted(same_stack))
-            message = (f"{klass}: logical ID `{lid}` removed ({fate}) and {added} of the same type added: "
-                       f"a renamed construct is a replacement, {stake}")
+            message = (
+                f"{klass}: logical ID `{lid}` removed ({fate}) and {added} of the same type added: "
+                f"a renamed construct is a replacement, {stake}"
+            )
         elif other_stacks:
             kind = "MOVED"
-            message = (f"{klass}: removed here ({fate}) and a {rtype} added in `{', '.join(sorted(other_stacks))}`: "
-                       f"moving between stacks is a replacement, {stake}")
+            message = (
+                f"{klass}: removed here ({fate}) and a {rtype} added in `{', '.join(sorted(other_stacks))}`: "
+                f"moving between stacks is a replacement, {stake}"
+            )
         else:
             kind = "ORPHANED" if change["impact"] == "WILL_ORPHAN" else "DELETED"
             message = f"{klass}: {fate}; {stake.split(';')[0]}"
@@ -390,7 +457,8 @@ def _variant_types(template: dict, endpoint_id: str) -> dict[str, Any]:
 def _scalable_targets(template: dict, endpoint_id: str) -> list[str]:
     """Scalable targets on the variants of `endpoint_id` (their ResourceId names the endpoint's generated name)."""
     return sorted(
-        lid for lid, res in template.get("Resources", {}).items()
+        lid
+        for lid, res in template.get("Resources", {}).items()
         if res.get("Type") == "AWS::ApplicationAutoScaling::ScalableTarget"
         and res.get("Properties", {}).get("ScalableDimension") == "sagemaker:variant:DesiredInstanceCount"
         and f'"{endpoint_id}"' in json.dumps(res.get("Properties", {}).get("ResourceId"))
@@ -414,7 +482,8 @@ def _autoscaled_type_changes(base_template: dict, head_template: dict, endpoint_
         "aws application-autoscaling deregister-scalable-target --service-namespace sagemaker "
         "--scalable-dimension sagemaker:variant:DesiredInstanceCount --resource-id "
         f"endpoint/<name>/variant/{variant}), then deploy the new type"
-        for variant in sorted(set(before) & set(after)) if before[variant] != after[variant]
+        for variant in sorted(set(before) & set(after))
+        if before[variant] != after[variant]
     ]
 
 
@@ -435,8 +504,11 @@ def _imports(value: Any) -> set[str]:
 
 def _exports(template: dict) -> dict[str, str]:
     """{export name: output id} of a template's literal Export names."""
-    return {out["Export"]["Name"]: oid for oid, out in (template.get("Outputs") or {}).items()
-            if isinstance(out.get("Export", {}).get("Name"), str)}
+    return {
+        out["Export"]["Name"]: oid
+        for oid, out in (template.get("Outputs") or {}).items()
+        if isinstance(out.get("Export", {}).get("Name"), str)
+    }
 
 
 def exports_in_use(base: dict[str, StackArtifact], head: dict[str, StackArtifact]) -> list[Warning_]:
@@ -455,12 +527,21 @@ def exports_in_use(base: dict[str, StackArtifact], head: dict[str, StackArtifact
             users = sorted(imported_by.get(export, set()) - {name})
             if not users:
                 continue
-            found.append(Warning_(name, _exports(base[name].template)[export], "AWS::CloudFormation::Output",
-                                  "EXPORT IN USE", (
-                f"export `{export}` is removed while deployed stack(s) {', '.join(f'`{u}`' for u in users)} "
-                "import it: CloudFormation refuses to delete an export in use, so this stack's update fails. Keep "
-                "the export one more deploy (CDK: `stack.export_value(...)` of the old value), deploy, then remove "
-                "it; or rename back"), BLOCKING))
+            found.append(
+                Warning_(
+                    name,
+                    _exports(base[name].template)[export],
+                    "AWS::CloudFormation::Output",
+                    "EXPORT IN USE",
+                    (
+                        f"export `{export}` is removed while deployed stack(s) {', '.join(f'`{u}`' for u in users)} "
+                        "import it: CloudFormation refuses to delete an export in use, so this stack's update fails. "
+                        "Keep the export one more deploy (CDK: `stack.export_value(...)` of the old value), deploy, "
+                        "then remove it; or rename back"
+                    ),
+                    BLOCKING,
+                )
+            )
     return found
 
 
@@ -485,13 +566,18 @@ def _delta(old: float | None, new: float | None, unit: str) -> str:
     return "±0" if abs(diff) < 0.005 else f"{'+' if diff > 0 else '-'}${abs(diff):,.2f}{unit}"
 
 
-NET_ROWS = (("min", "/month", "net: always-on at min scale"), ("max", "/month", "net: always-on at max scale"),
-            ("run", "/run", "net: one execution of every workflow at its bound"))
+NET_ROWS = (
+    ("min", "/month", "net: always-on at min scale"),
+    ("max", "/month", "net: always-on at max scale"),
+    ("run", "/run", "net: one execution of every workflow at its bound"),
+)
 
 
-def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
-               table: cost.PriceTable) -> tuple[list[tuple[str, ...]], list[str]]:
+def cost_delta(
+    base: dict[str, StackArtifact], head: dict[str, StackArtifact], table: cost.PriceTable
+) -> tuple[list[tuple[str, ...]], list[str]]:
     """The priced items that change (type, count or price), then the net totals; unchanged items are counted."""
+
     def lines(side: dict[str, StackArtifact]) -> dict[str, cost.Line]:
         return {line.key: line for result in cost.estimate_stacks(side, table) for line in result.lines}
 
@@ -509,8 +595,15 @@ def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
         if old_type == new_type and delta == "±0":
             unchanged += 1
             continue
-        rows.append((ref.label, old_type if old_type == new_type else f"{old_type} -> {new_type}",
-                     _usd(old, unit), _usd(new, unit), delta))
+        rows.append(
+            (
+                ref.label,
+                old_type if old_type == new_type else f"{old_type} -> {new_type}",
+                _usd(old, unit),
+                _usd(new, unit),
+                delta,
+            )
+        )
         for line in (old, new):
             if line and line.problem:
                 notes.add(f"not priced: {line.problem}")
@@ -519,8 +612,15 @@ def cost_delta(base: dict[str, StackArtifact], head: dict[str, StackArtifact],
     old_totals, new_totals = cost.total_lines(list(before.values())), cost.total_lines(list(after.values()))
     for part, unit, label in NET_ROWS:
         old_usd, new_usd = cost.total(old_totals[part]), cost.total(new_totals[part])
-        rows.append((f"**{label}**", "", cost.money(old_usd) + unit, cost.money(new_usd) + unit,
-                     f"**{_delta(old_usd, new_usd, unit)}**"))
+        rows.append(
+            (
+                f"**{label}**",
+                "",
+                cost.money(old_usd) + unit,
+                cost.money(new_usd) + unit,
+                f"**{_delta(old_usd, new_usd, unit)}**",
+            )
+        )
     if unchanged:
         notes.add(f"{unchanged} unchanged item(s) not shown")
     return rows, sorted(notes)
@@ -533,13 +633,15 @@ def _usd(line: cost.Line | None, unit: str) -> str:
 
 
 # -------------------------------------------------------------------------------------------- markdown
-def review(base: dict[str, StackArtifact], head: dict[str, StackArtifact], title: str,
-           table: cost.PriceTable | None = None) -> Review:
+def review(
+    base: dict[str, StackArtifact], head: dict[str, StackArtifact], title: str, table: cost.PriceTable | None = None
+) -> Review:
     engine = run_engine(base, head)
     reports, warnings, iam_lines, sg_lines = analyse(base, head, engine)
     rows, notes = cost_delta(base, head, table or cost.PriceTable.load())
-    return Review(title, engine["engine"], reports, warnings, iam_lines, sg_lines, stack_settings(base, head),
-                  rows, notes)
+    return Review(
+        title, engine["engine"], reports, warnings, iam_lines, sg_lines, stack_settings(base, head), rows, notes
+    )
 
 
 def _cell(text: str) -> str:
@@ -583,8 +685,9 @@ def render(result: Review, table: cost.PriceTable | None = None, max_chars: int 
         out += ["| Stack | Status | Added | Changed | Removed | Replaced |", "| --- | --- | --- | --- | --- | --- |"]
         for s in result.stacks:
             replaced = ", ".join(f"`{c['logicalId']}`" for c in s.replaced) or "-"
-            out.append(f"| `{s.name}` | {s.status} | {len(s.added)} | {len(s.changed)} | {len(s.removed)} | "
-                       f"{replaced} |")
+            out.append(
+                f"| `{s.name}` | {s.status} | {len(s.added)} | {len(s.changed)} | {len(s.removed)} | {replaced} |"
+            )
         out.append("")
     if result.settings:
         out += ["### Stack settings", ""] + [f"- {line}" for line in result.settings] + [""]
@@ -595,8 +698,10 @@ def render(result: Review, table: cost.PriceTable | None = None, max_chars: int 
             out += ["**Permissions are broadened** (new allow statements or managed policies).", ""]
         out += [f"- {line}" for line in result.iam] + [""]
         for s in result.stacks:
-            for caption, rows in (("IAM statements", s.iam.get("statements", [])),
-                                  ("managed policies", s.iam.get("managedPolicies", []))):
+            for caption, rows in (
+                ("IAM statements", s.iam.get("statements", [])),
+                ("managed policies", s.iam.get("managedPolicies", [])),
+            ):
                 if len(rows) > 1:
                     details.append(_details(f"<code>{s.name}</code>: {caption}", _table(rows)))
     if result.security or any(s.security_groups.get("changed") for s in result.stacks):
@@ -605,8 +710,11 @@ def render(result: Review, table: cost.PriceTable | None = None, max_chars: int 
             rows = s.security_groups.get("rules", [])
             if len(rows) > 1:
                 details.append(_details(f"<code>{s.name}</code>: security-group rules", _table(rows)))
-    out += [f"### Cost (on-demand: SageMaker, PrivateLink; only what changes, then the net; tools/prices.json "
-            f"as of {table.as_of}, {table.hours_per_month:g} h/month)", ""]
+    out += [
+        f"### Cost (on-demand: SageMaker, PrivateLink; only what changes, then the net; tools/prices.json "
+        f"as of {table.as_of}, {table.hours_per_month:g} h/month)",
+        "",
+    ]
     if result.cost_rows:
         out += ["| Item | Instances | Base | Head | Delta |", "| --- | --- | --- | --- | --- |"]
         out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in result.cost_rows]
@@ -628,8 +736,11 @@ def render(result: Review, table: cost.PriceTable | None = None, max_chars: int 
         out += block
         used += size
     if left_out:
-        out += [f"Left out to stay under {max_chars:,} characters (run `make review` for everything): "
-                + "; ".join(left_out), ""]
+        out += [
+            f"Left out to stay under {max_chars:,} characters (run `make review` for everything): "
+            + "; ".join(left_out),
+            "",
+        ]
     out.append(footer)
     return "\n".join(out) + "\n"
 

@@ -18,8 +18,10 @@ ENTRY_POINT = "train.py"
 RESERVED = frozenset({"train_data", "eval_data", "output_dir", "model_dir", "checkpoint_dir", "model_channel"})
 _KINDS = {"int": "an integer", "float": "a number", "parse_bool": "a boolean (true/false)"}
 # The workflow records the model folder as the servable model; `merge` false leaves an adapter there.
-NO_MERGE_PROBLEM = ("the workflow records the job's model folder as the servable model and merge false leaves "
-                    "only an adapter there: keep merge true (run train.py --no-merge outside the workflow)")
+NO_MERGE_PROBLEM = (
+    "the workflow records the job's model folder as the servable model and merge false leaves "
+    "only an adapter there: keep merge true (run train.py --no-merge outside the workflow)"
+)
 
 
 @cache

@@ -45,7 +45,8 @@ class AppConfig:
         backend = self.serving.backend if self.serving is not None else None
         if self.training.neuron_compile.enabled and backend != "vllm_neuronx":
             raise ConfigError(
-                source, "training.neuron_compile.enabled",
+                source,
+                "training.neuron_compile.enabled",
                 f"got true with serving.backend {backend}; the compile step exports for vllm_neuronx (LMI's "
                 "partition step needs Neuron devices; see README): set serving.backend: vllm_neuronx or null",
             )
@@ -87,25 +88,46 @@ def isolation_problems(config: AppConfig) -> list[tuple[str, str]]:
     training, serving = config.training, config.serving
     problems = []
     if training.base_model_key is None:
-        problems.append(("training.base_model_key", f"missing; {_ISOLATED} needs the base model as an S3 `model` "
-                         "channel (e.g. base-models/llama-2-7b-chat-hf/) instead of a hub download"))
+        problems.append(
+            (
+                "training.base_model_key",
+                f"missing; {_ISOLATED} needs the base model as an S3 `model` "
+                "channel (e.g. base-models/llama-2-7b-chat-hf/) instead of a hub download",
+            )
+        )
     model_id = training.hyperparameters.get("model_id")
     if model_id is not None and not model_id.startswith("/"):
-        problems.append(("training.hyperparameters.model_id", f"got {model_id!r}; a Hugging Face hub id needs the "
-                         f"internet ({_ISOLATED}): remove it, training.base_model_key supplies the model"))
+        problems.append(
+            (
+                "training.hyperparameters.model_id",
+                f"got {model_id!r}; a Hugging Face hub id needs the "
+                f"internet ({_ISOLATED}): remove it, training.base_model_key supplies the model",
+            )
+        )
     if not training.has_own_image:
         problems.append(("training.image_uri", f"missing; {_ISOLATED}: {OFFLINE_IMAGE}"))
     for name in ("subnet_ids", "security_group_ids"):
         if getattr(training, name):
-            problems.append((f"training.{name}", f"set the VPC under network: ({_ISOLATED} uses it for training "
-                             "and serving)"))
+            problems.append(
+                (f"training.{name}", f"set the VPC under network: ({_ISOLATED} uses it for training and serving)")
+            )
     graph = serving.compiled_graph_prefix if serving is not None else None
     if serving is not None and graph is not None and not graph.startswith(serving.model_prefix or ""):
-        problems.append(("serving.compiled_graph_prefix", f"got {graph!r}; with {_ISOLATED} the container cannot "
-                         f"reach S3, so it must lie under serving.model_prefix {serving.model_prefix!r} (mounted at "
-                         "/opt/ml/model)"))
+        problems.append(
+            (
+                "serving.compiled_graph_prefix",
+                f"got {graph!r}; with {_ISOLATED} the container cannot "
+                f"reach S3, so it must lie under serving.model_prefix {serving.model_prefix!r} (mounted at "
+                "/opt/ml/model)",
+            )
+        )
     pruning = getattr(config, "pruning", None)  # the Pruning section is newer than this rule
     if pruning is not None and pruning.enabled:
-        problems.append(("pruning.enabled", f"got true; the Pruning stack downloads models from the Hugging Face hub, "
-                         f"which {_ISOLATED} cannot reach"))
+        problems.append(
+            (
+                "pruning.enabled",
+                f"got true; the Pruning stack downloads models from the Hugging Face hub, "
+                f"which {_ISOLATED} cannot reach",
+            )
+        )
     return problems

@@ -43,7 +43,8 @@ class AutoscalingConfig:
     def check(self, source: str, path: str) -> None:
         if self.max_capacity < self.min_capacity:
             raise ConfigError(
-                source, f"{path}.max_capacity",
+                source,
+                f"{path}.max_capacity",
                 f"got {self.max_capacity}; must be >= min_capacity ({self.min_capacity})",
             )
 
@@ -65,7 +66,8 @@ class AlarmConfig:
     def check(self, source: str, path: str) -> None:
         if self.datapoints_to_alarm > self.evaluation_periods:
             raise ConfigError(
-                source, f"{path}.datapoints_to_alarm",
+                source,
+                f"{path}.datapoints_to_alarm",
                 f"got {self.datapoints_to_alarm}; must be <= evaluation_periods ({self.evaluation_periods})",
             )
 
@@ -88,12 +90,14 @@ def check_variant(section: EndpointSection, source: str, path: str) -> None:
     needs = section.container_startup_health_check_timeout_seconds + rollout.wait_interval_seconds
     if rollout.strategy == "rolling" and rollout.maximum_execution_timeout_seconds < needs:
         raise ConfigError(
-            source, f"{path}.rollout.maximum_execution_timeout_seconds",
+            source,
+            f"{path}.rollout.maximum_execution_timeout_seconds",
             f"got {rollout.maximum_execution_timeout_seconds}; must be >= startup timeout + wait interval ({needs})",
         )
     if not autoscaling.min_capacity <= initial_instance_count <= autoscaling.max_capacity:
         raise ConfigError(
-            source, f"{path}.initial_instance_count",
+            source,
+            f"{path}.initial_instance_count",
             f"got {initial_instance_count}; must be within autoscaling min_capacity..max_capacity "
             f"({autoscaling.min_capacity}..{autoscaling.max_capacity})",
         )

@@ -37,8 +37,10 @@ class NetworkConfig:
                 fail(name, "needs vpc_id (the VPC they belong to); null vpc_id: the Network stack creates the VPC")
             return
         if len(self.subnet_ids) < 2:
-            fail("subnet_ids", f"got {len(self.subnet_ids)}; an existing VPC needs at least 2 private subnets "
-                 "(different AZs)")
+            fail(
+                "subnet_ids",
+                f"got {len(self.subnet_ids)}; an existing VPC needs at least 2 private subnets (different AZs)",
+            )
         if len(set(self.subnet_ids)) != len(self.subnet_ids):
             fail("subnet_ids", "lists a subnet twice")
 

@@ -38,8 +38,11 @@ SUPERNET_HYPERPARAMETERS = {
 # The config.json dimensions of hub models the super-network is known to start from (checked at synth against
 # the typed num_layers/num_heads/intermediate_size; MiniLM's entry is tested against the shipped weights).
 KNOWN_MODEL_CONFIGS = {
-    "sentence-transformers/all-MiniLM-L6-v2": {"num_hidden_layers": 6, "num_attention_heads": 12,
-                                               "intermediate_size": 1536},
+    "sentence-transformers/all-MiniLM-L6-v2": {
+        "num_hidden_layers": 6,
+        "num_attention_heads": 12,
+        "intermediate_size": 1536,
+    },
     "bert-base-cased": {"num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
     "bert-base-uncased": {"num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
 }
@@ -89,7 +92,8 @@ class PruningConfig:
 
     enabled: bool = setting(False, hint="false: no Pruning stack in this environment")
     job_name_prefix: str | None = setting(
-        None, pattern=r"[a-z][a-z0-9]*(-[a-z0-9]+)*",
+        None,
+        pattern=r"[a-z][a-z0-9]*(-[a-z0-9]+)*",
         hint=f"lower-case, at most {MAX_PRUNING_PREFIX} characters; null: <app_name>-<env>",
     )
     search_space: Literal["uniform", "per_layer"] = setting("uniform", hint="training_code/nas/nas_search_space.py")
@@ -137,20 +141,29 @@ class PruningConfig:
 
         for name in ("supernet_instance_type", "trial_instance_type", "helper_instance_type"):  # training jobs
             check_instance_type(getattr(self, name), TRAINING, source, f"{path}.{name}" if path else name)
-        check_log_retention(self.log_retention_days, source,
-                            f"{path}.log_retention_days" if path else "log_retention_days")
+        check_log_retention(
+            self.log_retention_days, source, f"{path}.log_retention_days" if path else "log_retention_days"
+        )
         if self.max_parallel_jobs > self.max_jobs:
             fail("max_parallel_jobs", f"got {self.max_parallel_jobs}; must be <= max_jobs ({self.max_jobs})")
         if self.job_name_prefix is not None and len(self.job_name_prefix) > MAX_PRUNING_PREFIX:
-            fail("job_name_prefix", f"got {self.job_name_prefix!r}; at most {MAX_PRUNING_PREFIX} characters "
-                 "(tuning job names are limited to 32)")
+            fail(
+                "job_name_prefix",
+                f"got {self.job_name_prefix!r}; at most {MAX_PRUNING_PREFIX} characters "
+                "(tuning job names are limited to 32)",
+            )
         if self.search_space == "per_layer" and 1 + 2 * self.num_layers > MAX_TUNED_PARAMETERS:
-            fail("num_layers", f"got {self.num_layers}; the per_layer space tunes 1 + 2 x num_layers parameters and "
-                 f"a tuning job allows {MAX_TUNED_PARAMETERS}: use the uniform space or at most 14 layers")
+            fail(
+                "num_layers",
+                f"got {self.num_layers}; the per_layer space tunes 1 + 2 x num_layers parameters and "
+                f"a tuning job allows {MAX_TUNED_PARAMETERS}: use the uniform space or at most 14 layers",
+            )
         for name in self.supernet_hyperparameters:
             if not HYPERPARAMETER_NAME.fullmatch(name):
-                fail(f"supernet_hyperparameters.{name}", "expected a train_supernetwork.py flag name (lower-case, "
-                     "dashes), e.g. learning-rate")
+                fail(
+                    f"supernet_hyperparameters.{name}",
+                    "expected a train_supernetwork.py flag name (lower-case, dashes), e.g. learning-rate",
+                )
         reserved = {"output-dir", "checkpoint-dir", "data-dir", "search-space"}
         clash = sorted(reserved & set(self.supernet_hyperparameters))
         if clash:
@@ -160,8 +173,9 @@ class PruningConfig:
         if model in KNOWN_MODEL_CONFIGS:
             from ..code_contract.nas import model_dims_problem
 
-            problem = model_dims_problem(self.num_layers, self.num_heads, self.intermediate_size,
-                                         KNOWN_MODEL_CONFIGS[model])
+            problem = model_dims_problem(
+                self.num_layers, self.num_heads, self.intermediate_size, KNOWN_MODEL_CONFIGS[model]
+            )
             if problem:
                 fail(problem.split(" ", 1)[0], f"{problem} ({model}): type the model's dimensions")
         if self.minimise == "latency_ms" and "latency_ms" not in self.objectives:
@@ -175,12 +189,24 @@ class PruningConfig:
 
         ranges = parameter_ranges(self.search_space, self.num_layers, self.num_heads, self.intermediate_size)
         tuned = {r["Name"] for kind in ranges.values() for r in kind}
-        reserved = {"search-space", "dataset", "split-seed", "validation-fraction", "data-dir", "model-dir",
-                    "output-data-dir"} | tuned
+        reserved = {
+            "search-space",
+            "dataset",
+            "split-seed",
+            "validation-fraction",
+            "data-dir",
+            "model-dir",
+            "output-data-dir",
+        } | tuned
         for name in sorted(self.trial_hyperparameters):
             if name in reserved:
-                fail(f"trial_hyperparameters.{name}", "is set per trial by the stack or the tuning job (the split "
-                     "comes from nas_supernet.json, the sub-network from the ranges): remove it")
+                fail(
+                    f"trial_hyperparameters.{name}",
+                    "is set per trial by the stack or the tuning job (the split "
+                    "comes from nas_supernet.json, the sub-network from the ranges): remove it",
+                )
             if not HYPERPARAMETER_NAME.fullmatch(name):
-                fail(f"trial_hyperparameters.{name}", "expected an evaluate_subnetwork.py flag name (lower-case, "
-                     "dashes), e.g. latency-repeats")
+                fail(
+                    f"trial_hyperparameters.{name}",
+                    "expected an evaluate_subnetwork.py flag name (lower-case, dashes), e.g. latency-repeats",
+                )

@@ -145,7 +145,8 @@ class ServingConfig:
     def check(self, source: str, path: str) -> None:
         if self.instance_type not in INF2_TYPES:
             raise ConfigError(
-                source, f"{path}.instance_type",
+                source,
+                f"{path}.instance_type",
                 f"got {self.instance_type!r}; the {self.backend_label} container needs an Inferentia2 type: "
                 + ", ".join(INF2_TYPES),
             )
@@ -154,24 +155,28 @@ class ServingConfig:
             other = [b for b, names in ARCHITECTURES.items() if self.model_architecture in names and b != self.backend]
             fix = f"; backend {other[0]} serves it" if other else ""
             raise ConfigError(
-                source, f"{path}.model_architecture",
+                source,
+                f"{path}.model_architecture",
                 f"got {self.model_architecture!r}; backend {self.backend} supports {', '.join(known)}{fix}",
             )
         if self.image_name not in IMAGES[self.backend]:
             raise ConfigError(
-                source, f"{path}.image",
+                source,
+                f"{path}.image",
                 f"got {self.image!r}; backend {self.backend} runs {', '.join(IMAGES[self.backend])} (or null)",
             )
         unused = ("neuron", NeuronOptions()) if self.backend == "lmi_neuronx" else ("lmi", LmiOptions())
         if getattr(self, unused[0]) != unused[1]:
             other = "vllm_neuronx" if self.backend == "lmi_neuronx" else "lmi_neuronx"
             raise ConfigError(
-                source, f"{path}.{unused[0]}",
+                source,
+                f"{path}.{unused[0]}",
                 f"only for backend {other}; backend is {self.backend}: remove the section",
             )
         if self.model_prefix is None and self.compiled_graph_prefix is not None:
             raise ConfigError(
-                source, f"{path}.compiled_graph_prefix",
+                source,
+                f"{path}.compiled_graph_prefix",
                 "set while model_prefix is null (nothing served yet): set it to null, or set model_prefix too",
             )
         if self.backend == "lmi_neuronx":
@@ -188,26 +193,30 @@ class ServingConfig:
                 f"{n} ({t.neuron_cores})" for n, t in INF2_TYPES.items() if t.neuron_cores >= lmi.tensor_parallel_degree
             )
             raise ConfigError(
-                source, f"{path}.lmi.tensor_parallel_degree",
+                source,
+                f"{path}.lmi.tensor_parallel_degree",
                 f"got {lmi.tensor_parallel_degree}; {self.instance_type} has {cores} NeuronCores: use <= {cores} "
                 f"or a type with enough cores: {fits}",
             )
         self._check_version(source, path)
         if lmi.n_positions > self.model_context_length:
             raise ConfigError(
-                source, f"{path}.lmi.n_positions",
+                source,
+                f"{path}.lmi.n_positions",
                 f"got {lmi.n_positions}; exceeds the model's context ({path}.model_context_length = "
                 f"{self.model_context_length})",
             )
         if lmi.rolling_batch == "disable" and lmi.max_rolling_batch_size is not None:
             raise ConfigError(
-                source, f"{path}.lmi.max_rolling_batch_size",
+                source,
+                f"{path}.lmi.max_rolling_batch_size",
                 f"got {lmi.max_rolling_batch_size} with rolling_batch 'disable'; "
                 "set it to null or enable rolling batch",
             )
         if self.container_startup_health_check_timeout_seconds < lmi.model_loading_timeout:
             raise ConfigError(
-                source, f"{path}.container_startup_health_check_timeout_seconds",
+                source,
+                f"{path}.container_startup_health_check_timeout_seconds",
                 f"got {self.container_startup_health_check_timeout_seconds}; must be >= lmi.model_loading_timeout "
                 f"({lmi.model_loading_timeout}) or SageMaker kills the container while the model still loads",
             )
@@ -219,20 +228,23 @@ class ServingConfig:
         tp = neuron.tensor_parallel_size
         if tp > cores:
             raise ConfigError(
-                source, f"{path}.neuron.tensor_parallel_size",
+                source,
+                f"{path}.neuron.tensor_parallel_size",
                 f"got {tp}; {self.instance_type} has {cores} NeuronCores and serve needs NeuronCores >= the TP "
                 f"degree: use <= {cores} or a larger inf2 type",
             )
         if neuron.sequence_length > self.model_context_length:
             raise ConfigError(
-                source, f"{path}.neuron.sequence_length",
+                source,
+                f"{path}.neuron.sequence_length",
                 f"got {neuron.sequence_length}; exceeds the model's context ({path}.model_context_length = "
                 f"{self.model_context_length})",
             )
         budget = WEIGHT_SHARE_OF_HBM * tp * HBM_GB_PER_CORE
         if weights_gb(self.model_parameters_billions) > budget:
             raise ConfigError(
-                source, f"{path}.neuron.tensor_parallel_size",
+                source,
+                f"{path}.neuron.tensor_parallel_size",
                 f"got {tp}; {weights_gb(self.model_parameters_billions):g} GB of 16-bit weights exceed "
                 f"{WEIGHT_SHARE_OF_HBM:.0%} of {tp} x {HBM_GB_PER_CORE} GB NeuronCore memory (the rest is KV cache "
                 f"for batch {neuron.batch_size} x {neuron.sequence_length} tokens): raise it (instance memory "
@@ -240,14 +252,16 @@ class ServingConfig:
             )
         if self.model_prefix is not None and f"/{neuron.compiled_folder}" not in f"/{self.model_prefix}":
             raise ConfigError(
-                source, f"{path}.model_prefix",
+                source,
+                f"{path}.model_prefix",
                 f"got {self.model_prefix!r}; vllm_neuronx serves a compiled model whose prefix names its shape: it "
                 f"must contain {neuron.compiled_folder} (serving.neuron), as the Training workflow's compile step "
                 "writes it",
             )
         if self.compiled_graph_prefix is not None:
             raise ConfigError(
-                source, f"{path}.compiled_graph_prefix",
+                source,
+                f"{path}.compiled_graph_prefix",
                 "only for backend lmi_neuronx; vllm_neuronx serves the compiled model at model_prefix: remove it",
             )
         if self.lmi_version is not None:
@@ -255,7 +269,8 @@ class ServingConfig:
         needed = 2 * weights_gb(self.model_parameters_billions) + 10
         if self.volume_size_gb < needed:
             raise ConfigError(
-                source, f"{path}.volume_size_gb",
+                source,
+                f"{path}.volume_size_gb",
                 f"got {self.volume_size_gb}; the compiled model is mounted from S3 onto the volume: needs >= "
                 f"{needed:g} GB (2 x {weights_gb(self.model_parameters_billions):g} GB weights + 10)",
             )
@@ -264,21 +279,24 @@ class ServingConfig:
         version = self.resolved_lmi_version()
         if version is None:
             raise ConfigError(
-                source, f"{path}.lmi_version",
+                source,
+                f"{path}.lmi_version",
                 "cannot tell the LMI version from image_uri's tag; state it, e.g. lmi_version: 0.30.0",
             )
         if self.image_uri is not None and self.lmi_version is not None:
             tagged = lmi_version_of(self.image_uri)
             if tagged is not None and tagged != version:
                 raise ConfigError(
-                    source, f"{path}.lmi_version",
+                    source,
+                    f"{path}.lmi_version",
                     f"got {self.lmi_version}; image_uri's tag says {_version_text(tagged)}",
                 )
         lmi = self.lmi
         rolling = lmi.rolling_batch != "disable"
         if lmi.batch_size > 1 and rolling and version >= ROLLING_BATCH_WITH_BATCH_SIZE_FAILS_FROM:
             raise ConfigError(
-                source, f"{path}.lmi.batch_size",
+                source,
+                f"{path}.lmi.batch_size",
                 f"got {lmi.batch_size} with rolling_batch {lmi.rolling_batch!r}; LMI {_version_text(version)} "
                 "(>= 0.26) fails with 'Dynamic batching and rolling batch cannot be enabled at the same time': "
                 "use batch_size 1 and max_rolling_batch_size, or rolling_batch: disable",

@@ -29,7 +29,10 @@ LMI_DISCONTINUED = (
     "backend: vllm_neuronx (Hugging Face vLLM Neuron)"
 )
 ACCELERATOR_MEMORY_GB = {  # Inferentia2 HBM: 32 GB per chip of 2 NeuronCores
-    "ml.inf2.xlarge": 32, "ml.inf2.8xlarge": 32, "ml.inf2.24xlarge": 192, "ml.inf2.48xlarge": 384,
+    "ml.inf2.xlarge": 32,
+    "ml.inf2.8xlarge": 32,
+    "ml.inf2.24xlarge": 192,
+    "ml.inf2.48xlarge": 384,
 }
 HBM_GB_PER_CORE = 16
 WEIGHT_SHARE_OF_HBM = 0.8  # fp16/bf16 weights may take this share of the TP group's HBM; the rest is KV cache
@@ -53,9 +56,12 @@ class NeuronOptions:
     def export_arguments(self) -> list[str]:
         """The shape arguments of `optimum-cli export neuron` (always with --tensor_parallel_size)."""
         return [
-            "--batch_size", str(self.batch_size),
-            "--sequence_length", str(self.sequence_length),
-            "--tensor_parallel_size", str(self.tensor_parallel_size),
+            "--batch_size",
+            str(self.batch_size),
+            "--sequence_length",
+            str(self.sequence_length),
+            "--tensor_parallel_size",
+            str(self.tensor_parallel_size),
         ]
 
 

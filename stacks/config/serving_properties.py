@@ -108,6 +108,7 @@ def check(props: dict[str, str], values: dict[str, Any], where: str) -> None:
             raise ConfigError(where, key, f"missing; serving.lmi.{name} is set: add {key}={{{{{name}}}}}")
         elif props[key] != format_value(value):
             raise ConfigError(
-                where, key,
+                where,
+                key,
                 f"got {props[key]!r} but serving.lmi.{name} is {format_value(value)!r}; write {key}={{{{{name}}}}}",
             )

@@ -10,23 +10,71 @@ from .schema import setting
 
 _IMAGE_REFERENCE = r"(:[\w.-]+|@sha256:[0-9a-f]{64})"
 OWN_REPOSITORY_PATTERN = r"[a-z0-9]+([._/-][a-z0-9]+)*" + _IMAGE_REFERENCE
-OFFLINE_IMAGE = ("script mode pip-installs training_code/qlora/requirements.txt, which needs the internet: push an "
-                 "image with them baked in (README, Training) and set training.image_repository (<repo>:<tag> in "
-                 "this account's ECR) or training.image_uri")
+OFFLINE_IMAGE = (
+    "script mode pip-installs training_code/qlora/requirements.txt, which needs the internet: push an "
+    "image with them baked in (README, Training) and set training.image_repository (<repo>:<tag> in "
+    "this account's ECR) or training.image_uri"
+)
 ECR_IMAGE_PATTERN = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})"
 # CloudWatch Logs accepts only these retention periods.
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
-                      3288, 3653)
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 # Job names are `<prefix>-<32 hex>-<attempt>-<retry>` and SageMaker allows 63 characters.
 MAX_JOB_NAME_PREFIX = 63 - (1 + 32 + 4)
 PREFIX_LIMIT = f"at most {MAX_JOB_NAME_PREFIX} characters so job names fit SageMaker's 63"
 # GPUs per instance of the multi-GPU SageMaker training types; any other type counts as one GPU.
 MULTI_GPU_TYPES = {
-    **dict.fromkeys(("ml.g4dn.12xlarge", "ml.g5.12xlarge", "ml.g5.24xlarge", "ml.g6.12xlarge", "ml.g6.24xlarge",
-                     "ml.g6e.12xlarge", "ml.g6e.24xlarge", "ml.p3.8xlarge"), 4),
-    **dict.fromkeys(("ml.g4dn.metal", "ml.g5.48xlarge", "ml.g6.48xlarge", "ml.g6e.48xlarge", "ml.p3.16xlarge",
-                     "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge",
-                     "ml.p5en.48xlarge"), 8),
+    **dict.fromkeys(
+        (
+            "ml.g4dn.12xlarge",
+            "ml.g5.12xlarge",
+            "ml.g5.24xlarge",
+            "ml.g6.12xlarge",
+            "ml.g6.24xlarge",
+            "ml.g6e.12xlarge",
+            "ml.g6e.24xlarge",
+            "ml.p3.8xlarge",
+        ),
+        4,
+    ),
+    **dict.fromkeys(
+        (
+            "ml.g4dn.metal",
+            "ml.g5.48xlarge",
+            "ml.g6.48xlarge",
+            "ml.g6e.48xlarge",
+            "ml.p3.16xlarge",
+            "ml.p3dn.24xlarge",
+            "ml.p4d.24xlarge",
+            "ml.p4de.24xlarge",
+            "ml.p5.48xlarge",
+            "ml.p5e.48xlarge",
+            "ml.p5en.48xlarge",
+        ),
+        8,
+    ),
 }
 # Script-mode switches the stack sets from the job shape (README, Training); never config or execution input.
 TORCH_DISTRIBUTED = "sagemaker_torch_distributed_enabled"
@@ -111,8 +159,9 @@ class TrainingConfig:
             raise ConfigError(source, f"{path}.{name}" if path else name, problem)
 
         check_instance_type(self.instance_type, TRAINING, source, f"{path}.instance_type" if path else "instance_type")
-        check_log_retention(self.log_retention_days, source,
-                            f"{path}.log_retention_days" if path else "log_retention_days")
+        check_log_retention(
+            self.log_retention_days, source, f"{path}.log_retention_days" if path else "log_retention_days"
+        )
         if self.max_wait_hours is not None and not self.spot:
             fail("max_wait_hours", f"got {self.max_wait_hours}; only managed spot (spot: true) waits, set it to null")
         if self.spot and self.max_wait_hours is not None and self.max_wait_hours < self.max_runtime_hours:
@@ -157,16 +206,21 @@ class TrainingConfig:
 
         shape = f"{self.instance_type} x {self.instance_count} ({self.world_size} GPU{'s' * self.distributed})"
         if TORCH_DISTRIBUTED in hyperparameters:
-            return TORCH_DISTRIBUTED, ("set by the stack from training.instance_type and instance_count (on for "
-                                       "more than one GPU); remove it")
+            return TORCH_DISTRIBUTED, (
+                "set by the stack from training.instance_type and instance_count (on for more than one GPU); remove it"
+            )
         method = hyperparameters.get("method", "qlora")
         if self.distributed and method != "qlora":
-            return "method", (f"got {method!r}; {shape} runs torchrun, which train.py supports for method qlora only: "
-                              "use qlora, or one single-GPU instance")
+            return "method", (
+                f"got {method!r}; {shape} runs torchrun, which train.py supports for method qlora only: "
+                "use qlora, or one single-GPU instance"
+            )
         fsdp = hyperparameters.get("fsdp", "false")
         if not self.distributed and parse_bool(fsdp):
-            return "fsdp", (f"got {fsdp!r}; FSDP shards the model over several GPUs and {shape} has one: set it "
-                            "false or use a multi-GPU instance_type / instance_count > 1")
+            return "fsdp", (
+                f"got {fsdp!r}; FSDP shards the model over several GPUs and {shape} has one: set it "
+                "false or use a multi-GPU instance_type / instance_count > 1"
+            )
         return None
 
     @property

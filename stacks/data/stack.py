@@ -68,9 +68,9 @@ class DataStack(Stack):
         """The registry of this environment's models, retained like the bucket its packages point into. The
         name is required by CloudFormation: generated from the construct path (unique per environment), lower
         case as SageMaker writes it into package ARNs, which the IAM scopes match."""
-        self.model_package_group_name = Names.unique_resource_name(
-            self, max_length=56, separator="-"
-        ).lower() + "-models"
+        self.model_package_group_name = (
+            Names.unique_resource_name(self, max_length=56, separator="-").lower() + "-models"
+        )
         group = sagemaker.CfnModelPackageGroup(
             self,
             "ModelPackageGroup",
@@ -133,9 +133,7 @@ class DataStack(Stack):
                     id="expire-access-logs",
                     expiration=Duration.days(data.access_log_expiration_days),
                     noncurrent_version_expiration=Duration.days(1),
-                    abort_incomplete_multipart_upload_after=Duration.days(
-                        data.abort_incomplete_multipart_upload_days
-                    ),
+                    abort_incomplete_multipart_upload_after=Duration.days(data.abort_incomplete_multipart_upload_days),
                 )
             ],
         )

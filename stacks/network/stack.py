@@ -49,7 +49,10 @@ class NetworkStack(Stack):
 
         # Jobs and models: no ingress but from each other (multi-instance training), HTTPS out to the endpoints.
         self.security_group = ec2.SecurityGroup(
-            self, "JobSecurityGroup", vpc=vpc, allow_all_outbound=False,
+            self,
+            "JobSecurityGroup",
+            vpc=vpc,
+            allow_all_outbound=False,
             description=f"{config.app_name}-{config.env_name}: SageMaker jobs and models (isolated mode)",
         )
         self.security_group.add_ingress_rule(
@@ -85,15 +88,21 @@ class NetworkStack(Stack):
             self, "FlowLogs", encryption_key=key, retention=FLOW_LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN
         )
         role = iam.Role(
-            self, "FlowLogRole", assumed_by=iam.ServicePrincipal("vpc-flow-logs.amazonaws.com"),
+            self,
+            "FlowLogRole",
+            assumed_by=iam.ServicePrincipal("vpc-flow-logs.amazonaws.com"),
             description="VPC flow logs: write to the flow-log group",
         )
         policy = iam.ManagedPolicy(
-            self, "FlowLogPolicy", roles=[role],
-            statements=[iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[log_group.log_group_arn],
-            )],
+            self,
+            "FlowLogPolicy",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                    resources=[log_group.log_group_arn],
+                )
+            ],
         )
         flow_log = vpc.add_flow_log(
             "FlowLog",
@@ -104,12 +113,19 @@ class NetworkStack(Stack):
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
         vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[private])
         self.endpoint_security_group = ec2.SecurityGroup(
-            self, "EndpointSecurityGroup", vpc=vpc, allow_all_outbound=False,
+            self,
+            "EndpointSecurityGroup",
+            vpc=vpc,
+            allow_all_outbound=False,
             description="Interface VPC endpoints: HTTPS from the SageMaker job security group only",
         )
         for name, service in INTERFACE_ENDPOINTS.items():
             vpc.add_interface_endpoint(
-                name, service=service, subnets=private, private_dns_enabled=True, open=False,
+                name,
+                service=service,
+                subnets=private,
+                private_dns_enabled=True,
+                open=False,
                 security_groups=[self.endpoint_security_group],
             )
         CfnOutput(self, "VpcId", value=vpc.vpc_id)

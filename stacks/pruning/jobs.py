@@ -69,8 +69,12 @@ def pruning_job_requests(
         job_name=Ref("$.unused"),  # the tuning job names its trials
         role_arn=job_role.role_arn,
         instance_type=pruning.trial_instance_type,
-        hyperparameters={**pruning.trial_hyperparameters, "search-space": pruning.search_space,
-                         "sagemaker_program": TRIAL_PROGRAM, **script_mode},
+        hyperparameters={
+            **pruning.trial_hyperparameters,
+            "search-space": pruning.search_space,
+            "sagemaker_program": TRIAL_PROGRAM,
+            **script_mode,
+        },
         channels=[S3Channel("model", supernet_uri), S3Channel("training", Ref("$.train_data"))],
         max_runtime_seconds=pruning.trial_max_runtime_minutes * 60,
         **common,

@@ -48,7 +48,8 @@ def pruning_prefix(config: AppConfig) -> str:
     prefix = config.pruning.job_name_prefix or f"{config.app_name}-{config.env_name}"
     if len(prefix) > MAX_PRUNING_PREFIX:
         raise ConfigError(
-            config.source, "pruning.job_name_prefix",
+            config.source,
+            "pruning.job_name_prefix",
             f"got {prefix!r} (<app_name>-<env>); at most {MAX_PRUNING_PREFIX} characters (tuning job names are "
             "limited to 32): set a shorter one",
         )
@@ -78,7 +79,8 @@ class PruningStack(Stack):
         pruning = config.pruning
         if config.network.isolated:
             raise ConfigError(
-                config.source, "pruning.enabled",
+                config.source,
+                "pruning.enabled",
                 "the Pruning stack does not support network.isolated yet (its jobs and endpoints would run outside "
                 "the VPC); keep pruning off in isolated environments",
             )

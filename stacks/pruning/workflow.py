@@ -136,7 +136,7 @@ class PruningWorkflow(Construct):
             topic=topic,
             subject="Pruning failed",
             invalid_input_cause=(
-                f"expected {{\"train_data\": \"s3://{bucket_name}/{PRUNING_DATASETS_PREFIX}<folder>/\"}} "
+                f'expected {{"train_data": "s3://{bucket_name}/{PRUNING_DATASETS_PREFIX}<folder>/"}} '
                 "(train.jsonl, test.jsonl; not under datasets/, where uploads start QLoRA runs); see README, Pruning"
             ),
         )
@@ -146,9 +146,7 @@ class PruningWorkflow(Construct):
             parameters={"parts.$": "States.StringSplit($$.Execution.StartTime, '-:T.Z')"},
             result_path="$.clock",
         )
-        prepare = sfn.Pass(
-            self, "Prepare", parameters={"name.$": run_name_expression(run_prefix)}, result_path="$.run"
-        )
+        prepare = sfn.Pass(self, "Prepare", parameters={"name.$": run_name_expression(run_prefix)}, result_path="$.run")
         train, tune, select, export = self._job_states(
             jobs,
             jobs_uri=jobs_uri,
@@ -164,8 +162,9 @@ class PruningWorkflow(Construct):
         record.next(done)
         export.next(self._completed("ExportCompleted", "$.export", record))
         select.next(self._completed("SelectionCompleted", "$.selection", export))
-        tune.next(tuning_completed(self, "TuneCompleted", result_path="$.tuning", notify=self._notify,
-                                   next_state=select))
+        tune.next(
+            tuning_completed(self, "TuneCompleted", result_path="$.tuning", notify=self._notify, next_state=select)
+        )
         train.next(self._completed("SupernetCompleted", "$.supernet", tune))
         chain = start_time.next(prepare).next(train)
         start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), chain).otherwise(invalid)
@@ -229,8 +228,11 @@ class PruningWorkflow(Construct):
             "Export",
             CREATE_TRAINING_JOB_SYNC,
             training_parameters(jobs.export, output=jobs_uri, compression="GZIP"),
-            {"job_name.$": "$.TrainingJobName", **JOB_OUTCOME_SELECTOR,
-             "model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts"},
+            {
+                "job_name.$": "$.TrainingJobName",
+                **JOB_OUTCOME_SELECTOR,
+                "model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts",
+            },
             "$.export",
         )
         return train, tune, select, export

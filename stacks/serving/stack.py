@@ -93,8 +93,11 @@ class ServingStack(Stack):
     def _alarm_topic(self, config: AppConfig, *, key: kms.IKey) -> sns.Topic:
         """Encrypted with the data key, which lets CloudWatch alarms publish; optional e-mail subscription."""
         topic = sns.Topic(
-            self, "AlarmTopic", display_name=f"{config.app_name}-{config.env_name} serving alarms",
-            master_key=key, enforce_ssl=True,
+            self,
+            "AlarmTopic",
+            display_name=f"{config.app_name}-{config.env_name} serving alarms",
+            master_key=key,
+            enforce_ssl=True,
         )
         if config.serving.alarms.email:
             topic.add_subscription(subscriptions.EmailSubscription(config.serving.alarms.email))
@@ -140,19 +143,23 @@ class ServingStack(Stack):
         ]
         asset = self.endpoint.model_asset
         if asset is not None:
-            statements.append(iam.PolicyStatement(
-                sid="ReadModelTarball",
-                actions=["s3:GetObject"],
-                resources=[asset.bucket.arn_for_objects(asset.s3_object_key)],
-            ))
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ReadModelTarball",
+                    actions=["s3:GetObject"],
+                    resources=[asset.bucket.arn_for_objects(asset.s3_object_key)],
+                )
+            )
         if placement is not None:
             statements += vpc_statements(self, placement)
         if capture_prefix:
-            statements.append(iam.PolicyStatement(
-                sid="WriteDataCapture",
-                actions=["s3:PutObject"],
-                resources=[bucket.arn_for_objects(f"{capture_prefix}*")],
-            ))
+            statements.append(
+                iam.PolicyStatement(
+                    sid="WriteDataCapture",
+                    actions=["s3:PutObject"],
+                    resources=[bucket.arn_for_objects(f"{capture_prefix}*")],
+                )
+            )
         return statements
 
     def _outputs(self, serving: ServingConfig) -> None:

@@ -60,7 +60,9 @@ class ContainerImages(Construct):
             account, region, repository = ECR_URI.fullmatch(override).groups()
         else:
             account, region, repository = (
-                self._lookup(name, "Registry"), stack.region, self._lookup(name, "Repository")
+                self._lookup(name, "Registry"),
+                stack.region,
+                self._lookup(name, "Repository"),
             )
         return stack.format_arn(
             service="ecr", account=account, region=region, resource="repository", resource_name=repository

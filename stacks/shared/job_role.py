@@ -55,12 +55,14 @@ class SageMakerJobRole(Construct):
             *_runtime_statements(stack, job_name_prefix=job_name_prefix, image_repository_arn=image_repository_arn),
         ]
         if code_channel:
-            statements.append(iam.PolicyStatement(
-                sid="ListTrainingCode",
-                actions=["s3:ListBucket"],
-                resources=[code.bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [code.s3_object_key]}},
-            ))
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ListTrainingCode",
+                    actions=["s3:ListBucket"],
+                    resources=[code.bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [code.s3_object_key]}},
+                )
+            )
         if vpc is not None:
             statements += vpc_statements(stack, vpc)
         self.policy = iam.ManagedPolicy(
@@ -78,13 +80,17 @@ def _storage_statements(
 ) -> list[iam.PolicyStatement]:
     """The code (a job running the image's own program has none), the inputs under `read_prefixes`, the
     outputs under `write_prefixes`, the data key."""
-    code_statements = [] if code is None else [
-        iam.PolicyStatement(
-            sid="ReadTrainingCode",
-            actions=["s3:GetObject"],
-            resources=[code.bucket.arn_for_objects(code.s3_object_key)],
-        ),
-    ]
+    code_statements = (
+        []
+        if code is None
+        else [
+            iam.PolicyStatement(
+                sid="ReadTrainingCode",
+                actions=["s3:GetObject"],
+                resources=[code.bucket.arn_for_objects(code.s3_object_key)],
+            ),
+        ]
+    )
     return [
         *code_statements,
         iam.PolicyStatement(
@@ -135,7 +141,9 @@ def _runtime_statements(stack: Stack, *, job_name_prefix: str, image_repository_
             actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
             resources=[
                 stack.format_arn(
-                    service="logs", resource="log-group", resource_name=name,
+                    service="logs",
+                    resource="log-group",
+                    resource_name=name,
                     arn_format=ArnFormat.COLON_RESOURCE_NAME,
                 )
                 for name in (TRAINING_LOG_GROUP, f"{TRAINING_LOG_GROUP}:*")
@@ -144,11 +152,14 @@ def _runtime_statements(stack: Stack, *, job_name_prefix: str, image_repository_
         iam.PolicyStatement(
             sid="OwnLogStreams",
             actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-            resources=[stack.format_arn(
-                service="logs", resource="log-group",
-                resource_name=f"{TRAINING_LOG_GROUP}:log-stream:{job_name_prefix}-*",
-                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-            )],
+            resources=[
+                stack.format_arn(
+                    service="logs",
+                    resource="log-group",
+                    resource_name=f"{TRAINING_LOG_GROUP}:log-stream:{job_name_prefix}-*",
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+            ],
         ),
         iam.PolicyStatement(
             sid="TrainingMetrics",  # PutMetricData has no resource-level permissions; the namespace is pinned
@@ -166,6 +177,7 @@ def vpc_statements(stack: Stack, placement: Placement) -> list[iam.PolicyStateme
     and groups are named; the permission and delete calls act on an existing interface and are limited to
     interfaces in those subnets (`ec2:Subnet`). The Describe calls have no resource type: `*`, this region.
     """
+
     def arns(kind: str, ids: Sequence[str]) -> list[str]:
         return [stack.format_arn(service="ec2", resource=kind, resource_name=i) for i in ids]
 

@@ -121,7 +121,9 @@ class SageMakerEndpoint(Construct):
             enable_network_isolation=container.network_isolation or None,
             vpc_config=sagemaker.CfnModel.VpcConfigProperty(
                 subnets=list(container.vpc_subnet_ids), security_group_ids=list(container.vpc_security_group_ids)
-            ) if container.vpc_subnet_ids else None,
+            )
+            if container.vpc_subnet_ids
+            else None,
         )
         for policy in role_policies:
             model.node.add_dependency(policy)
@@ -171,7 +173,7 @@ class SageMakerEndpoint(Construct):
         # Derived from the stack name, not Ref'd: the alarms watch the endpoint (by its generated
         # name) and the endpoint's rollback config names the alarms; a Ref would be a cycle.
         stack = Stack.of(self)
-        inside = "-".join(c.node.id for c in self.node.scopes[len(stack.node.scopes):])
+        inside = "-".join(c.node.id for c in self.node.scopes[len(stack.node.scopes) :])
         return f"{stack.stack_name}-{inside}-{metric}"
 
     def _deployment_config(self, rollout: RolloutConfig) -> sagemaker.CfnEndpoint.DeploymentConfigProperty:
@@ -274,23 +276,29 @@ class SageMakerEndpoint(Construct):
         )
         specs: dict[str, tuple[cloudwatch.IMetric, float, str]] = {
             "ModelLatencyP90": (
-                self.metric("ModelLatency", statistic="p90"), cfg.model_latency_p90_ms * 1000,
+                self.metric("ModelLatency", statistic="p90"),
+                cfg.model_latency_p90_ms * 1000,
                 f"ModelLatency p90 above {cfg.model_latency_p90_ms} ms",
             ),
             "Invocation5XXErrors": (
-                self.metric("Invocation5XXErrors"), cfg.invocation_5xx_errors,
+                self.metric("Invocation5XXErrors"),
+                cfg.invocation_5xx_errors,
                 f"at least {cfg.invocation_5xx_errors} 5XX errors per period",
             ),
             "Invocation4XXErrorRate": (
-                error_rate, cfg.invocation_4xx_rate_percent, f"4XX errors above {cfg.invocation_4xx_rate_percent}%",
+                error_rate,
+                cfg.invocation_4xx_rate_percent,
+                f"4XX errors above {cfg.invocation_4xx_rate_percent}%",
             ),
             "CPUUtilization": (
                 self.metric("CPUUtilization", statistic="Average", namespace=INSTANCE_NAMESPACE),
-                cfg.cpu_percent * vcpus, f"CPU above {cfg.cpu_percent}% of {vcpus} vCPUs",
+                cfg.cpu_percent * vcpus,
+                f"CPU above {cfg.cpu_percent}% of {vcpus} vCPUs",
             ),
             "MemoryUtilization": (
                 self.metric("MemoryUtilization", statistic="Average", namespace=INSTANCE_NAMESPACE),
-                cfg.memory_percent, f"memory above {cfg.memory_percent}%",
+                cfg.memory_percent,
+                f"memory above {cfg.memory_percent}%",
             ),
         }
         action = cw_actions.SnsAction(topic)
@@ -365,7 +373,9 @@ def endpoint_runtime_statements(stack: Stack) -> list[iam.PolicyStatement]:
             actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
             resources=[
                 stack.format_arn(
-                    service="logs", resource="log-group", resource_name=f"{ENDPOINT_LOG_GROUPS}*",
+                    service="logs",
+                    resource="log-group",
+                    resource_name=f"{ENDPOINT_LOG_GROUPS}*",
                     arn_format=ArnFormat.COLON_RESOURCE_NAME,
                 )
             ],

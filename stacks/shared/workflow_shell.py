@@ -97,8 +97,9 @@ def job_submitter_statements(
     describe and stop only this environment's jobs, pass only `roles`, its sync rules, the data key for volumes."""
     return [
         *(
-            iam.PolicyStatement(sid=_JOB_SIDS[kind], actions=list(JOB_ACTIONS[kind]),
-                                resources=[job_arn(stack, kind, prefix)])
+            iam.PolicyStatement(
+                sid=_JOB_SIDS[kind], actions=list(JOB_ACTIONS[kind]), resources=[job_arn(stack, kind, prefix)]
+            )
             for kind in job_kinds
         ),
         iam.PolicyStatement(
@@ -225,18 +226,24 @@ def failure_path(
         "Notify",
         topic=topic,
         subject=subject,
-        message=sfn.TaskInput.from_object({
-            "execution": sfn.JsonPath.execution_id,
-            "error": sfn.JsonPath.object_at("$.error"),
-            "input": sfn.JsonPath.object_at("$$.Execution.Input"),
-        }),
+        message=sfn.TaskInput.from_object(
+            {
+                "execution": sfn.JsonPath.execution_id,
+                "error": sfn.JsonPath.object_at("$.error"),
+                "input": sfn.JsonPath.object_at("$$.Execution.Input"),
+            }
+        ),
         result_path=sfn.JsonPath.DISCARD,
     )
-    reserved = sfn.Fail(scope, "StepFailed", error="StepFailed",
-                        cause_path="States.Format('{}: {}', $.error.Error, $.error.Cause)")
+    reserved = sfn.Fail(
+        scope, "StepFailed", error="StepFailed", cause_path="States.Format('{}: {}', $.error.Error, $.error.Cause)"
+    )
     failed = sfn.Fail(scope, "Failed", error_path="$.error.Error", cause_path="$.error.Cause")
-    notify.next(sfn.Choice(scope, "ErrorName").when(
-        sfn.Condition.string_matches("$.error.Error", "States.*"), reserved).otherwise(failed))
+    notify.next(
+        sfn.Choice(scope, "ErrorName")
+        .when(sfn.Condition.string_matches("$.error.Error", "States.*"), reserved)
+        .otherwise(failed)
+    )
     invalid.next(notify)
     return invalid, notify
 

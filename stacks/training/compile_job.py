@@ -44,8 +44,14 @@ def export_entrypoint() -> tuple[str, ...]:
 def export_arguments(config: AppConfig) -> tuple[str, ...]:
     """`optimum-cli export neuron`'s arguments, one item each: serving.neuron's shape, for Inferentia2."""
     return (
-        "--model", MODEL_CHANNEL, "--task", "text-generation",
-        *config.serving.neuron.export_arguments(), "--instance_type", "inf2", OUTPUT_DIR,
+        "--model",
+        MODEL_CHANNEL,
+        "--task",
+        "text-generation",
+        *config.serving.neuron.export_arguments(),
+        "--instance_type",
+        "inf2",
+        OUTPUT_DIR,
     )
 
 
@@ -75,8 +81,9 @@ def neuron_compile_request(
         instance_count=1,
         volume_size_gb=compile_config.volume_size_gb,
         kms_key_arn=key.key_arn,
-        output_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', "
-                          "$.training.job_name)"),
+        output_s3_uri=Ref(
+            f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', $.training.job_name)"
+        ),
         hyperparameters=None,
         channels=[S3Channel("model", Ref("$.training.model_s3_uri"))],
         max_runtime_seconds=compile_config.max_runtime_hours * 3600,

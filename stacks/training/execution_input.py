@@ -57,8 +57,11 @@ def split_s3_uri(value: Any, field: str = "train_data") -> tuple[str, str]:
 def _marker_folder(value: str, key: str) -> str:
     """`datasets/<name>/` of the marker key `datasets/<name>/_READY`; any other marker is refused."""
     if len(key.split("/")) != 3:  # datasets, <name>, _READY (empty segments are refused before)
-        raise InputError("train_data", f"got {_short(value)}; a dataset completion marker must be "
-                         f"{DATASETS_PREFIX}<name>/{DATASET_READY_MARKER} (one folder under {DATASETS_PREFIX})")
+        raise InputError(
+            "train_data",
+            f"got {_short(value)}; a dataset completion marker must be "
+            f"{DATASETS_PREFIX}<name>/{DATASET_READY_MARKER} (one folder under {DATASETS_PREFIX})",
+        )
     return key.removesuffix(DATASET_READY_MARKER)
 
 
@@ -71,8 +74,11 @@ def _dataset(data: Mapping[str, Any], field: str, bucket: str | None) -> str:
     if key.rsplit("/", 1)[-1] != DATASET_READY_MARKER:
         return data[field]
     if field != "train_data":
-        raise InputError(field, f"got {_short(data[field])}; give the dataset folder (ending in /): a completion "
-                         "marker stands for a dataset only as train_data")
+        raise InputError(
+            field,
+            f"got {_short(data[field])}; give the dataset folder (ending in /): a completion "
+            "marker stands for a dataset only as train_data",
+        )
     return f"s3://{data_bucket}/{_marker_folder(data[field], key)}"
 
 

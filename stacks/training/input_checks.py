@@ -27,9 +27,7 @@ _JSON_PATH_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 def _refusal(scope: Construct, construct_id: str, cause: str, notify: sfn.IChainable) -> sfn.Pass:
     """An InvalidInput error with `cause` (an intrinsic) into `$.error`, then Notify -> Failed."""
-    state = sfn.Pass(
-        scope, construct_id, parameters={"Error": "InvalidInput", "Cause.$": cause}, result_path="$.error"
-    )
+    state = sfn.Pass(scope, construct_id, parameters={"Error": "InvalidInput", "Cause.$": cause}, result_path="$.error")
     state.next(notify)
     return state
 

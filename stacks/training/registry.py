@@ -45,11 +45,13 @@ class ServingSpec:
     def inference_specification(self, model_s3_uri_path: str) -> dict:
         container = {
             "Image": self.image_uri,
-            "ModelDataSource": {"S3DataSource": {
-                "S3Uri": sfn.JsonPath.string_at(model_s3_uri_path),
-                "S3DataType": "S3Prefix",
-                "CompressionType": "None",
-            }},
+            "ModelDataSource": {
+                "S3DataSource": {
+                    "S3Uri": sfn.JsonPath.string_at(model_s3_uri_path),
+                    "S3DataType": "S3Prefix",
+                    "CompressionType": "None",
+                }
+            },
             "Environment": dict(self.environment),
         }
         return {
@@ -93,16 +95,34 @@ class ModelRegistration(Construct):
         self.register_compiled = None
         if compiled_serving is not None:
             self.register_compiled = self._register(
-                "RegisterCompiledModel", compiled_serving, "$.compile.model_s3_uri", "$.registry_compiled",
-                {"compile_job": sfn.JsonPath.string_at("$.compile.job_name"),
-                 "merged_package": sfn.JsonPath.string_at("$.registry.model_package_arn")},
+                "RegisterCompiledModel",
+                compiled_serving,
+                "$.compile.model_s3_uri",
+                "$.registry_compiled",
+                {
+                    "compile_job": sfn.JsonPath.string_at("$.compile.job_name"),
+                    "merged_package": sfn.JsonPath.string_at("$.registry.model_package_arn"),
+                },
             )
 
-    def _task(self, construct_id: str, service: str, action: str, parameters: dict, result_selector: dict,
-              result_path: str, iam_resources: list[str]) -> tasks.CallAwsService:
+    def _task(
+        self,
+        construct_id: str,
+        service: str,
+        action: str,
+        parameters: dict,
+        result_selector: dict,
+        result_path: str,
+        iam_resources: list[str],
+    ) -> tasks.CallAwsService:
         task = tasks.CallAwsService(
-            self, construct_id, service=service, action=action, parameters=parameters,
-            result_selector=result_selector, result_path=result_path,
+            self,
+            construct_id,
+            service=service,
+            action=action,
+            parameters=parameters,
+            result_selector=result_selector,
+            result_path=result_path,
             iam_resources=iam_resources,  # the statements are the stack's (registry_statements)
         )
         task.add_catch(self._notify, errors=["States.ALL"], result_path="$.error")
@@ -110,20 +130,34 @@ class ModelRegistration(Construct):
 
     def _gate(self, min_improvement: float, next_state: sfn.IChainable) -> sfn.IChainable:
         describe = self._task(
-            "DescribeRun", "sagemaker", "describeTrainingJob",
+            "DescribeRun",
+            "sagemaker",
+            "describeTrainingJob",
             {"TrainingJobName": sfn.JsonPath.string_at("$.training.job_name")},
             # The whole description: DescribeTrainingJob leaves FinalMetricDataList out for a job that logged no
             # metric, and a ResultSelector path that is absent fails the run with States.Runtime, which no Catch sees.
-            {"job.$": "$"}, "$.evaluation", ["*"],
+            {"job.$": "$"},
+            "$.evaluation",
+            ["*"],
         )
-        names = sfn.Pass(self, "MetricNames", parameters={
-            "has_gate_metric.$": f"States.ArrayContains($.evaluation.job.FinalMetricDataList[*].MetricName, "
-                                 f"'{GATE_METRIC}')",
-            "metrics.$": "$.evaluation.job.FinalMetricDataList",
-        }, result_path="$.evaluation")
-        value = sfn.Pass(self, "GateMetric", parameters={
-            "improvement.$": f"$.evaluation.metrics[?(@.MetricName == '{GATE_METRIC}')].Value",
-        }, result_path="$.evaluation")
+        names = sfn.Pass(
+            self,
+            "MetricNames",
+            parameters={
+                "has_gate_metric.$": f"States.ArrayContains($.evaluation.job.FinalMetricDataList[*].MetricName, "
+                f"'{GATE_METRIC}')",
+                "metrics.$": "$.evaluation.job.FinalMetricDataList",
+            },
+            result_path="$.evaluation",
+        )
+        value = sfn.Pass(
+            self,
+            "GateMetric",
+            parameters={
+                "improvement.$": f"$.evaluation.metrics[?(@.MetricName == '{GATE_METRIC}')].Value",
+            },
+            result_path="$.evaluation",
+        )
 
         def decision(construct_id: str, status: str, improvement: str | None) -> sfn.Pass:
             fields = {"status": status, "min_improvement": f"{min_improvement:g}"}
@@ -139,17 +173,23 @@ class ModelRegistration(Construct):
         no_evaluation = decision("RejectedNoEvaluation", REJECTED, None)
         for state in (pending, rejected, no_evaluation):
             state.next(next_state)
-        gate = sfn.Choice(self, "QualityGate").when(
-            sfn.Condition.number_greater_than_equals("$.evaluation.improvement[0]", min_improvement), pending
-        ).otherwise(rejected)
+        gate = (
+            sfn.Choice(self, "QualityGate")
+            .when(sfn.Condition.number_greater_than_equals("$.evaluation.improvement[0]", min_improvement), pending)
+            .otherwise(rejected)
+        )
         value.next(gate)
-        has = sfn.Choice(self, "HasEvaluation").when(
-            sfn.Condition.boolean_equals("$.evaluation.has_gate_metric", True), value
-        ).otherwise(no_evaluation)
+        has = (
+            sfn.Choice(self, "HasEvaluation")
+            .when(sfn.Condition.boolean_equals("$.evaluation.has_gate_metric", True), value)
+            .otherwise(no_evaluation)
+        )
         names.next(has)
-        metrics = sfn.Choice(self, "HasMetrics").when(
-            sfn.Condition.is_present("$.evaluation.job.FinalMetricDataList"), names
-        ).otherwise(no_evaluation)
+        metrics = (
+            sfn.Choice(self, "HasMetrics")
+            .when(sfn.Condition.is_present("$.evaluation.job.FinalMetricDataList"), names)
+            .otherwise(no_evaluation)
+        )
         describe.next(metrics)
         return describe
 
@@ -159,22 +199,32 @@ class ModelRegistration(Construct):
         datasets = f"s3://{self._bucket}/{DATASETS_PREFIX}"
         parts = "States.StringSplit($.train_data, '/')"
         # The name's index is the part count of `s3://<bucket>/datasets`, however StringSplit treats `//`.
-        name = (f"States.ArrayGetItem({parts}, States.ArrayLength(States.StringSplit("
-                f"'{datasets.rstrip('/')}', '/')))")
+        name = f"States.ArrayGetItem({parts}, States.ArrayLength(States.StringSplit('{datasets.rstrip('/')}', '/')))"
 
         def prefix(construct_id: str, pattern: str) -> sfn.Pass:
-            return sfn.Pass(self, construct_id, parameters={"prefix.$": f"States.Format('{pattern}', {name})"},
-                            result_path="$.lineage")
+            return sfn.Pass(
+                self,
+                construct_id,
+                parameters={"prefix.$": f"States.Format('{pattern}', {name})"},
+                result_path="$.lineage",
+            )
 
-        folder, file = prefix("DatasetFolderPrefix", f"{DATASETS_PREFIX}{{}}/"), prefix("DatasetFilePrefix",
-                                                                                      f"{DATASETS_PREFIX}{{}}")
+        folder, file = (
+            prefix("DatasetFolderPrefix", f"{DATASETS_PREFIX}{{}}/"),
+            prefix("DatasetFilePrefix", f"{DATASETS_PREFIX}{{}}"),
+        )
         listing = self._task(
-            "ListDatasetVersions", "s3", "listObjectVersions",
-            {"Bucket": self._bucket, "Prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
-             "MaxKeys": MAX_LISTED_VERSIONS},
-            {"objects.$": "$.Versions[?(@.IsLatest == true)]", "truncated.$": "$.IsTruncated",
-             "prefix.$": "$.Prefix"},
-            "$.lineage", [f"arn:aws:s3:::{self._bucket}"],
+            "ListDatasetVersions",
+            "s3",
+            "listObjectVersions",
+            {
+                "Bucket": self._bucket,
+                "Prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
+                "MaxKeys": MAX_LISTED_VERSIONS,
+            },
+            {"objects.$": "$.Versions[?(@.IsLatest == true)]", "truncated.$": "$.IsTruncated", "prefix.$": "$.Prefix"},
+            "$.lineage",
+            [f"arn:aws:s3:::{self._bucket}"],
         )
         manifest = {
             "training_job": sfn.JsonPath.string_at("$.training.job_name"),
@@ -188,39 +238,58 @@ class ModelRegistration(Construct):
             "code_asset_hash": self._code_hash,
             "evaluation": sfn.JsonPath.object_at("$.approval"),
         }
-        body = sfn.Pass(self, "LineageManifest", parameters={"manifest": manifest,
-                                                             "objects.$": "$.lineage.objects"},
-                        result_path="$.lineage_manifest")
+        body = sfn.Pass(
+            self,
+            "LineageManifest",
+            parameters={"manifest": manifest, "objects.$": "$.lineage.objects"},
+            result_path="$.lineage_manifest",
+        )
         write = self._task(
-            "WriteLineage", "s3", "putObject",
-            {"Bucket": self._bucket,
-             "Key": sfn.JsonPath.format(f"{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at(
-                 "$.training.job_name")),
-             "Body": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.lineage_manifest.manifest")),
-             "ContentType": "application/json"},
+            "WriteLineage",
+            "s3",
+            "putObject",
+            {
+                "Bucket": self._bucket,
+                "Key": sfn.JsonPath.format(
+                    f"{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at("$.training.job_name")
+                ),
+                "Body": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.lineage_manifest.manifest")),
+                "ContentType": "application/json",
+            },
             {"version_id.$": "$.VersionId"},
-            "$.lineage_object", [f"arn:aws:s3:::{self._bucket}/{MODELS_PREFIX}*/{LINEAGE_FILE}"],
+            "$.lineage_object",
+            [f"arn:aws:s3:::{self._bucket}/{MODELS_PREFIX}*/{LINEAGE_FILE}"],
         )
         folder.next(listing)
         file.next(listing)
         listing.next(body).next(write).next(next_state)
-        return sfn.Choice(self, "DatasetPrefix").when(
-            sfn.Condition.string_matches("$.train_data", f"{datasets}*/*"), folder
-        ).otherwise(file)
+        return (
+            sfn.Choice(self, "DatasetPrefix")
+            .when(sfn.Condition.string_matches("$.train_data", f"{datasets}*/*"), folder)
+            .otherwise(file)
+        )
 
     def _base_model_value(self) -> str:
         return sfn.JsonPath.string_at(self._base_model) if self._base_model.startswith("$.") else self._base_model
 
-    def _register(self, construct_id: str, serving: ServingSpec | None, model_path: str, result_path: str,
-                  extra_metadata: Mapping[str, str]) -> tasks.CallAwsService:
+    def _register(
+        self,
+        construct_id: str,
+        serving: ServingSpec | None,
+        model_path: str,
+        result_path: str,
+        extra_metadata: Mapping[str, str],
+    ) -> tasks.CallAwsService:
         """CreateModelPackage: a new version in the group, its status from the gate."""
         metadata = {
             "training_job": sfn.JsonPath.string_at("$.training.job_name"),
             "dataset": sfn.JsonPath.string_at("$.train_data"),
-            "dataset_objects": sfn.JsonPath.format("{}", sfn.JsonPath.array_length(
-                sfn.JsonPath.list_at("$.lineage_manifest.objects"))),
-            "lineage": sfn.JsonPath.format(f"s3://{self._bucket}/{MODELS_PREFIX}{{}}/{LINEAGE_FILE}",
-                                           sfn.JsonPath.string_at("$.training.job_name")),
+            "dataset_objects": sfn.JsonPath.format(
+                "{}", sfn.JsonPath.array_length(sfn.JsonPath.list_at("$.lineage_manifest.objects"))
+            ),
+            "lineage": sfn.JsonPath.format(
+                f"s3://{self._bucket}/{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at("$.training.job_name")
+            ),
             "lineage_version_id": sfn.JsonPath.string_at("$.lineage_object.version_id"),
             "base_model": self._base_model_value(),
             "code_asset_hash": self._code_hash,
@@ -230,14 +299,20 @@ class ModelRegistration(Construct):
         }
         parameters = {
             "ModelPackageGroupName": self._group,
-            "ModelPackageDescription": sfn.JsonPath.format("Training job {}: {}", sfn.JsonPath.string_at(
-                "$.training.job_name"), sfn.JsonPath.string_at(model_path)),
+            "ModelPackageDescription": sfn.JsonPath.format(
+                "Training job {}: {}", sfn.JsonPath.string_at("$.training.job_name"), sfn.JsonPath.string_at(model_path)
+            ),
             "ModelApprovalStatus": sfn.JsonPath.string_at("$.approval.status"),
-            "ModelMetrics": {"ModelQuality": {"Statistics": {
-                "ContentType": "application/json",
-                "S3Uri": sfn.JsonPath.format(f"{{}}{EVALUATION_FILE}", sfn.JsonPath.string_at(
-                    "$.training.model_s3_uri")),
-            }}},
+            "ModelMetrics": {
+                "ModelQuality": {
+                    "Statistics": {
+                        "ContentType": "application/json",
+                        "S3Uri": sfn.JsonPath.format(
+                            f"{{}}{EVALUATION_FILE}", sfn.JsonPath.string_at("$.training.model_s3_uri")
+                        ),
+                    }
+                }
+            },
             "CustomerMetadataProperties": metadata,
         }
         if serving is not None:
@@ -245,7 +320,11 @@ class ModelRegistration(Construct):
             parameters["InferenceSpecification"] = serving.inference_specification(model_path)
         stack = Stack.of(self)
         return self._task(
-            construct_id, "sagemaker", "createModelPackage", parameters,
-            {"model_package_arn.$": "$.ModelPackageArn"}, result_path,
+            construct_id,
+            "sagemaker",
+            "createModelPackage",
+            parameters,
+            {"model_package_arn.$": "$.ModelPackageArn"},
+            result_path,
             [stack.format_arn(service="sagemaker", resource="model-package", resource_name=f"{self._group}/*")],
         )

@@ -52,8 +52,11 @@ def training_code_tarball(*, offline: bool) -> Path:
 def script_mode_keys(training: TrainingConfig, *, submit_directory: str) -> dict[str, str]:
     """What the training toolkit reads (never train.py); more than one GPU: torchrun on every host, with the
     instance type as the SageMaker SDK's torch_distributed sets it (the launcher's EFA settings key on it)."""
-    keys = {"sagemaker_program": ENTRY_POINT, "sagemaker_submit_directory": submit_directory,
-            "sagemaker_region": Aws.REGION}
+    keys = {
+        "sagemaker_program": ENTRY_POINT,
+        "sagemaker_submit_directory": submit_directory,
+        "sagemaker_region": Aws.REGION,
+    }
     if training.distributed:
         keys.update({TORCH_DISTRIBUTED: "true", "sagemaker_instance_type": training.instance_type})
     return keys
@@ -112,7 +115,11 @@ class TrainingStack(Stack):
             roles.append(compile_role.role)
             self.compiled_model_parameter = self._model_parameter(config, compiled=True)
             self.compile_request = neuron_compile_request(
-                config, bucket=bucket, key=key, role=compile_role.role, placement=placement,
+                config,
+                bucket=bucket,
+                key=key,
+                role=compile_role.role,
+                placement=placement,
                 image_uri=images.uri(COMPILE_IMAGE, config.serving.image_uri),
             )
         self.request, submit_directory = training_job_request(
@@ -145,8 +152,9 @@ class TrainingStack(Stack):
             compile_request=self.compile_request,
             compiled_model_parameter=self.compiled_model_parameter,
             distributed=training.distributed,
-            registration=self._registration(config, bucket=bucket, images=images, code=code,
-                                            group_name=model_package_group_name),
+            registration=self._registration(
+                config, bucket=bucket, images=images, code=code, group_name=model_package_group_name
+            ),
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
@@ -182,8 +190,10 @@ class TrainingStack(Stack):
         """(image URI, repository ARN): `image_repository` lives in the deploying account's ECR, so the URI is
         built from the stack's account and region (prod stays account-agnostic); else image_uri or the table."""
         if training.image_repository is None:
-            return (images.uri(TRAINING_IMAGE, training.image_uri),
-                    images.repository_arn(TRAINING_IMAGE, training.image_uri))
+            return (
+                images.uri(TRAINING_IMAGE, training.image_uri),
+                images.repository_arn(TRAINING_IMAGE, training.image_uri),
+            )
         name = re.split(r"[:@]", training.image_repository, maxsplit=1)[0]
         uri = f"{Aws.ACCOUNT_ID}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{training.image_repository}"
         return uri, self.format_arn(service="ecr", resource="repository", resource_name=name)
@@ -231,28 +241,36 @@ class TrainingStack(Stack):
     ) -> list[iam.PolicyStatement]:
         statements = job_submitter_statements(self, job_kinds=["training-job"], prefix=prefix, roles=roles, key=key)
         if self.compiled_model_parameter is not None:
-            statements.append(iam.PolicyStatement(
-                sid="RecordCompiledModel",
-                actions=["ssm:PutParameter"],
-                resources=[self.compiled_model_parameter.parameter_arn],
-            ))
+            statements.append(
+                iam.PolicyStatement(
+                    sid="RecordCompiledModel",
+                    actions=["ssm:PutParameter"],
+                    resources=[self.compiled_model_parameter.parameter_arn],
+                )
+            )
         return statements
 
-    def _registration(self, config: AppConfig, *, bucket: s3.IBucket, images: ContainerImages,
-                      code: s3_assets.Asset, group_name: str) -> dict:
+    def _registration(
+        self, config: AppConfig, *, bucket: s3.IBucket, images: ContainerImages, code: s3_assets.Asset, group_name: str
+    ) -> dict:
         """ModelRegistration's settings: the gate, the serving backend's image and ml.inf2 type, the lineage's
         synth-time facts (base model, code asset hash)."""
         serving = config.serving
         spec = compiled = None
         if serving is not None:
-            spec = ServingSpec(backend=serving.backend, image_uri=images.uri(serving.image_name, serving.image_uri),
-                               instance_types=(serving.instance_type,),
-                               environment=model_environment(serving.backend))
+            spec = ServingSpec(
+                backend=serving.backend,
+                image_uri=images.uri(serving.image_name, serving.image_uri),
+                instance_types=(serving.instance_type,),
+                environment=model_environment(serving.backend),
+            )
             if config.compiles_for_neuron:
-                compiled = ServingSpec(backend="vllm_neuronx",
-                                       image_uri=images.uri(COMPILE_IMAGE, serving.image_uri),
-                                       instance_types=(serving.instance_type,),
-                                       environment=model_environment("vllm_neuronx"))
+                compiled = ServingSpec(
+                    backend="vllm_neuronx",
+                    image_uri=images.uri(COMPILE_IMAGE, serving.image_uri),
+                    instance_types=(serving.instance_type,),
+                    environment=model_environment("vllm_neuronx"),
+                )
         base_key = config.training.base_model_key
         return {
             "group_name": group_name,

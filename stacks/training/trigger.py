@@ -51,13 +51,15 @@ def dataset_upload_rule(scope: Construct, *, bucket: s3.IBucket, state_machine: 
         targets.SfnStateMachine(
             state_machine,
             role=events_role.without_policy_updates(),
-            input=events.RuleTargetInput.from_object({
-                "train_data": "s3://"
-                + events.EventField.from_path("$.detail.bucket.name")
-                + "/"
-                + events.EventField.from_path("$.detail.object.key"),
-                "hyperparameters": {},
-            }),
+            input=events.RuleTargetInput.from_object(
+                {
+                    "train_data": "s3://"
+                    + events.EventField.from_path("$.detail.bucket.name")
+                    + "/"
+                    + events.EventField.from_path("$.detail.object.key"),
+                    "hyperparameters": {},
+                }
+            ),
         )
     )
     return rule

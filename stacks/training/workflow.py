@@ -93,8 +93,8 @@ class TrainingWorkflow(Construct):
             topic=topic,
             subject="Training failed",
             invalid_input_cause=(
-                f"expected {{\"train_data\": \"s3://{bucket_name}/{DATASETS_PREFIX}<file, folder/ or "
-                f"folder/{DATASET_READY_MARKER}>\", \"hyperparameters\": {{...}}}} and an optional \"eval_data\" "
+                f'expected {{"train_data": "s3://{bucket_name}/{DATASETS_PREFIX}<file, folder/ or '
+                f'folder/{DATASET_READY_MARKER}>", "hyperparameters": {{...}}}} and an optional "eval_data" '
                 "file or folder under the same prefix; merge not false; see README, Training"
             ),
         )
@@ -122,8 +122,13 @@ class TrainingWorkflow(Construct):
         if registration is not None:
             self._registry = ModelRegistration(self, "Registry", notify=notify, **registration)
             recorded = recorded.next(sfn.Chain.custom(self._registry.start, [self._registry.end], self._registry.end))
-        self._finish(recorded, model_parameter=model_parameter, notify=notify,
-                     compile_request=compile_request, compiled_model_parameter=compiled_model_parameter)
+        self._finish(
+            recorded,
+            model_parameter=model_parameter,
+            notify=notify,
+            compile_request=compile_request,
+            compiled_model_parameter=compiled_model_parameter,
+        )
         marker = dataset_marker(self, bucket_name=bucket_name, notify=notify, next_state=defaults)
         checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify, next_state=marker)
         valid = _valid_input(bucket_name, distributed)
@@ -158,18 +163,19 @@ class TrainingWorkflow(Construct):
             "model_parameter": model_parameter.parameter_name,
         }
         if self._registry is not None:
-            output.update({"model_package_arn.$": "$.registry.model_package_arn",
-                           "approval.$": "$.approval"})
+            output.update({"model_package_arn.$": "$.registry.model_package_arn", "approval.$": "$.approval"})
         if compile_request is not None:
             chain = chain.next(self._compile(compile_request, notify=notify, parameter=compiled_model_parameter))
             if self._registry is not None and self._registry.register_compiled is not None:
                 chain = chain.next(self._registry.register_compiled)
                 output["compiled_model_package_arn.$"] = "$.registry_compiled.model_package_arn"
-            output.update({
-                "compile_job_name.$": "$.compile.job_name",
-                "compiled_model_s3_uri.$": "$.compile.model_s3_uri",
-                "compiled_model_parameter": compiled_model_parameter.parameter_name,
-            })
+            output.update(
+                {
+                    "compile_job_name.$": "$.compile.job_name",
+                    "compiled_model_s3_uri.$": "$.compile.model_s3_uri",
+                    "compiled_model_parameter": compiled_model_parameter.parameter_name,
+                }
+            )
         chain.next(sfn.Pass(self, "Done", parameters=output))
 
     def _training_jobs(
@@ -253,14 +259,21 @@ class TrainingWorkflow(Construct):
         retry_api_errors(state)
         state.add_catch(notify, errors=["States.ALL"], result_path="$.error")
         record = record_model_task(
-            self, construct_id="RecordCompiledModel", model_parameter=parameter, value_path="$.compile.model_s3_uri",
+            self,
+            construct_id="RecordCompiledModel",
+            model_parameter=parameter,
+            value_path="$.compile.model_s3_uri",
             notify=notify,
         )
         state.next(job_completed(self, "CompileCompleted", result_path="$.compile", notify=notify, next_state=record))
         return sfn.Chain.custom(state, record.end_states, record)
 
     def _capacity_retry(
-        self, trains: Sequence[sfn.CustomState], again: sfn.IChainable, *, notify: sfn.IChainable,
+        self,
+        trains: Sequence[sfn.CustomState],
+        again: sfn.IChainable,
+        *,
+        notify: sfn.IChainable,
         capacity_retries: int,
     ) -> None:
         """A capacity failure of any of `trains` waits (doubling), then starts the next attempt under a new name
@@ -314,15 +327,19 @@ def _valid_input(bucket_name: str, distributed: bool) -> sfn.Condition:
     eval_data = sfn.Condition.or_(
         sfn.Condition.not_(sfn.Condition.is_present("$.eval_data")),
         sfn.Condition.and_(
-            sfn.Condition.is_string("$.eval_data"), sfn.Condition.string_matches("$.eval_data", datasets),
+            sfn.Condition.is_string("$.eval_data"),
+            sfn.Condition.string_matches("$.eval_data", datasets),
             sfn.Condition.not_(sfn.Condition.string_matches("$.eval_data", f"*/{DATASET_READY_MARKER}")),
         ),
     )
     scalar = ("is_string", "is_numeric", "is_boolean", "is_null")
     shape = (
-        sfn.Condition.or_(sfn.Condition.not_(sfn.Condition.is_present("$.hyperparameters.method")),
-                          sfn.Condition.string_equals("$.hyperparameters.method", "qlora"))
-        if distributed else sfn.Condition.not_(_is_bool("$.hyperparameters.fsdp", True))
+        sfn.Condition.or_(
+            sfn.Condition.not_(sfn.Condition.is_present("$.hyperparameters.method")),
+            sfn.Condition.string_equals("$.hyperparameters.method", "qlora"),
+        )
+        if distributed
+        else sfn.Condition.not_(_is_bool("$.hyperparameters.fsdp", True))
     )
     return sfn.Condition.and_(
         sfn.Condition.is_present("$.train_data"),

@@ -69,11 +69,28 @@ def test_local_server_runs_the_endpoint_handler(server):
 
 
 def test_short_stepped_run_writes_locust_csvs_and_the_plot(server, tmp_path):
-    summary = runner.main([
-        "--target", f"base={server.url}", "--target", f"pruned={server.url}", "--out", str(tmp_path),
-        "--step-users", "1", "--max-users", "2", "--step-seconds", "2", "--user-rps", "4", "--slo-ms", "10000",
-        "--settle-seconds", "4",
-    ])
+    summary = runner.main(
+        [
+            "--target",
+            f"base={server.url}",
+            "--target",
+            f"pruned={server.url}",
+            "--out",
+            str(tmp_path),
+            "--step-users",
+            "1",
+            "--max-users",
+            "2",
+            "--step-seconds",
+            "2",
+            "--user-rps",
+            "4",
+            "--slo-ms",
+            "10000",
+            "--settle-seconds",
+            "4",
+        ]
+    )
     for name in ("base", "pruned"):
         for suffix in ("_stats.csv", "_stats_history.csv", "_failures.csv"):
             assert (tmp_path / f"{name}{suffix}").is_file()
@@ -85,8 +102,10 @@ def test_short_stepped_run_writes_locust_csvs_and_the_plot(server, tmp_path):
         assert run["knee_users"] is None, "a 10 s SLO is never crossed"
     assert (tmp_path / "loadtest.png").read_bytes().startswith(b"\x89PNG")
     assert json.loads((tmp_path / "loadtest.json").read_text())["runs"].keys() == {"base", "pruned"}
-    first_ends, second_starts = _timestamps(tmp_path / "base_stats_history.csv")[-1], _timestamps(
-        tmp_path / "pruned_stats_history.csv")[0]
+    first_ends, second_starts = (
+        _timestamps(tmp_path / "base_stats_history.csv")[-1],
+        _timestamps(tmp_path / "pruned_stats_history.csv")[0],
+    )
     assert second_starts - first_ends >= 4, "the second run starts after the settle time"
 
 
@@ -95,8 +114,27 @@ def _timestamps(path: Path) -> list[int]:
         return [int(row["Timestamp"]) for row in csv.DictReader(handle)]
 
 
-HEADER = ["Timestamp", "User Count", "Type", "Name", "Requests/s", "Failures/s", "50%", "66%", "75%", "80%", "90%",
-          "95%", "98%", "99%", "99.9%", "99.99%", "100%", "Total Request Count", "Total Failure Count"]
+HEADER = [
+    "Timestamp",
+    "User Count",
+    "Type",
+    "Name",
+    "Requests/s",
+    "Failures/s",
+    "50%",
+    "66%",
+    "75%",
+    "80%",
+    "90%",
+    "95%",
+    "98%",
+    "99%",
+    "99.9%",
+    "99.99%",
+    "100%",
+    "Total Request Count",
+    "Total Failure Count",
+]
 
 
 def _history(path: Path, rows: list[tuple[int, float, float, int, int]]) -> Path:
@@ -108,18 +146,43 @@ def _history(path: Path, rows: list[tuple[int, float, float, int, int]]) -> Path
         for t, (users, p50, p95, total, failed) in enumerate(rows):
             for early in (True, False):
                 p95_value = p95 / 2 if early else p95  # a step's early rows still mix in the previous step
-                writer.writerow([t, users, "", "Aggregated", 5, 0, p50, p50, p50, p50, p95_value, p95_value,
-                                 p95_value, p95_value, p95_value, p95_value, p95_value, total, failed])
+                writer.writerow(
+                    [
+                        t,
+                        users,
+                        "",
+                        "Aggregated",
+                        5,
+                        0,
+                        p50,
+                        p50,
+                        p50,
+                        p50,
+                        p95_value,
+                        p95_value,
+                        p95_value,
+                        p95_value,
+                        p95_value,
+                        p95_value,
+                        p95_value,
+                        total,
+                        failed,
+                    ]
+                )
     return path
 
 
 def test_knee_is_where_p95_crosses_the_slo_or_failures_start(tmp_path):
-    base = plot.read_steps(_history(tmp_path / "b.csv", [(2, 40, 80, 10, 0), (4, 50, 150, 30, 0),
-                                                         (6, 90, 400, 60, 0), (8, 300, 900, 90, 0)]))
+    base = plot.read_steps(
+        _history(
+            tmp_path / "b.csv", [(2, 40, 80, 10, 0), (4, 50, 150, 30, 0), (6, 90, 400, 60, 0), (8, 300, 900, 90, 0)]
+        )
+    )
     assert [s["p95_ms"] for s in base] == [80, 150, 400, 900]
     assert plot.knee(base, 200) == 6
-    failing = plot.read_steps(_history(tmp_path / "f.csv", [(2, 40, 80, 10, 0), (4, 45, 90, 30, 0),
-                                                            (6, 50, 95, 60, 0), (8, 60, 120, 90, 3)]))
+    failing = plot.read_steps(
+        _history(tmp_path / "f.csv", [(2, 40, 80, 10, 0), (4, 45, 90, 30, 0), (6, 50, 95, 60, 0), (8, 60, 120, 90, 3)])
+    )
     assert [s["failures"] for s in failing] == [0, 0, 0, 3]
     assert plot.knee(failing, 200) == 8
     summary = plot.summarise({"base": base, "pruned": failing}, 200)

@@ -29,9 +29,23 @@ def checkov_results(assemblies):
     env = {**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"}
     for name, assembly in assemblies.items():
         proc = subprocess.run(
-            [str(CHECKOV), "-d", assembly.directory, "--framework", "cloudformation", "--skip-download",
-             "--compact", "--quiet", "-o", "json"],
-            capture_output=True, text=True, env=env, timeout=600, check=False,
+            [
+                str(CHECKOV),
+                "-d",
+                assembly.directory,
+                "--framework",
+                "cloudformation",
+                "--skip-download",
+                "--compact",
+                "--quiet",
+                "-o",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=False,
         )
         report, _ = json.JSONDecoder().raw_decode(proc.stdout)
         results[name] = report if isinstance(report, dict) else {"results": {"failed_checks": []}, "summary": {}}
@@ -55,9 +69,10 @@ def test_every_template_was_scanned(checkov_results, assemblies):
     for env_name, report in checkov_results.items():
         assert report["summary"]["parsing_errors"] == 0
         assert report["summary"]["passed"] > 50
-        assert report["summary"]["resource_count"] >= sum(
-            len(stack.template.get("Resources", {})) for stack in assemblies[env_name].stacks
-        ) - 5  # checkov ignores AWS::CDK::Metadata-like entries only
+        assert (
+            report["summary"]["resource_count"]
+            >= sum(len(stack.template.get("Resources", {})) for stack in assemblies[env_name].stacks) - 5
+        )  # checkov ignores AWS::CDK::Metadata-like entries only
 
 
 def test_no_failed_check_outside_the_skip_file(checkov_results):

@@ -39,12 +39,14 @@ PATHS = sorted({p for base in BASES.values() for p in _paths(base)}, key=repr)
 
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**7), 10**7), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=24), st.sampled_from(["", "ml.inf2.xlarge", "ml.g5.2xlarge", "../x", "s3://b/k", "0", "-1"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**7), 10**7),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=24),
+    st.sampled_from(["", "ml.inf2.xlarge", "ml.g5.2xlarge", "../x", "s3://b/k", "0", "-1"]),
 )
-values = st.one_of(
-    scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=8), scalars, max_size=3)
-)
+values = st.one_of(scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=8), scalars, max_size=3))
 
 
 def _walk(config: dict, path: tuple) -> tuple[dict | None, object]:
@@ -78,7 +80,10 @@ _set = st.tuples(st.just("set"), st.sampled_from(PATHS), values)
 # "set" dominates so most examples are invalid (each costs milliseconds); the rest still yield a steady
 # share of valid configurations, each of which costs a full synth with cdk-nag.
 mutations = st.one_of(
-    _set, _set, _set, _set,
+    _set,
+    _set,
+    _set,
+    _set,
     st.tuples(st.just("delete"), st.sampled_from(PATHS)),
     st.tuples(st.just("add"), st.sampled_from(PATHS), st.text(min_size=1, max_size=16), values),
     st.tuples(st.just("copy"), st.sampled_from(PATHS), st.sampled_from(PATHS)),
@@ -127,7 +132,10 @@ def test_every_config_synthesizes_or_fails_with_one_line():
     outcomes: Counter[str] = Counter()
 
     @settings(
-        max_examples=examples, deadline=None, derandomize=True, database=None,
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(config_texts())

@@ -11,6 +11,12 @@ def test_findings_block_is_current():
 
 def test_threat_model_sections_present():
     text = SECURITY_MD.read_text()
-    for heading in ("**Assets.**", "**Trust boundaries.**", "**Who can invoke the endpoint.**",
-                    "**Who can read the bucket.**", "**What each role may do.**", "## Reporting a vulnerability"):
+    for heading in (
+        "**Assets.**",
+        "**Trust boundaries.**",
+        "**Who can invoke the endpoint.**",
+        "**Who can read the bucket.**",
+        "**What each role may do.**",
+        "## Reporting a vulnerability",
+    ):
         assert heading in text

@@ -37,7 +37,9 @@ def test_deleting_every_stack_keeps_the_bucket_its_versions_and_the_key(assembli
         assert not machines & listed, "the workflows went with their stacks"
         assert {bucket, log_bucket} <= {b["Name"] for b in s3.list_buckets()["Buckets"]}
         assert [s3.get_object(Bucket=bucket, Key=KEY, VersionId=v)["Body"].read() for v in versions] == [
-            b"v1\n", b"v2\n"]
+            b"v1\n",
+            b"v2\n",
+        ]
         assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
         metadata = kms.describe_key(KeyId=key_id)["KeyMetadata"]
         assert metadata["KeyState"] == "Enabled"

@@ -56,8 +56,15 @@ def _check(shape: Shape, value: Any, path: str, found: list[str]) -> None:
     if isinstance(value, Unknown):
         return
     checker = {
-        "structure": _structure, "list": _list, "map": _map, "string": _string,
-        "integer": _number, "long": _number, "float": _number, "double": _number, "boolean": _boolean,
+        "structure": _structure,
+        "list": _list,
+        "map": _map,
+        "string": _string,
+        "integer": _number,
+        "long": _number,
+        "float": _number,
+        "double": _number,
+        "boolean": _boolean,
     }.get(shape.type_name)
     if checker is not None:
         checker(shape, value, path, found)

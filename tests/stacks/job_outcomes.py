@@ -35,8 +35,11 @@ from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 
 COMPLETED = {"status": "Completed", "secondary": "Completed", "message": "Training job completed"}
 # SageMaker's end for a job that runs past StoppingCondition.MaxRuntimeInSeconds.
-MAX_RUNTIME_EXCEEDED = {"status": "Stopped", "secondary": "MaxRuntimeExceeded",
-                        "message": "Training job stopped after exceeding MaxRuntimeInSeconds"}
+MAX_RUNTIME_EXCEEDED = {
+    "status": "Stopped",
+    "secondary": "MaxRuntimeExceeded",
+    "message": "Training job stopped after exceeding MaxRuntimeInSeconds",
+}
 
 
 class _Outcomes(StateTaskServiceCallback):
@@ -51,8 +54,9 @@ class _Outcomes(StateTaskServiceCallback):
         return set()
 
     def _eval_service_task(self, env, resource_runtime_part, normalised_parameters, state_credentials):
-        client = boto_client_for(region=resource_runtime_part.region, service="sagemaker",
-                                 state_credentials=state_credentials)
+        client = boto_client_for(
+            region=resource_runtime_part.region, service="sagemaker", state_credentials=state_credentials
+        )
         response = getattr(client, self._get_boto_service_action())(**normalised_parameters)
         response.pop("ResponseMetadata", None)
         env.stack.append(response)
@@ -69,12 +73,21 @@ class _Outcomes(StateTaskServiceCallback):
                 description, failed = self._end_tuning_job(backend, normalised_parameters)
             description = json.loads(to_json_str(description))
             if failed:
-                raise FailureEventException(FailureEvent(
-                    env=env, error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
-                    event_type=HistoryEventType.TaskFailed,
-                    event_details=EventDetails(taskFailedEventDetails=TaskFailedEventDetails(
-                        resource=self._get_sfn_resource(), resourceType=self._get_sfn_resource_type(),
-                        error="States.TaskFailed", cause=to_json_str(description)))))
+                raise FailureEventException(
+                    FailureEvent(
+                        env=env,
+                        error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
+                        event_type=HistoryEventType.TaskFailed,
+                        event_details=EventDetails(
+                            taskFailedEventDetails=TaskFailedEventDetails(
+                                resource=self._get_sfn_resource(),
+                                resourceType=self._get_sfn_resource_type(),
+                                error="States.TaskFailed",
+                                cause=to_json_str(description),
+                            )
+                        ),
+                    )
+                )
             return description
 
         return resolve
@@ -86,8 +99,12 @@ class _Outcomes(StateTaskServiceCallback):
         job.training_job_status, job.secondary_status = outcome["status"], outcome["secondary"]
         job.failure_reason = outcome.get("failure_reason")
         job.secondary_status_transitions = [
-            {"Status": "Training", "StartTime": now, "EndTime": now, "StatusMessage": "Training image download "
-             "completed. Training in progress."},
+            {
+                "Status": "Training",
+                "StartTime": now,
+                "EndTime": now,
+                "StatusMessage": "Training image download completed. Training in progress.",
+            },
             {"Status": outcome["secondary"], "StartTime": now, "StatusMessage": outcome["message"]},
         ]
         return backend.describe_training_job(name), outcome["status"] == "Failed"
@@ -98,8 +115,9 @@ class _Outcomes(StateTaskServiceCallback):
         job = backend.hyper_parameter_tuning_jobs[name]
         job.hyper_parameter_tuning_job_status = fields.get("status", "Completed")
         job.objective_status_counters = fields.get("objectives", {"Succeeded": 1, "Pending": 0, "Failed": 0})
-        job.training_job_status_counters = fields.get("trials", {
-            "Completed": 1, "InProgress": 0, "RetryableError": 0, "NonRetryableError": 0, "Stopped": 0})
+        job.training_job_status_counters = fields.get(
+            "trials", {"Completed": 1, "InProgress": 0, "RetryableError": 0, "NonRetryableError": 0, "Stopped": 0}
+        )
         return backend.describe_hyper_parameter_tuning_job(name), job.hyper_parameter_tuning_job_status == "Failed"
 
 
@@ -133,8 +151,10 @@ def deploy_state_machine(aws: Mapping, units: dict, unit: str) -> tuple[str, dic
     for name in parameters:
         aws["ssm"].put_parameter(Name=name, Value="none", Type="String", Overwrite=True)
     arn = aws["stepfunctions"].create_state_machine(
-        name=f"{unit}-{abs(hash(json.dumps(definition))) % 10**8}", definition=json.dumps(definition),
-        roleArn="arn:aws:iam::123456789012:role/workflow")["stateMachineArn"]
+        name=f"{unit}-{abs(hash(json.dumps(definition))) % 10**8}",
+        definition=json.dumps(definition),
+        roleArn="arn:aws:iam::123456789012:role/workflow",
+    )["stateMachineArn"]
     rules = json.dumps(states["ValidateInput"]["Choices"])
     bucket = rules.split('"StringMatches": "s3://', 1)[1].split("/", 1)[0]
     _registry_resources(aws, states, bucket)
@@ -143,8 +163,11 @@ def deploy_state_machine(aws: Mapping, units: dict, unit: str) -> tuple[str, dic
 
 def _registry_resources(aws: Mapping, states: dict, bucket: str) -> None:
     """What the Data stack holds for the registry steps: the versioned artifact bucket, the package group."""
-    groups = {s["Parameters"]["ModelPackageGroupName"] for s in states.values()
-              if s.get("Resource", "").endswith("createModelPackage")}
+    groups = {
+        s["Parameters"]["ModelPackageGroupName"]
+        for s in states.values()
+        if s.get("Resource", "").endswith("createModelPackage")
+    }
     if not groups:
         return
     aws["s3"].create_bucket(Bucket=bucket)

@@ -19,8 +19,13 @@ POLICY_PROPERTIES = {
     "AWS::S3::BucketPolicy": ("PolicyDocument",),
     "AWS::SNS::TopicPolicy": ("PolicyDocument",),
 }
-PSEUDO = {"AWS::AccountId": ACCOUNT, "AWS::Region": REGION, "AWS::Partition": PARTITION,
-          "AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": None}
+PSEUDO = {
+    "AWS::AccountId": ACCOUNT,
+    "AWS::Region": REGION,
+    "AWS::Partition": PARTITION,
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::NoValue": None,
+}
 
 
 class Resolver:
@@ -31,7 +36,8 @@ class Resolver:
         self.exports = {
             output["Export"]["Name"]: (stack, output["Value"])
             for stack, template in templates.items()
-            for output in (template.get("Outputs") or {}).values() if isinstance(output.get("Export"), dict)
+            for output in (template.get("Outputs") or {}).values()
+            if isinstance(output.get("Export"), dict)
         }
 
     def resolve(self, stack: str, node: Any) -> Any:
@@ -40,7 +46,7 @@ class Resolver:
         if not isinstance(node, dict):
             return node
         if len(node) == 1:
-            (name, arg), = node.items()
+            ((name, arg),) = node.items()
             handler = getattr(self, "_" + name.replace("Fn::", "fn_").replace("::", "_"), None)
             if name == "Ref" or name.startswith("Fn::"):
                 if handler is None:
@@ -99,12 +105,14 @@ class Resolver:
 
     def _fn_Sub(self, stack: str, arg: Any) -> str:
         text, extra = (arg, {}) if isinstance(arg, str) else arg
+
         def one(match: re.Match) -> str:
             key = match.group(1)
             if key in extra:
                 return str(self.resolve(stack, extra[key]))
             ref, _, attribute = key.partition(".")
             return str(self._fn_GetAtt(stack, [ref, attribute]) if attribute else self._Ref(stack, ref))
+
         return re.sub(r"\$\{([^}!]+)\}", one, text)
 
     def _fn_ImportValue(self, stack: str, arg: Any) -> Any:
@@ -123,6 +131,11 @@ def policy_documents(templates: dict[str, dict]) -> list[tuple[str, str, dict]]:
                 if prop in props:
                     found.append((stack, f"{logical_id}.{prop}", resolver.resolve(stack, props[prop])))
             for inline in props.get("Policies") or [] if resource["Type"] == "AWS::IAM::Role" else []:
-                found.append((stack, f"{logical_id}.Policies.{inline['PolicyName']}",
-                              resolver.resolve(stack, inline["PolicyDocument"])))
+                found.append(
+                    (
+                        stack,
+                        f"{logical_id}.Policies.{inline['PolicyName']}",
+                        resolver.resolve(stack, inline["PolicyDocument"]),
+                    )
+                )
     return found

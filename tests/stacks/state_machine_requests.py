@@ -42,8 +42,10 @@ class _Resolver(Resolver):
 
     def _Ref(self, stack: str, target: str) -> Any:
         resource = self.templates[stack]["Resources"].get(target)
-        if resource and resource["Type"] == "AWS::SSM::Parameter" and isinstance(
-            resource["Properties"].get("Name"), str
+        if (
+            resource
+            and resource["Type"] == "AWS::SSM::Parameter"
+            and isinstance(resource["Properties"].get("Name"), str)
         ):
             return resource["Properties"]["Name"]
         if resource and resource["Type"] == "AWS::S3::Bucket":
@@ -116,8 +118,11 @@ class _Walk:
         kind = state["Type"]
         self.retry_count = max((r.get("MaxAttempts", 3) for r in state.get("Retry", [])), default=0)
         if kind == "Pass":
-            result = self._evaluate(state["Parameters"], self.document) if "Parameters" in state else state.get(
-                "Result", self.document)
+            result = (
+                self._evaluate(state["Parameters"], self.document)
+                if "Parameters" in state
+                else state.get("Result", self.document)
+            )
             self._put(state.get("ResultPath", "$"), result)
         if kind != "Task":
             return None
@@ -145,7 +150,8 @@ class _Walk:
     def _evaluate(self, node: Any, document: Any) -> Any:
         if isinstance(node, dict):
             return {
-                key.removesuffix(".$"): self._expression(value, document) if key.endswith(".$")
+                key.removesuffix(".$"): self._expression(value, document)
+                if key.endswith(".$")
                 else self._evaluate(value, document)
                 for key, value in node.items()
             }
@@ -173,8 +179,11 @@ class _Walk:
 
     def _lookup(self, path: str, document: Any) -> Any:
         if path.startswith("$$."):
-            context = {"$$.State.RetryCount": self.retry_count, "$$.Execution.Id": EXECUTION_ID,
-                       "$$.Execution.StartTime": START_TIME}
+            context = {
+                "$$.State.RetryCount": self.retry_count,
+                "$$.Execution.Id": EXECUTION_ID,
+                "$$.Execution.StartTime": START_TIME,
+            }
             return context.get(path, Unknown(path))
         if path in self.bounds:
             return self.bounds[path]
@@ -190,12 +199,14 @@ class _Walk:
 
 def _json_text(value: Any) -> str | Unknown:
     """JSON text of `value`, or Unknown when a part of it is (its length then depends on the run)."""
+
     def known(node: Any) -> bool:
         if isinstance(node, dict):
             return all(map(known, node.values()))
         if isinstance(node, list):
             return all(map(known, node))
         return not isinstance(node, Unknown)
+
     return json.dumps(value, separators=(",", ":")) if known(value) else Unknown("JSON text of a run-time value")
 
 
@@ -209,6 +220,7 @@ def _successors(state: dict) -> list[str]:
 
 def _counter_bounds(states: dict) -> Iterator[tuple[str, int]]:
     """A Choice rule `<path> < N` guarding a loop: the counter reaches at most N."""
+
     def rules(rule: dict) -> Iterator[dict]:
         yield rule
         for key in ("And", "Or"):
@@ -216,6 +228,7 @@ def _counter_bounds(states: dict) -> Iterator[tuple[str, int]]:
                 yield from rules(inner)
         if "Not" in rule:
             yield from rules(rule["Not"])
+
     for state in states.values():
         for choice in state.get("Choices", []):
             for rule in rules(choice):
@@ -253,16 +266,16 @@ def _parse(text: str) -> tuple[Any, str]:
         return _Call(name.strip(), tuple(args)), rest[1:]
     if text.startswith("'"):
         match = re.match(r"'((?:[^'\\]|\\.)*)'", text)
-        return re.sub(r"\\(.)", r"\1", match.group(1)), text[match.end():]
+        return re.sub(r"\\(.)", r"\1", match.group(1)), text[match.end() :]
     if text.startswith("$"):
         match = re.match(r"(?:\[\?\(.*?\)\]|\[[^\]]*\]|[^,)\s\[])+", text)  # filters `[?(...)]` kept whole
-        return _Path(match.group(0)), text[match.end():]
+        return _Path(match.group(0)), text[match.end() :]
     for word, value in (("true", True), ("false", False), ("null", None)):
         if text.startswith(word):
-            return value, text[len(word):]
+            return value, text[len(word) :]
     match = re.match(r"-?\d+(\.\d+)?", text)
     number = match.group(0)
-    return (float(number) if "." in number else int(number)), text[match.end():]
+    return (float(number) if "." in number else int(number)), text[match.end() :]
 
 
 def _format(template: str, *args: Any) -> str:

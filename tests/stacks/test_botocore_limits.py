@@ -18,7 +18,8 @@ from tests.stacks.state_machine_requests import resolved_definitions, task_reque
 BUILT_BY_THE_TEMPLATE = {
     "CreateTrainingJob": ("TrainingJobName", "OutputDataConfig.S3OutputPath"),
     "CreateHyperParameterTuningJob": (
-        "HyperParameterTuningJobName", "TrainingJobDefinition.OutputDataConfig.S3OutputPath",
+        "HyperParameterTuningJobName",
+        "TrainingJobDefinition.OutputDataConfig.S3OutputPath",
     ),
 }
 
@@ -44,8 +45,10 @@ def test_every_task_request_is_within_the_api_limits(templates, tmp_path_factory
         # every Task state is reached by the walk, so none goes unchecked
         assert sorted(r.state for r in machine_requests) == sorted(n for n, _ in task_states(definitions[machine]))
         for request in machine_requests:
-            found += [f"{env} {machine} {request.state}: {line}"
-                      for line in limit_violations(request.service, request.operation, request.params)]
+            found += [
+                f"{env} {machine} {request.state}: {line}"
+                for line in limit_violations(request.service, request.operation, request.params)
+            ]
     assert not found, "\n".join(found)
 
 
@@ -82,23 +85,48 @@ CREATE_TRAINING_JOB = {
 }
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    ({"AlgorithmSpecification": {**CREATE_TRAINING_JOB["AlgorithmSpecification"], "ContainerArguments": ["x" * 333]}},
-     "CreateTrainingJob.AlgorithmSpecification.ContainerArguments[0]: 333 characters, max 256 "
-     "(TrainingContainerArgument)"),
-    ({"AlgorithmSpecification": {**CREATE_TRAINING_JOB["AlgorithmSpecification"], "ContainerArguments": ["x"] * 101}},
-     "CreateTrainingJob.AlgorithmSpecification.ContainerArguments: 101 items, max 100 (TrainingContainerArguments)"),
-    ({"TrainingJobName": "a" * 64}, "CreateTrainingJob.TrainingJobName: 64 characters, max 63 (TrainingJobName)"),
-    ({"TrainingJobName": "run_1"}, "CreateTrainingJob.TrainingJobName: 'run_1' does not match TrainingJobName's "
-                                   "pattern [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"),
-    ({"ResourceConfig": {**CREATE_TRAINING_JOB["ResourceConfig"], "InstanceType": "ml.inf2.xlarge"}},
-     "CreateTrainingJob.ResourceConfig.InstanceType: 'ml.inf2.xlarge' is not one of TrainingInstanceType's"),
-    ({"StoppingCondition": {"MaxRuntimeInSeconds": 0}},
-     "CreateTrainingJob.StoppingCondition.MaxRuntimeInSeconds: 0, min 1 (MaxRuntimeInSeconds)"),
-    ({"Tags": [{"Key": "team", "Value": "a" * 257}]}, "CreateTrainingJob.Tags[0].Value: 257 characters, max 256"),
-    ({"HyperParameters": {"k": "v" * 2501}}, "CreateTrainingJob.HyperParameters['k']: 2501 characters, max 2500"),
-    ({"Unexpected": 1}, "CreateTrainingJob.Unexpected: not a member of CreateTrainingJobRequest"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {
+                "AlgorithmSpecification": {
+                    **CREATE_TRAINING_JOB["AlgorithmSpecification"],
+                    "ContainerArguments": ["x" * 333],
+                }
+            },
+            "CreateTrainingJob.AlgorithmSpecification.ContainerArguments[0]: 333 characters, max 256 "
+            "(TrainingContainerArgument)",
+        ),
+        (
+            {
+                "AlgorithmSpecification": {
+                    **CREATE_TRAINING_JOB["AlgorithmSpecification"],
+                    "ContainerArguments": ["x"] * 101,
+                }
+            },
+            "CreateTrainingJob.AlgorithmSpecification.ContainerArguments: "
+            "101 items, max 100 (TrainingContainerArguments)",
+        ),
+        ({"TrainingJobName": "a" * 64}, "CreateTrainingJob.TrainingJobName: 64 characters, max 63 (TrainingJobName)"),
+        (
+            {"TrainingJobName": "run_1"},
+            "CreateTrainingJob.TrainingJobName: 'run_1' does not match TrainingJobName's "
+            "pattern [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
+        ),
+        (
+            {"ResourceConfig": {**CREATE_TRAINING_JOB["ResourceConfig"], "InstanceType": "ml.inf2.xlarge"}},
+            "CreateTrainingJob.ResourceConfig.InstanceType: 'ml.inf2.xlarge' is not one of TrainingInstanceType's",
+        ),
+        (
+            {"StoppingCondition": {"MaxRuntimeInSeconds": 0}},
+            "CreateTrainingJob.StoppingCondition.MaxRuntimeInSeconds: 0, min 1 (MaxRuntimeInSeconds)",
+        ),
+        ({"Tags": [{"Key": "team", "Value": "a" * 257}]}, "CreateTrainingJob.Tags[0].Value: 257 characters, max 256"),
+        ({"HyperParameters": {"k": "v" * 2501}}, "CreateTrainingJob.HyperParameters['k']: 2501 characters, max 2500"),
+        ({"Unexpected": 1}, "CreateTrainingJob.Unexpected: not a member of CreateTrainingJobRequest"),
+    ],
+)
 def test_the_checker_names_each_broken_limit(change, expected):
     assert limit_violations("sagemaker", "CreateTrainingJob", CREATE_TRAINING_JOB) == []
     lines = limit_violations("sagemaker", "CreateTrainingJob", {**CREATE_TRAINING_JOB, **change})
@@ -109,4 +137,5 @@ def test_a_run_time_value_is_not_checked_but_a_literal_is():
     params = {**CREATE_TRAINING_JOB, "TrainingJobName": Unknown("$.name")}
     assert limit_violations("sagemaker", "CreateTrainingJob", params) == []
     assert limit_violations("ssm", "PutParameter", {"Name": "/a", "Value": "x", "Type": "string"}) == [
-        "PutParameter.Type: 'string' is not one of ParameterType's 3 values"]
+        "PutParameter.Type: 'string' is not one of ParameterType's 3 values"
+    ]

@@ -15,6 +15,8 @@ def test_cfn_lint_clean(assemblies, env):
     assert paths
     result = subprocess.run(
         [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *paths],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -49,5 +49,6 @@ def test_the_data_key_limits_grants_to_aws_resources(templates):
         [key] = [r for r in templates[env_name]["Data"]["Resources"].values() if r["Type"] == "AWS::KMS::Key"]
         [deny] = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if s.get("Sid") == "GrantsOnlyForAwsResources"]
         assert deny["Effect"] == "Deny" and deny["Action"] == "kms:CreateGrant"
-        assert deny["Condition"] == {"BoolIfExists": {"kms:GrantIsForAWSResource": "false",
-                                                      "aws:PrincipalIsAWSService": "false"}}
+        assert deny["Condition"] == {
+            "BoolIfExists": {"kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false"}
+        }

@@ -15,8 +15,9 @@ MODEL_TYPES = {"AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::
 def test_shipped_environment_creates_no_model_or_endpoint(shipped_assemblies, env):
     units = by_unit(shipped_assemblies[env])
     assert "Serving" not in units
-    found = {(unit, r["Type"]) for unit, t in units.items()
-             for r in t["Resources"].values() if r["Type"] in MODEL_TYPES}
+    found = {
+        (unit, r["Type"]) for unit, t in units.items() for r in t["Resources"].values() if r["Type"] in MODEL_TYPES
+    }
     assert found == set()
     assert {"Data", "Training"} <= set(units)
 

@@ -23,9 +23,12 @@ with warnings.catch_warnings():
 SEVERITIES = ("MEDIUM", "HIGH", "CRITICAL")
 ACCEPTED = {
     # (stack unit, document, issue): reason
-    ("Data", "ArtifactKey8D84C5F0.KeyPolicy", "MISMATCHED_TYPE"):
-        "ArnLike on kms:EncryptionContext:aws:logs:arn is the form AWS documents for CloudWatch Logs key "
-        "policies (the value is a log-group ARN); parliament types every kms:EncryptionContext key as String.",
+    (
+        "Data",
+        "ArtifactKey8D84C5F0.KeyPolicy",
+        "MISMATCHED_TYPE",
+    ): "ArnLike on kms:EncryptionContext:aws:logs:arn is the form AWS documents for CloudWatch Logs key "
+    "policies (the value is a log-group ARN); parliament types every kms:EncryptionContext key as String.",
 }
 
 
@@ -43,8 +46,7 @@ def _findings(templates: dict[str, dict]) -> list[tuple[str, str, str, str, str]
 
 @pytest.fixture(scope="module")
 def findings(assemblies):
-    return {env: _findings({s.stack_name: s.template for s in assembly.stacks})
-            for env, assembly in assemblies.items()}
+    return {env: _findings({s.stack_name: s.template for s in assembly.stacks}) for env, assembly in assemblies.items()}
 
 
 def test_every_policy_document_is_linted(assemblies):
@@ -69,20 +71,37 @@ def test_accepted_findings_still_occur(findings):
 
 def test_the_linter_finds_a_wildcard_network_interface_grant():
     """The check can fail: the pre-issue-19 VPC statement (ENI actions on '*') is reported."""
-    document = {"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Resource": "*",
-        "Action": ["ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface"]}]}
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Resource": "*", "Action": ["ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface"]}
+        ],
+    }
     issues = {f.issue for f in parliament.analyze_policy_string(json.dumps(document)).findings}
     assert "RESOURCE_STAR" in issues
-    bad_condition = {"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Resource": "*", "Action": "kms:DescribeKey",
-        "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": "arn:aws:logs:us-east-1:1:log-group:*"}}}]}
+    bad_condition = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Resource": "*",
+                "Action": "kms:DescribeKey",
+                "Condition": {
+                    "ArnLike": {"kms:EncryptionContext:aws:logs:arn": "arn:aws:logs:us-east-1:1:log-group:*"}
+                },
+            }
+        ],
+    }
     found = parliament.analyze_policy_string(json.dumps(bad_condition)).findings
     assert any(parliament.config[f.issue]["severity"] == "MEDIUM" for f in found)
 
 
-ENI_ACTIONS = {"ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-               "ec2:DeleteNetworkInterfacePermission"}
+ENI_ACTIONS = {
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+}
 
 
 def test_network_interface_grants_name_the_placement(assemblies):

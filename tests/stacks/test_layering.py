@@ -45,8 +45,20 @@ def test_contract_paths_and_image_table_use_the_standard_library_only(part):
 
 def test_config_imports_no_construct_or_stack_module():
     for path in _modules("config"):
-        bad = [m for m in _imports(path) if m.startswith(("aws_cdk", "constructs", "stacks.shared", "stacks.nag",
-                                                           "stacks.application", *(f"stacks.{u}" for u in UNITS)))]
+        bad = [
+            m
+            for m in _imports(path)
+            if m.startswith(
+                (
+                    "aws_cdk",
+                    "constructs",
+                    "stacks.shared",
+                    "stacks.nag",
+                    "stacks.application",
+                    *(f"stacks.{u}" for u in UNITS),
+                )
+            )
+        ]
         assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
 
 

@@ -24,11 +24,18 @@ from tests.stacks.state_machine_requests import integration, resolved_definition
 # AWS Step Functions Developer Guide, "Tune a machine learning model" sample project (sample-hyper-tuning.md,
 # "IAM Examples": the policy Step Functions generates for createHyperParameterTuningJob.sync), minus the
 # sample's CreateModel/CreateTransformJob/Lambda; events on rule/StepFunctionsGetEventsForSageMakerTuningJobsRule.
-TUNING_SYNC = frozenset({
-    "sagemaker:createhyperparametertuningjob", "sagemaker:describehyperparametertuningjob",
-    "sagemaker:stophyperparametertuningjob", "sagemaker:listtags", "iam:passrole",
-    "events:puttargets", "events:putrule", "events:describerule",
-})
+TUNING_SYNC = frozenset(
+    {
+        "sagemaker:createhyperparametertuningjob",
+        "sagemaker:describehyperparametertuningjob",
+        "sagemaker:stophyperparametertuningjob",
+        "sagemaker:listtags",
+        "iam:passrole",
+        "events:puttargets",
+        "events:putrule",
+        "events:describerule",
+    }
+)
 
 
 def _actions(statements: list[dict]) -> set[str]:
@@ -49,17 +56,27 @@ def cdk_grants() -> dict[str, frozenset[str]]:
     location = tasks.S3Location.from_json_expression
     built = {
         "sagemaker:createTrainingJob.sync": tasks.SageMakerCreateTrainingJob(
-            stack, "Train", training_job_name="job", role=job_role, integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+            stack,
+            "Train",
+            training_job_name="job",
+            role=job_role,
+            integration_pattern=sfn.IntegrationPattern.RUN_JOB,
             algorithm_specification=tasks.AlgorithmSpecification(training_image=tasks.DockerImage.from_registry("i")),
-            input_data_config=[tasks.Channel(channel_name="training", data_source=tasks.DataSource(
-                s3_data_source=tasks.S3DataSource(s3_location=location("$.data"))))],
+            input_data_config=[
+                tasks.Channel(
+                    channel_name="training",
+                    data_source=tasks.DataSource(s3_data_source=tasks.S3DataSource(s3_location=location("$.data"))),
+                )
+            ],
             output_data_config=tasks.OutputDataConfig(s3_output_location=location("$.out")),
             tags={"project": "x"},  # our jobs are tagged: CDK then grants AddTags
         ),
-        "sns:publish": tasks.SnsPublish(stack, "Publish", topic=sns.Topic(stack, "Topic"),
-                                        message=sfn.TaskInput.from_text("m")),
-        "aws-sdk:ssm:putParameter": tasks.CallAwsService(stack, "Put", service="ssm", action="putParameter",
-                                                         parameters={}, iam_resources=["*"]),
+        "sns:publish": tasks.SnsPublish(
+            stack, "Publish", topic=sns.Topic(stack, "Topic"), message=sfn.TaskInput.from_text("m")
+        ),
+        "aws-sdk:ssm:putParameter": tasks.CallAwsService(
+            stack, "Put", service="ssm", action="putParameter", parameters={}, iam_resources=["*"]
+        ),
     }
     grants = {}
     for resource, task in built.items():
@@ -80,8 +97,15 @@ def call_aws_service_grant(service: str, action: str) -> frozenset[str]:
     """The actions aws-cdk-lib's CallAwsService puts in its state machine's policy for an aws-sdk task."""
     app = App()
     stack = Stack(app, "Reference")
-    task = tasks.CallAwsService(stack, "Call", service=service, action=action, parameters={}, iam_resources=["*"],
-                                iam_action=IAM_ACTION_OF_API.get((service, action)))
+    task = tasks.CallAwsService(
+        stack,
+        "Call",
+        service=service,
+        action=action,
+        parameters={},
+        iam_resources=["*"],
+        iam_action=IAM_ACTION_OF_API.get((service, action)),
+    )
     machine = sfn.StateMachine(stack, "Machine", definition_body=sfn.DefinitionBody.from_chainable(task))
     policy = machine.role.node.find_child("DefaultPolicy").document.to_json()
     return frozenset(_actions(stack.resolve(policy)["Statement"]))
@@ -119,9 +143,15 @@ def role_actions(units: dict[str, dict], unit: str, machine_id: str) -> set[str]
 def test_the_reference_grants_are_what_cdk_and_the_guide_list():
     """The reference itself, so a CDK upgrade that changes it shows here first."""
     assert cdk_grants()["sagemaker:createTrainingJob.sync"] == {
-        "sagemaker:createtrainingjob", "sagemaker:describetrainingjob", "sagemaker:stoptrainingjob",
-        "sagemaker:listtags", "sagemaker:addtags", "iam:passrole",
-        "events:puttargets", "events:putrule", "events:describerule",
+        "sagemaker:createtrainingjob",
+        "sagemaker:describetrainingjob",
+        "sagemaker:stoptrainingjob",
+        "sagemaker:listtags",
+        "sagemaker:addtags",
+        "iam:passrole",
+        "events:puttargets",
+        "events:putrule",
+        "events:describerule",
     }
     assert cdk_grants()["sns:publish"] == {"sns:publish"}
     assert cdk_grants()["aws-sdk:ssm:putParameter"] == {"ssm:putparameter"}

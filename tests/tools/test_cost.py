@@ -35,7 +35,10 @@ def test_price_table_is_dated_sourced_and_says_what_is_assumed(table):
     us = data["regions"]["us-east-1"]
     # SageMaker real-time inference, not the EC2 inf2 prices the table once had
     assert {k: v for k, v in us["inference"].items() if k.startswith("ml.inf2.")} == {
-        "ml.inf2.xlarge": 0.99, "ml.inf2.8xlarge": 2.36, "ml.inf2.24xlarge": 7.79, "ml.inf2.48xlarge": 15.58,
+        "ml.inf2.xlarge": 0.99,
+        "ml.inf2.8xlarge": 2.36,
+        "ml.inf2.24xlarge": 7.79,
+        "ml.inf2.48xlarge": 15.58,
     }
     assert not any(k.startswith("ml.inf2.") for k in us["training"])  # not offered for training
     assert not any(k.startswith("ml.trn1.") for k in us["inference"])
@@ -49,8 +52,11 @@ def test_every_default_type_is_priced(assemblies, table, env_name):
 
 def test_dev_prices_every_stack_endpoint_and_every_job(assemblies, table):
     result, lines = _lines(assemblies, "dev", table)
-    endpoints = {key: (line.instance_type, line.count, round(line.usd_total, 2))
-                 for key, line in lines.items() if key.startswith("endpoint ")}
+    endpoints = {
+        key: (line.instance_type, line.count, round(line.usd_total, 2))
+        for key, line in lines.items()
+        if key.startswith("endpoint ")
+    }
     pruning = [key for key in endpoints if "Pruning/" in key]
     assert len(pruning) == 4  # base and pruned, always on, at min and max
     assert all(endpoints[key][0] == "ml.c5.xlarge" for key in pruning)
@@ -91,16 +97,35 @@ def _with_extra_states(template: dict) -> dict:
     text = "".join(p if isinstance(p, str) else "TOKEN" for p in parts)
     definition = json.loads(text)
     definition["States"]["CompileForNeuron"] = {
-        "Type": "Task", "Resource": "arn:aws:states:::sagemaker:createTrainingJob.sync", "End": True,
-        "Parameters": {"ResourceConfig": {"InstanceType": "ml.trn1.2xlarge", "InstanceCount": 1},
-                       "StoppingCondition": {"MaxRuntimeInSeconds": 7200}},
+        "Type": "Task",
+        "Resource": "arn:aws:states:::sagemaker:createTrainingJob.sync",
+        "End": True,
+        "Parameters": {
+            "ResourceConfig": {"InstanceType": "ml.trn1.2xlarge", "InstanceCount": 1},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 7200},
+        },
     }
     definition["States"]["Evaluate"] = {
-        "Type": "Parallel", "End": True, "Branches": [{"StartAt": "Score", "States": {"Score": {
-            "Type": "Task", "Resource": "arn:aws:states:::sagemaker:createProcessingJob.sync", "End": True,
-            "Parameters": {"ProcessingResources": {"ClusterConfig": {"InstanceType": "ml.m5.xlarge",
-                                                                      "InstanceCount": 2}},
-                           "StoppingCondition": {"MaxRuntimeInSeconds": 1800}}}}}],
+        "Type": "Parallel",
+        "End": True,
+        "Branches": [
+            {
+                "StartAt": "Score",
+                "States": {
+                    "Score": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::sagemaker:createProcessingJob.sync",
+                        "End": True,
+                        "Parameters": {
+                            "ProcessingResources": {
+                                "ClusterConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 2}
+                            },
+                            "StoppingCondition": {"MaxRuntimeInSeconds": 1800},
+                        },
+                    }
+                },
+            }
+        ],
     }
     machine["Properties"]["DefinitionString"] = json.dumps(definition)
     return template
@@ -121,23 +146,48 @@ def test_a_new_job_state_is_priced_without_a_code_change(assemblies, table):
     ]
 
 
-@pytest.mark.parametrize(("params", "why"), [
-    ({"ResourceConfig": {"InstanceType.$": "$.type", "InstanceCount": 1}}, "chosen at run time"),
-    ({"ResourceConfig": {"InstanceType": "ml.m5.large"}, "StoppingCondition": {"MaxRuntimeInSeconds.$": "$.s"}},
-     "cannot bound its runtime"),
-])
+@pytest.mark.parametrize(
+    ("params", "why"),
+    [
+        ({"ResourceConfig": {"InstanceType.$": "$.type", "InstanceCount": 1}}, "chosen at run time"),
+        (
+            {"ResourceConfig": {"InstanceType": "ml.m5.large"}, "StoppingCondition": {"MaxRuntimeInSeconds.$": "$.s"}},
+            "cannot bound its runtime",
+        ),
+    ],
+)
 def test_an_unbounded_job_is_not_guessed(table, params, why):
-    definition = {"StartAt": "J", "States": {"J": {"Type": "Task", "End": True, "Parameters": params,
-                                                   "Resource": "arn:aws:states:::sagemaker:createTrainingJob.sync"}}}
-    template = {"Resources": {"M": {"Type": "AWS::StepFunctions::StateMachine",
-                                    "Properties": {"DefinitionString": json.dumps(definition)}}}}
+    definition = {
+        "StartAt": "J",
+        "States": {
+            "J": {
+                "Type": "Task",
+                "End": True,
+                "Parameters": params,
+                "Resource": "arn:aws:states:::sagemaker:createTrainingJob.sync",
+            }
+        },
+    }
+    template = {
+        "Resources": {
+            "M": {
+                "Type": "AWS::StepFunctions::StateMachine",
+                "Properties": {"DefinitionString": json.dumps(definition)},
+            }
+        }
+    }
     result = cost.estimate(cost.workload_from_templates({"S": template}), table)
     assert len(result.problems) == 1 and why in result.problems[0] and result.lines[0].usd_total is None
 
 
 def _run(cdk_out: Path):
-    return subprocess.run([sys.executable, "tools/cost.py", "--cdk-out", str(cdk_out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "tools/cost.py", "--cdk-out", str(cdk_out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cost_cli_prints_every_line_region_and_totals(assemblies):
@@ -175,8 +225,12 @@ def test_cost_cli_fails_with_one_line_on_an_unpriced_type(assemblies, tmp_path):
 def test_prod_prices_its_interface_vpc_endpoints_per_az(assemblies, table):
     """prod is isolated: every Interface endpoint of the template, once per subnet (AZ), at the PrivateLink price."""
     stacks = CloudAssemblyReader(assemblies["prod"].directory).by_name()
-    interface = [res for art in stacks.values() for res in art.template["Resources"].values()
-                 if res["Type"] == "AWS::EC2::VPCEndpoint" and res["Properties"].get("VpcEndpointType") == "Interface"]
+    interface = [
+        res
+        for art in stacks.values()
+        for res in art.template["Resources"].values()
+        if res["Type"] == "AWS::EC2::VPCEndpoint" and res["Properties"].get("VpcEndpointType") == "Interface"
+    ]
     enis = sum(len(res["Properties"]["SubnetIds"]) for res in interface)
     assert (len(interface), enis) == (6, 12)  # sagemaker.api/runtime, sts, logs, ecr.api/dkr in 2 AZs
     result, lines = _lines(assemblies, "prod", table)
@@ -184,7 +238,8 @@ def test_prod_prices_its_interface_vpc_endpoints_per_az(assemblies, table):
     assert line.count == enis and line.unit_price == 0.01 and line.usd_total == pytest.approx(0.01 * 12 * 730)
     assert "6 endpoints, 12 endpoint-AZs" in line.billed
     assert cost.totals_text(result).startswith(
-        f"total: endpoints (incl. interface VPC endpoints $87.60/month) {cost.money(2 * 7.79 * 730 + 87.6)}/month")
+        f"total: endpoints (incl. interface VPC endpoints $87.60/month) {cost.money(2 * 7.79 * 730 + 87.6)}/month"
+    )
     source = json.loads(cost.PRICES.read_text())["vpc_interface_endpoint"]
     assert "privatelink/pricing" in source["source"] and source["as_of"]
 
@@ -195,11 +250,18 @@ def test_dev_has_no_interface_endpoint_line(assemblies, table):
 
 
 def test_interface_endpoints_in_an_unpriced_region_are_not_guessed(table):
-    template = {"Resources": {"E": {"Type": "AWS::EC2::VPCEndpoint",
-                                    "Properties": {"VpcEndpointType": "Interface", "SubnetIds": ["a", "b", "c"]}},
-                              "G": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {"VpcEndpointType": "Gateway"}}}}
+    template = {
+        "Resources": {
+            "E": {
+                "Type": "AWS::EC2::VPCEndpoint",
+                "Properties": {"VpcEndpointType": "Interface", "SubnetIds": ["a", "b", "c"]},
+            },
+            "G": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {"VpcEndpointType": "Gateway"}},
+        }
+    }
     result = cost.estimate(cost.workload_from_templates({"N": template}, "eu-west-1"), table)
     [line] = result.lines  # the gateway endpoint is free: no line
     assert line.count == 3 and line.usd_total is None
-    assert result.problems[0].startswith("interface VPC endpoints (interface VPC endpoints N) have no price for "
-                                         "eu-west-1")
+    assert result.problems[0].startswith(
+        "interface VPC endpoints (interface VPC endpoints N) have no price for eu-west-1"
+    )

@@ -142,8 +142,26 @@ def test_backend_comes_from_the_flag_then_the_env_config(monkeypatch):
 
 
 def test_chat_request_maps_the_flags_to_openai_fields():
-    args = invoke.parse_args(["--url", "http://x", "--backend", "vllm_neuronx", "--prompt", "hi", "--top-p", "0.9",
-                              "--temperature", "0.7", "--seed", "3", "--stop", "###", "--max-new-tokens", "20"])
+    args = invoke.parse_args(
+        [
+            "--url",
+            "http://x",
+            "--backend",
+            "vllm_neuronx",
+            "--prompt",
+            "hi",
+            "--top-p",
+            "0.9",
+            "--temperature",
+            "0.7",
+            "--seed",
+            "3",
+            "--stop",
+            "###",
+            "--max-new-tokens",
+            "20",
+        ]
+    )
     assert invoke.build_chat_request(args) == {
         "messages": [{"role": "user", "content": "hi"}],
         "max_tokens": 20,
@@ -154,7 +172,9 @@ def test_chat_request_maps_the_flags_to_openai_fields():
     }
     greedy = invoke.parse_args(["--url", "http://x", "--backend", "vllm_neuronx", "--no-do-sample"])
     assert invoke.build_chat_request(greedy) == {
-        "messages": invoke.SAMPLE_MESSAGES, "max_tokens": 300, "temperature": 0
+        "messages": invoke.SAMPLE_MESSAGES,
+        "max_tokens": 300,
+        "temperature": 0,
     }
 
 
@@ -165,13 +185,17 @@ def test_fields_the_neuron_runner_ignores_are_named():
     assert body["min_p"] == 0.1 and body["min_tokens"] == 2
     assert invoke.neuron_ignored(body) == ["min_p", "min_tokens"]
     assert invoke.neuron_ignored({"messages": [], "seed": 0, "logit_bias": {"5": 1}, "logprobs": True}) == [
-        "seed", "logit_bias", "logprobs"]
+        "seed",
+        "logit_bias",
+        "logprobs",
+    ]
     assert invoke.neuron_ignored({"messages": [], "logprobs": False, "temperature": 0}) == []
 
 
 def test_a_vllm_request_with_a_seed_is_warned_about_before_it_is_sent(capsys):
-    assert invoke.main(["--url", "http://127.0.0.1:9", "--backend", "vllm_neuronx", "--seed", "7",
-                        "--timeout", "2"]) == 1
+    assert (
+        invoke.main(["--url", "http://127.0.0.1:9", "--backend", "vllm_neuronx", "--seed", "7", "--timeout", "2"]) == 1
+    )
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("warning: seed: ignored by the vLLM Neuron runner on inf2")
     assert err[1].startswith("invoke error: cannot reach")

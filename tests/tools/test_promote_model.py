@@ -38,14 +38,25 @@ def sagemaker():
         yield client
 
 
-def _register(sagemaker, *, status: str, backend: str = "lmi_neuronx", image: str = LMI_IMAGE,
-              prefix: str = MERGED) -> str:
+def _register(
+    sagemaker, *, status: str, backend: str = "lmi_neuronx", image: str = LMI_IMAGE, prefix: str = MERGED
+) -> str:
     arn = sagemaker.create_model_package(
         ModelPackageGroupName=GROUP,
         ModelApprovalStatus="PendingManualApproval",
         InferenceSpecification={
-            "Containers": [{"Image": image, "ModelDataSource": {"S3DataSource": {
-                "S3Uri": f"s3://{BUCKET}/{prefix}", "S3DataType": "S3Prefix", "CompressionType": "None"}}}],
+            "Containers": [
+                {
+                    "Image": image,
+                    "ModelDataSource": {
+                        "S3DataSource": {
+                            "S3Uri": f"s3://{BUCKET}/{prefix}",
+                            "S3DataType": "S3Prefix",
+                            "CompressionType": "None",
+                        }
+                    },
+                }
+            ],
             "SupportedRealtimeInferenceInstanceTypes": ["ml.inf2.xlarge"],
             "SupportedContentTypes": ["application/json"],
             "SupportedResponseMIMETypes": ["application/json"],
@@ -54,8 +65,9 @@ def _register(sagemaker, *, status: str, backend: str = "lmi_neuronx", image: st
     )["ModelPackageArn"]
     if status != "PendingManualApproval":
         # moto 5.2's UpdateModelPackage drops the metadata it is not given (AWS keeps it): give it again
-        sagemaker.update_model_package(ModelPackageArn=arn, ModelApprovalStatus=status,
-                                       CustomerMetadataProperties={"serving_backend": backend})
+        sagemaker.update_model_package(
+            ModelPackageArn=arn, ModelApprovalStatus=status, CustomerMetadataProperties={"serving_backend": backend}
+        )
     return arn
 
 
@@ -84,8 +96,9 @@ def test_a_package_that_is_not_approved_is_refused(sagemaker, config_dir, status
 
 def test_a_package_for_another_backend_or_image_is_refused(sagemaker, config_dir):
     other_backend = _register(sagemaker, status="Approved", backend="vllm_neuronx", image=VLLM_IMAGE)
-    with pytest.raises(promote_model.Refused, match="registered for serving backend vllm_neuronx; dev serves "
-                                                    "lmi_neuronx"):
+    with pytest.raises(
+        promote_model.Refused, match="registered for serving backend vllm_neuronx; dev serves lmi_neuronx"
+    ):
         _promote(sagemaker, other_backend, "dev", config_dir)
     other_image = _register(sagemaker, status="Approved", image=VLLM_IMAGE)
     with pytest.raises(promote_model.Refused, match="runs image .*vllm.*; dev serves lmi_neuronx"):
@@ -104,7 +117,8 @@ def test_a_merged_package_for_a_vllm_environment_is_refused_by_its_config(sagema
 
 def test_the_command_line_refuses_with_one_line_and_exit_2(sagemaker, config_dir, capsys):
     arn = _register(sagemaker, status="PendingManualApproval")
-    code = promote_model.main(["--env", "dev", "--package-arn", arn, "--config-dir", str(config_dir),
-                               "--region", "us-east-1"])
+    code = promote_model.main(
+        ["--env", "dev", "--package-arn", arn, "--config-dir", str(config_dir), "--region", "us-east-1"]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and err.startswith("promote_model: refused: ")

@@ -51,8 +51,11 @@ def _assert_only_changes_in(result, stack: str) -> None:
     for s in result.stacks:
         if s.name != stack:
             assert (s.added, s.removed, s.replaced) == ([], [], []), s.name
-            assert {c["type"] for c in s.changed} <= {"AWS::StepFunctions::StateMachine", "AWS::IAM::ManagedPolicy",
-                                                      "AWS::IAM::Policy"}, (s.name, s.changed)
+            assert {c["type"] for c in s.changed} <= {
+                "AWS::StepFunctions::StateMachine",
+                "AWS::IAM::ManagedPolicy",
+                "AWS::IAM::Policy",
+            }, (s.name, s.changed)
 
 
 def _only(template: dict, rtype: str) -> str:
@@ -82,8 +85,13 @@ def promotion(assemblies, tmp_path_factory):
 @pytest.fixture(scope="module")
 def rename(assemblies, tmp_path_factory):
     config = load_served("dev")
-    base, head = _against_base(assemblies, "dev", config, tmp_path_factory.mktemp("renamed"),
-                               rename=("Data", "AccessLogBucket", "AccessLogsV2"))
+    base, head = _against_base(
+        assemblies,
+        "dev",
+        config,
+        tmp_path_factory.mktemp("renamed"),
+        rename=("Data", "AccessLogBucket", "AccessLogsV2"),
+    )
     return base, head, review_diff.review(base, head, "rename")
 
 
@@ -121,7 +129,8 @@ def test_renamed_bucket_construct_is_flagged_as_replacement_of_stateful_data(ren
     base, head, result = rename
     data = "llm-inf2-dev-Data"
     old = next(
-        lid for lid, res in base[data].template["Resources"].items()
+        lid
+        for lid, res in base[data].template["Resources"].items()
         if res["Type"] == "AWS::S3::Bucket" and lid.startswith("AccessLogBucket")
     )
     assert result.flagged == [(data, old, "REPLACED BY RENAME")]
@@ -145,9 +154,20 @@ def test_review_is_deterministic_and_cli_matches(rename, tmp_path):
     head_dir = next(iter(head.values())).template_file.parent
     out = tmp_path / "review.md"
     proc = subprocess.run(
-        [sys.executable, "tools/review_diff.py", "--base-dir", str(base_dir), "--head-dir", str(head_dir),
-         "--output", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "tools/review_diff.py",
+            "--base-dir",
+            str(base_dir),
+            "--head-dir",
+            str(head_dir),
+            "--output",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
@@ -185,16 +205,27 @@ def test_cost_delta_of_a_changed_instance_type(assemblies, tmp_path):
     at_min = by_label[f"endpoint {serving}/{endpoint} at min scale"]
     at_max = by_label[f"endpoint {serving}/{endpoint} at max scale"]
     # 730 h/month: 1 x 0.99 -> 1 x 2.36 at min, 2 x 0.99 -> 2 x 2.36 at max
-    assert at_min[1:] == ("1 x ml.inf2.xlarge -> 1 x ml.inf2.8xlarge", "$722.70/month", "$1,722.80/month",
-                          "+$1,000.10/month")
-    assert at_max[1:] == ("2 x ml.inf2.xlarge -> 2 x ml.inf2.8xlarge", "$1,445.40/month", "$3,445.60/month",
-                          "+$2,000.20/month")
+    assert at_min[1:] == (
+        "1 x ml.inf2.xlarge -> 1 x ml.inf2.8xlarge",
+        "$722.70/month",
+        "$1,722.80/month",
+        "+$1,000.10/month",
+    )
+    assert at_max[1:] == (
+        "2 x ml.inf2.xlarge -> 2 x ml.inf2.8xlarge",
+        "$1,445.40/month",
+        "$3,445.60/month",
+        "+$2,000.20/month",
+    )
     # every endpoint and job of the default config is priced (no n/a); the tuning job counts all its trials
     assert [row for row in rows if "n/a" in row] == [] and not any(n.startswith("not priced") for n in notes)
     # only the two changed rows, then the net totals (min 1,020.54 -> 2,020.64; max 2,041.08 -> 4,041.28)
     assert list(by_label) == [at_min[0], at_max[0]] + [f"**{label}**" for _, _, label in review_diff.NET_ROWS]
-    assert by_label["**net: always-on at min scale**"][2:] == ("$1,020.54/month", "$2,020.64/month",
-                                                               "**+$1,000.10/month**")
+    assert by_label["**net: always-on at min scale**"][2:] == (
+        "$1,020.54/month",
+        "$2,020.64/month",
+        "**+$1,000.10/month**",
+    )
     assert by_label["**net: always-on at max scale**"][-1] == "**+$2,000.20/month**"
     assert by_label["**net: one execution of every workflow at its bound**"][-1] == "**±0**"
     assert "10 unchanged item(s) not shown" in notes  # dev prices 6 endpoint and 6 job lines; 2 change
@@ -230,8 +261,10 @@ def test_new_endpoint_and_deleted_log_group_are_flagged(assemblies, tmp_path):
     endpoint = _only(edits[serving][1], "AWS::SageMaker::Endpoint")
     edits[serving][1]["Resources"][endpoint]["Properties"]["EndpointName"] = "llm-inf2-dev"
     training, dropped = next(
-        (stack, lid) for stack, (_, template) in sorted(edits.items())
-        for lid, res in sorted(template["Resources"].items()) if res["Type"] == "AWS::Logs::LogGroup"
+        (stack, lid)
+        for stack, (_, template) in sorted(edits.items())
+        for lid, res in sorted(template["Resources"].items())
+        if res["Type"] == "AWS::Logs::LogGroup"
     )
     policy = edits[training][1]["Resources"].pop(dropped).get("DeletionPolicy")
     for path, template in edits.values():
@@ -249,9 +282,21 @@ def test_engine_agrees_with_cdk_diff_template(rename):
     base, head, result = rename
     data = "llm-inf2-dev-Data"
     proc = subprocess.run(
-        ["npx", "--no-install", "cdk", "diff", "--app", str(head[data].template_file.parent),
-         "--template", str(base[data].template_file), data],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
+        [
+            "npx",
+            "--no-install",
+            "cdk",
+            "diff",
+            "--app",
+            str(head[data].template_file.parent),
+            "--template",
+            str(base[data].template_file),
+            data,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
         env={**os.environ, "FORCE_COLOR": "0", "NO_COLOR": "1", "CDK_DISABLE_CLI_TELEMETRY": "true"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -289,7 +334,8 @@ def test_instance_type_change_on_an_autoscaled_variant_is_blocking(resize):
     [warning] = [w for w in result.warnings if w.severity == review_diff.BLOCKING]
     assert warning.message.startswith(
         f"endpoint `{endpoint}` variant AllTraffic: instance type ml.inf2.24xlarge -> ml.inf2.48xlarge while "
-        f"scalable target `{target}` is registered: SageMaker refuses that UpdateEndpoint")
+        f"scalable target `{target}` is registered: SageMaker refuses that UpdateEndpoint"
+    )
     assert "deregister-scalable-target" in warning.message
     markdown = review_diff.render(result)
     assert "### :no_entry: 1 blocking" in markdown and "keeps its name and switches" not in markdown
@@ -302,8 +348,11 @@ def test_the_same_instance_type_change_without_autoscaling_is_routine(resize, tm
     base, head = resize
     serving = "llm-inf2-prod-Serving"
     template = base[serving].template
-    template["Resources"] = {lid: res for lid, res in template["Resources"].items()
-                             if not res["Type"].startswith("AWS::ApplicationAutoScaling::")}
+    template["Resources"] = {
+        lid: res
+        for lid, res in template["Resources"].items()
+        if not res["Type"].startswith("AWS::ApplicationAutoScaling::")
+    }
     path = tmp_path / f"{serving}.template.json"
     path.write_text(json.dumps(template))
     unscaled = dataclasses.replace(base[serving], template_file=path)
@@ -315,8 +364,9 @@ def test_the_same_instance_type_change_without_autoscaling_is_routine(resize, tm
 @pytest.fixture(scope="module")
 def key_rename(assemblies, tmp_path_factory):
     config = load_served("dev")
-    return _against_base(assemblies, "dev", config, tmp_path_factory.mktemp("key"),
-                         rename=("Data", "ArtifactKey", "ArtifactKeyV2"))
+    return _against_base(
+        assemblies, "dev", config, tmp_path_factory.mktemp("key"), rename=("Data", "ArtifactKey", "ArtifactKeyV2")
+    )
 
 
 def test_removed_export_still_imported_and_the_replaced_key_are_blocking(key_rename):
@@ -324,16 +374,20 @@ def test_removed_export_still_imported_and_the_replaced_key_are_blocking(key_ren
     result = review_diff.review(base, head, "key rename")
     data = "llm-inf2-dev-Data"
     old_key = _only(base[data].template, "AWS::KMS::Key")
-    [(output_id, output)] = [(oid, out) for oid, out in base[data].template["Outputs"].items()
-                             if old_key in oid and "Export" in out]
+    [(output_id, output)] = [
+        (oid, out) for oid, out in base[data].template["Outputs"].items() if old_key in oid and "Export" in out
+    ]
     export = output["Export"]["Name"]
     importers = sorted(name for name, art in base.items() if export in json.dumps(art.template) and name != data)
     assert importers  # the deployed stacks import the key ARN
     assert all(export not in json.dumps(art.template) for art in head.values())  # gone from every new template
     assert result.blocking == sorted([(data, old_key, "REPLACED BY RENAME"), (data, output_id, "EXPORT IN USE")])
     in_use = next(w for w in result.warnings if w.kind == "EXPORT IN USE")
-    assert in_use.message.startswith(f"export `{export}` is removed while deployed stack(s) "
-                                     + ", ".join(f"`{name}`" for name in importers) + " import it")
+    assert in_use.message.startswith(
+        f"export `{export}` is removed while deployed stack(s) "
+        + ", ".join(f"`{name}`" for name in importers)
+        + " import it"
+    )
     # the endpoint configs re-encrypting under the new key are routine rollouts, listed apart from the key
     routine = [w for w in result.warnings if w.severity == review_diff.ROUTINE]
     assert routine and {w.type for w in routine} == {"AWS::SageMaker::EndpointConfig"}

@@ -31,39 +31,99 @@ REJECTED = [
     ("dot-dot", {"train_data": f"s3://{BUCKET}/datasets/../models/x"}, BUCKET, "no empty, '.' or '..' segments"),
     ("whitespace", {"train_data": f"s3://{BUCKET}/datasets/a b.jsonl"}, BUCKET, "no whitespace"),
     ("hps-not-object", {"train_data": DATA, "hyperparameters": "lora_r=8"}, BUCKET, "hyperparameters: got 'lora_r=8'"),
-    ("unknown-hp", {"train_data": DATA, "hyperparameters": {"lora_rank": 8}}, BUCKET,
-     "hyperparameters.lora_rank: unknown hyperparameter; train.py accepts:"),
-    ("reserved-hp", {"train_data": DATA, "hyperparameters": {"output_dir": "/tmp"}}, BUCKET,
-     "hyperparameters.output_dir: is set by SageMaker"),
-    ("hp-bad-int", {"train_data": DATA, "hyperparameters": {"lora_r": "eight"}}, BUCKET,
-     "hyperparameters.lora_r: got 'eight'; train.py expects an integer"),
-    ("hp-bad-choice", {"train_data": DATA, "hyperparameters": {"compute_dtype": "int8"}}, BUCKET,
-     "hyperparameters.compute_dtype: got 'int8'; allowed: bfloat16, float16, float32"),
-    ("hp-bad-bool", {"train_data": DATA, "hyperparameters": {"merge": "maybe"}}, BUCKET,
-     "hyperparameters.merge: got 'maybe'; train.py expects a boolean"),
-    ("hp-json-bool", {"train_data": DATA, "hyperparameters": {"merge": True}}, BUCKET,
-     "hyperparameters.merge: got True; expected a string or a number"),
-    ("no-merge", {"train_data": DATA, "hyperparameters": {"merge": "false"}}, BUCKET,
-     "hyperparameters.merge: got 'false'; the workflow records the job's model folder as the servable model"),
-    ("no-merge-other-spelling", {"train_data": DATA, "hyperparameters": {"merge": "Off"}}, BUCKET,
-     "hyperparameters.merge: got 'Off'; the workflow records"),
-    ("eval-outside-datasets", {"train_data": DATA, "eval_data": f"s3://{BUCKET}/models/e.jsonl"}, BUCKET,
-     "eval_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/models/e.jsonl'; the key must be under datasets/"),
-    ("eval-wrong-bucket", {"train_data": DATA, "eval_data": "s3://other-bucket/datasets/e.jsonl"}, BUCKET,
-     "eval_data: bucket 'other-bucket' is not the artifact bucket"),
+    (
+        "unknown-hp",
+        {"train_data": DATA, "hyperparameters": {"lora_rank": 8}},
+        BUCKET,
+        "hyperparameters.lora_rank: unknown hyperparameter; train.py accepts:",
+    ),
+    (
+        "reserved-hp",
+        {"train_data": DATA, "hyperparameters": {"output_dir": "/tmp"}},
+        BUCKET,
+        "hyperparameters.output_dir: is set by SageMaker",
+    ),
+    (
+        "hp-bad-int",
+        {"train_data": DATA, "hyperparameters": {"lora_r": "eight"}},
+        BUCKET,
+        "hyperparameters.lora_r: got 'eight'; train.py expects an integer",
+    ),
+    (
+        "hp-bad-choice",
+        {"train_data": DATA, "hyperparameters": {"compute_dtype": "int8"}},
+        BUCKET,
+        "hyperparameters.compute_dtype: got 'int8'; allowed: bfloat16, float16, float32",
+    ),
+    (
+        "hp-bad-bool",
+        {"train_data": DATA, "hyperparameters": {"merge": "maybe"}},
+        BUCKET,
+        "hyperparameters.merge: got 'maybe'; train.py expects a boolean",
+    ),
+    (
+        "hp-json-bool",
+        {"train_data": DATA, "hyperparameters": {"merge": True}},
+        BUCKET,
+        "hyperparameters.merge: got True; expected a string or a number",
+    ),
+    (
+        "no-merge",
+        {"train_data": DATA, "hyperparameters": {"merge": "false"}},
+        BUCKET,
+        "hyperparameters.merge: got 'false'; the workflow records the job's model folder as the servable model",
+    ),
+    (
+        "no-merge-other-spelling",
+        {"train_data": DATA, "hyperparameters": {"merge": "Off"}},
+        BUCKET,
+        "hyperparameters.merge: got 'Off'; the workflow records",
+    ),
+    (
+        "eval-outside-datasets",
+        {"train_data": DATA, "eval_data": f"s3://{BUCKET}/models/e.jsonl"},
+        BUCKET,
+        "eval_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/models/e.jsonl'; the key must be under datasets/",
+    ),
+    (
+        "eval-wrong-bucket",
+        {"train_data": DATA, "eval_data": "s3://other-bucket/datasets/e.jsonl"},
+        BUCKET,
+        "eval_data: bucket 'other-bucket' is not the artifact bucket",
+    ),
     ("eval-not-string", {"train_data": DATA, "eval_data": None}, BUCKET, "eval_data: got None; expected an s3://"),
-    ("hp-list", {"train_data": DATA, "hyperparameters": {"target_modules": ["q_proj"]}}, BUCKET,
-     "expected a string or a number"),
-    ("hp-help", {"train_data": DATA, "hyperparameters": {"help": "1"}}, BUCKET,
-     "hyperparameters.help: unknown hyperparameter"),
-    ("deeper-marker", {"train_data": f"s3://{BUCKET}/datasets/guanaco/v2/_READY"}, BUCKET,
-     "train_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/datasets/guanaco/v2/_READY'; a dataset "
-     "completion marker must be datasets/<name>/_READY (one folder under datasets/)"),
-    ("marker-under-datasets", {"train_data": f"s3://{BUCKET}/datasets/_READY"}, BUCKET,
-     "a dataset completion marker must be datasets/<name>/_READY"),
-    ("eval-marker", {"train_data": DATA, "eval_data": f"s3://{BUCKET}/datasets/guanaco/_READY"}, BUCKET,
-     "eval_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/datasets/guanaco/_READY'; give the dataset "
-     "folder"),
+    (
+        "hp-list",
+        {"train_data": DATA, "hyperparameters": {"target_modules": ["q_proj"]}},
+        BUCKET,
+        "expected a string or a number",
+    ),
+    (
+        "hp-help",
+        {"train_data": DATA, "hyperparameters": {"help": "1"}},
+        BUCKET,
+        "hyperparameters.help: unknown hyperparameter",
+    ),
+    (
+        "deeper-marker",
+        {"train_data": f"s3://{BUCKET}/datasets/guanaco/v2/_READY"},
+        BUCKET,
+        "train_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/datasets/guanaco/v2/_READY'; a dataset "
+        "completion marker must be datasets/<name>/_READY (one folder under datasets/)",
+    ),
+    (
+        "marker-under-datasets",
+        {"train_data": f"s3://{BUCKET}/datasets/_READY"},
+        BUCKET,
+        "a dataset completion marker must be datasets/<name>/_READY",
+    ),
+    (
+        "eval-marker",
+        {"train_data": DATA, "eval_data": f"s3://{BUCKET}/datasets/guanaco/_READY"},
+        BUCKET,
+        "eval_data: got 's3://llm-inf2-dev-data-artifactbucket-abc123/datasets/guanaco/_READY'; give the dataset "
+        "folder",
+    ),
 ]
 
 
@@ -80,7 +140,8 @@ def test_valid_input_is_normalized_to_strings():
         {"train_data": DATA, "hyperparameters": {"lora_r": 16, "learning_rate": 1e-4, "merge": "True"}}, bucket=BUCKET
     )
     assert checked == {
-        "train_data": DATA, "hyperparameters": {"learning_rate": "0.0001", "lora_r": "16", "merge": "True"}
+        "train_data": DATA,
+        "hyperparameters": {"learning_rate": "0.0001", "lora_r": "16", "merge": "True"},
     }
     assert validate_execution_input({"train_data": DATA}, bucket=None)["hyperparameters"] == {}
 
@@ -109,9 +170,22 @@ def test_folder_of_files_is_accepted():
 def test_names_come_from_the_training_code():
     names = set(hyperparameter_names())
     brief = {
-        "model_id", "eval_fraction", "max_steps", "epochs", "learning_rate", "per_device_batch_size",
-        "gradient_accumulation_steps", "max_seq_length", "lora_r", "lora_alpha", "lora_dropout", "target_modules",
-        "compute_dtype", "packing", "seed", "merge",
+        "model_id",
+        "eval_fraction",
+        "max_steps",
+        "epochs",
+        "learning_rate",
+        "per_device_batch_size",
+        "gradient_accumulation_steps",
+        "max_seq_length",
+        "lora_r",
+        "lora_alpha",
+        "lora_dropout",
+        "target_modules",
+        "compute_dtype",
+        "packing",
+        "seed",
+        "merge",
     }
     assert brief <= names
     assert not names & RESERVED
@@ -121,11 +195,20 @@ def test_names_come_from_the_training_code():
 def _run(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     # Any AWS call would go to a closed port and fail differently: these must fail before one is made.
-    env.update(AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x",
-               AWS_DEFAULT_REGION="us-east-1")
+    env.update(
+        AWS_ENDPOINT_URL="http://127.0.0.1:9",
+        AWS_ACCESS_KEY_ID="x",
+        AWS_SECRET_ACCESS_KEY="x",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
     return subprocess.run(
-        [sys.executable, "tools/start_training.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-        check=False, timeout=60,
+        [sys.executable, "tools/start_training.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
 
 
@@ -142,8 +225,17 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         ([], "--data s3://<artifact bucket>/datasets/... is required"),
         (["--env", "qa", "--data", DATA], "qa.yaml: env: no such file"),
     ],
-    ids=["outside-datasets", "unknown-hp", "bad-set", "no-merge", "fsdp-one-gpu",
-         "bad-json", "unknown-key", "no-data", "unknown-env"],
+    ids=[
+        "outside-datasets",
+        "unknown-hp",
+        "bad-set",
+        "no-merge",
+        "fsdp-one-gpu",
+        "bad-json",
+        "unknown-key",
+        "no-data",
+        "unknown-env",
+    ],
 )
 def test_cli_rejects_before_any_aws_call(args, expected):
     result = _run(*args)
@@ -188,8 +280,10 @@ MULTI_GPU = TrainingConfig(instance_type="ml.g5.12xlarge", instance_count=2)
     ("overrides", "expected"),
     [
         ({"method": "lora"}, "hyperparameters.method: got 'lora'; ml.g5.12xlarge x 2 (8 GPUs) runs torchrun"),
-        ({"sagemaker_torch_distributed_enabled": "false"},
-         "hyperparameters.sagemaker_torch_distributed_enabled: set by the stack"),
+        (
+            {"sagemaker_torch_distributed_enabled": "false"},
+            "hyperparameters.sagemaker_torch_distributed_enabled: set by the stack",
+        ),
     ],
     ids=["lora-on-8-gpus", "launcher-by-hand"],
 )
@@ -206,5 +300,8 @@ def test_fsdp_override_is_fine_on_several_gpus_and_config_method_counts():
     lora_config = TrainingConfig(hyperparameters={"method": "lora"})  # one GPU: fine, until two instances
     assert validate_execution_input({"train_data": DATA}, bucket=BUCKET, training=lora_config)
     with pytest.raises(InputError, match="hyperparameters.method: got 'lora'; ml.g5.2xlarge x 2"):
-        validate_execution_input({"train_data": DATA}, bucket=BUCKET,
-                                 training=TrainingConfig(instance_count=2, hyperparameters={"method": "lora"}))
+        validate_execution_input(
+            {"train_data": DATA},
+            bucket=BUCKET,
+            training=TrainingConfig(instance_count=2, hyperparameters={"method": "lora"}),
+        )

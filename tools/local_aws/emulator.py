@@ -61,8 +61,14 @@ class LocalAws:
     @classmethod
     @contextmanager
     def start(
-        cls, *, port: int | None = None, region: str = "us-east-1", keep: bool = False,
-        time_scale: float = 1.0, work_root: Path | None = None, max_trials: int = 3,
+        cls,
+        *,
+        port: int | None = None,
+        region: str = "us-east-1",
+        keep: bool = False,
+        time_scale: float = 1.0,
+        work_root: Path | None = None,
+        max_trials: int = 3,
         say: Callable[[str], None] | None = None,
     ) -> Iterator[LocalAws]:
         """Run moto's threaded server on loopback (inf2 allowed) for the duration of the block, with state
@@ -92,8 +98,9 @@ class LocalAws:
         os.environ["MOTO_PORT"] = str(port)
         aws = cls(endpoint, region, server)
         aws.clock = clock
-        aws.job_runner = LocalJobRunner(endpoint_url=endpoint, region=region, work_root=work_root,
-                                        max_trials=max_trials, say=say)
+        aws.job_runner = LocalJobRunner(
+            endpoint_url=endpoint, region=region, work_root=work_root, max_trials=max_trials, say=say
+        )
         install_sagemaker_sync(aws.job_runner)
         try:
             yield aws
@@ -103,9 +110,7 @@ class LocalAws:
                 server.stop()
 
     def client(self, service: str) -> Any:
-        return self._session.client(
-            service, endpoint_url=self.endpoint_url, config=Config(retries={"max_attempts": 2})
-        )
+        return self._session.client(service, endpoint_url=self.endpoint_url, config=Config(retries={"max_attempts": 2}))
 
     # -- what `cdk bootstrap` would have created -------------------------------------------------
     @property
@@ -115,7 +120,9 @@ class LocalAws:
     def bootstrap(self) -> None:
         """The version parameter the templates' BootstrapVersion rule reads, and the assets bucket."""
         self.client("ssm").put_parameter(
-            Name=f"/cdk-bootstrap/{BOOTSTRAP_QUALIFIER}/version", Value=BOOTSTRAP_VERSION, Type="String",
+            Name=f"/cdk-bootstrap/{BOOTSTRAP_QUALIFIER}/version",
+            Value=BOOTSTRAP_VERSION,
+            Type="String",
             Overwrite=True,
         )
         s3 = self.client("s3")
@@ -167,7 +174,9 @@ class LocalAws:
         if current is None:
             try:
                 cfn.create_stack(
-                    StackName=stack.stack_name, TemplateBody=body, Capabilities=CAPABILITIES,
+                    StackName=stack.stack_name,
+                    TemplateBody=body,
+                    Capabilities=CAPABILITIES,
                     EnableTerminationProtection=stack.termination_protection,
                 )
             except botocore.exceptions.ClientError as err:
@@ -224,7 +233,8 @@ class LocalAws:
             events = self.client("cloudformation").describe_stack_events(StackName=stack_name)["StackEvents"]
             reasons = [
                 f"{e['LogicalResourceId']}: {e.get('ResourceStatusReason')}"
-                for e in events if e.get("ResourceStatus", "").endswith("FAILED")
+                for e in events
+                if e.get("ResourceStatus", "").endswith("FAILED")
             ]
             raise DeployError(f"{stack_name}: {status}; {'; '.join(reasons[:5]) or 'no failure events'}")
         return status

@@ -50,8 +50,7 @@ def executing_backend_for_cloudformation() -> None:
 
 def bucket_settings_from_cloudformation() -> None:
     def build(original):
-        def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name,
-                                            **kw):
+        def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name, **kw):
             bucket = original(klass, resource_name, cloudformation_json, account_id, region_name, **kw)
             properties = cloudformation_json.get("Properties", {})
             notification = properties.get("NotificationConfiguration") or {}
@@ -72,13 +71,15 @@ def _start_execution(target: dict, event: dict, account: str, region: str) -> No
     transformer = target.get("InputTransformer") or {}
     event = {"id": str(uuid.uuid4()), "ingestion-time": time.time(), **event}
     if transformer:
-        body = EventTemplateParser.parse(input_template=transformer.get("InputTemplate"),
-                                         input_paths_map=transformer.get("InputPathsMap", {}), event=event)
+        body = EventTemplateParser.parse(
+            input_template=transformer.get("InputTemplate"),
+            input_paths_map=transformer.get("InputPathsMap", {}),
+            event=event,
+        )
     else:
         body = target.get("Input") or event
     body = body if isinstance(body, str) else json.dumps(body)
-    parser_models.stepfunctions_parser_backends[account][region].start_execution(target["Arn"],
-                                                                                 execution_input=body)
+    parser_models.stepfunctions_parser_backends[account][region].start_execution(target["Arn"], execution_input=body)
 
 
 def rules_start_state_machines() -> None:

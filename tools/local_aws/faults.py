@@ -9,8 +9,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-CAPACITY_REASON = ("CapacityError: Unable to provision requested ML compute capacity. Please retry using a "
-                   "different ML instance type.")
+CAPACITY_REASON = (
+    "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+)
 KINDS = ("throttle", "capacity", "algorithm_error", "no_metrics", "max_runtime")
 MAX_RUNTIME_DRILL_S = 1.0  # the job's MaxRuntimeInSeconds under the max_runtime drill (the emulated clock)
 

@@ -138,8 +138,9 @@ class LocalJobRunner:
         ).client("s3", endpoint_url=endpoint_url, config=Config(retries={"max_attempts": 2}))
 
     # -- one job ---------------------------------------------------------------------------------
-    def run(self, request: Mapping[str, Any], *, job_arn: str,
-            cancelled: Callable[[], bool] = lambda: False) -> JobOutcome:
+    def run(
+        self, request: Mapping[str, Any], *, job_arn: str, cancelled: Callable[[], bool] = lambda: False
+    ) -> JobOutcome:
         """Run one job to its end; never raises for a failure of the job itself (that is the outcome).
         `cancelled` is polled while the script runs: true (the execution was stopped) stops the job, as Step
         Functions calls StopTrainingJob when a `.sync` task's execution stops."""
@@ -185,10 +186,12 @@ class LocalJobRunner:
     def _not_script_mode(request: Mapping[str, Any]) -> str:
         spec = request.get("AlgorithmSpecification", {})
         entry = " ".join(spec.get("ContainerEntrypoint") or []) or "the image's own entry point"
-        return (f"AlgorithmError: not run locally: the job runs `{entry[:200]}` from image "
-                f"{spec.get('TrainingImage', '?')}, whose programs (for the Neuron compile step, the Neuron "
-                "compiler) no registry here ships; this step runs only on AWS (turn it off in the local "
-                "environment's config)")
+        return (
+            f"AlgorithmError: not run locally: the job runs `{entry[:200]}` from image "
+            f"{spec.get('TrainingImage', '?')}, whose programs (for the Neuron compile step, the Neuron "
+            "compiler) no registry here ships; this step runs only on AWS (turn it off in the local "
+            "environment's config)"
+        )
 
     # -- staging: code, channels, checkpoints ----------------------------------------------------
     def _stage(self, request: Mapping[str, Any], tree: OptMl) -> None:
@@ -208,23 +211,37 @@ class LocalJobRunner:
             download_prefix(self._s3, checkpoint["S3Uri"], tree.checkpoints, required=False)
 
     # -- the entry point ------------------------------------------------------------------------
-    def _execute(self, request: Mapping[str, Any], tree: OptMl, *, job_arn: str,
-                 cancelled: Callable[[], bool], limit_s: float | None = None) -> tuple[int, list[str]]:
+    def _execute(
+        self,
+        request: Mapping[str, Any],
+        tree: OptMl,
+        *,
+        job_arn: str,
+        cancelled: Callable[[], bool],
+        limit_s: float | None = None,
+    ) -> tuple[int, list[str]]:
         """The image's entry point, the toolkit's `train` console script (`sagemaker_training.cli.train:main`)."""
         argv = [self.python, "-m", "sagemaker_training.cli.train"]
-        env = {**container_environment(request, tree, job_arn=job_arn, endpoint_url=self.endpoint_url,
-                                       region=self.region), **self.extra_env}
+        env = {
+            **container_environment(request, tree, job_arn=job_arn, endpoint_url=self.endpoint_url, region=self.region),
+            **self.extra_env,
+        }
         limit = limit_s or request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
         self.say(f"    {request['TrainingJobName']}: train ({env.get('SAGEMAKER_TRAINING_MODULE', 'toolkit')})")
         log_path = tree.root / "job.log"
         started = time.monotonic()
         with log_path.open("w") as log:
-            code = _wait(subprocess.Popen(argv, cwd=tree.root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                        start_new_session=True),
-                         limit, cancelled)
+            code = _wait(
+                subprocess.Popen(
+                    argv, cwd=tree.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                ),
+                limit,
+                cancelled,
+            )
         lines = log_path.read_text(errors="replace").splitlines()
-        self.say(f"    {request['TrainingJobName']}: exit {code} after {time.monotonic() - started:.1f}s "
-                 f"(log {log_path})")
+        self.say(
+            f"    {request['TrainingJobName']}: exit {code} after {time.monotonic() - started:.1f}s (log {log_path})"
+        )
         return code, lines
 
     # -- outputs ----------------------------------------------------------------------------------

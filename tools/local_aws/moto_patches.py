@@ -54,9 +54,9 @@ def allow_inf2_instance_types() -> None:
 
 def _with_properties(translate: Callable[[dict], None]) -> Callable[[Callable], Callable]:
     """A `create_from_cloudformation_json` builder that hands moto a translated copy of the Properties."""
+
     def build(original):
-        def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name,
-                                            **kw):
+        def create_from_cloudformation_json(klass, resource_name, cloudformation_json, account_id, region_name, **kw):
             properties = dict(cloudformation_json.get("Properties", {}))
             translate(properties)
             patched = {**cloudformation_json, "Properties": properties}
@@ -121,8 +121,9 @@ class ModelPackageGroupResource(CloudFormationModel):
         backend = sagemaker_models.sagemaker_backends[account_id][region_name]
         name = properties.get("ModelPackageGroupName", resource_name)
         if name not in backend.model_package_groups:  # retained: a redeploy finds it
-            backend.create_model_package_group(name, properties.get("ModelPackageGroupDescription", ""),
-                                               properties.get("Tags"))
+            backend.create_model_package_group(
+                name, properties.get("ModelPackageGroupDescription", ""), properties.get("Tags")
+            )
         return cls(backend.model_package_groups[name].arn)
 
 

@@ -57,14 +57,19 @@ class OptMl:
 
     def create(self, channels: list[str]) -> None:
         """The folders SageMaker mounts; `code` is left absent, so the toolkit downloads the code itself."""
-        for folder in (self.input_config, self.model, self.output_data, self.checkpoints,
-                       *(self.channel(c) for c in channels)):
+        for folder in (
+            self.input_config,
+            self.model,
+            self.output_data,
+            self.checkpoints,
+            *(self.channel(c) for c in channels),
+        ):
             folder.mkdir(parents=True, exist_ok=True)
 
     def rebased(self, value: str) -> str:
         """A hyperparameter naming a path under /opt/ml, as the container sees the mount (e.g. the isolated
         mode's `sagemaker_submit_directory` in the code channel): the same path under this tree."""
-        return str(self.root / value[len(OPT_ML):]) if value.startswith(OPT_ML) else value
+        return str(self.root / value[len(OPT_ML) :]) if value.startswith(OPT_ML) else value
 
     def rebased_json(self, value: str) -> str:
         """`rebased` for a JSON-encoded hyperparameter string (the SDK's `"\"/opt/ml/...\""` form) too."""
@@ -82,12 +87,20 @@ def framework_module(image: str) -> str | None:
 
 def resource_config(request: Mapping[str, Any]) -> dict[str, Any]:
     """resourceconfig.json of the job's one host."""
-    return {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "eth0",
-            "current_instance_type": request["ResourceConfig"]["InstanceType"],
-            "current_group_name": "homogeneousCluster",
-            "instance_groups": [{"instance_group_name": "homogeneousCluster",
-                                 "instance_type": request["ResourceConfig"]["InstanceType"],
-                                 "hosts": ["algo-1"]}]}
+    return {
+        "current_host": "algo-1",
+        "hosts": ["algo-1"],
+        "network_interface_name": "eth0",
+        "current_instance_type": request["ResourceConfig"]["InstanceType"],
+        "current_group_name": "homogeneousCluster",
+        "instance_groups": [
+            {
+                "instance_group_name": "homogeneousCluster",
+                "instance_type": request["ResourceConfig"]["InstanceType"],
+                "hosts": ["algo-1"],
+            }
+        ],
+    }
 
 
 def write_input_config(request: Mapping[str, Any], tree: OptMl) -> None:
@@ -101,37 +114,49 @@ def write_input_config(request: Mapping[str, Any], tree: OptMl) -> None:
         }
         for c in request.get("InputDataConfig", [])
     }
-    for name, value in (("hyperparameters.json", hyperparameters), ("inputdataconfig.json", data_config),
-                        ("resourceconfig.json", resource_config(request))):
+    for name, value in (
+        ("hyperparameters.json", hyperparameters),
+        ("inputdataconfig.json", data_config),
+        ("resourceconfig.json", resource_config(request)),
+    ):
         (tree.input_config / name).write_text(json.dumps(value, indent=2))
 
 
-def container_environment(request: Mapping[str, Any], tree: OptMl, *, job_arn: str, endpoint_url: str,
-                          region: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def container_environment(
+    request: Mapping[str, Any],
+    tree: OptMl,
+    *,
+    job_arn: str,
+    endpoint_url: str,
+    region: str,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """This process's environment minus anything SM_*/AWS_*/SAGEMAKER_*, plus what the job's container has: the
     base dir, the image's framework module, the job's name and ARN, and AWS calls (the toolkit's code download
     among them) sent to the emulator with its throw-away keys (in SageMaker the job role's credentials)."""
     base = os.environ if base is None else base
     env = {k: v for k, v in base.items() if not k.startswith(("SM_", "AWS_", "SAGEMAKER_"))}
     module = framework_module(request.get("AlgorithmSpecification", {}).get("TrainingImage", ""))
-    env.update({
-        "SAGEMAKER_BASE_DIR": str(tree.root),
-        "TRAINING_JOB_NAME": request["TrainingJobName"],
-        "TRAINING_JOB_ARN": job_arn,
-        # The toolkit's switch for running outside SageMaker's cluster: no wait for the `algo-1` DNS name.
-        "SM_STUDIO_LOCAL_MODE": "True",
-        # requirements.txt is pip-installed by the toolkit: from what is installed here only (.venv stands in
-        # for the image), so a missing package fails the job instead of changing the environment.
-        "PIP_NO_INDEX": "1",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "AWS_ENDPOINT_URL": endpoint_url,
-        "AWS_ACCESS_KEY_ID": "emulated",
-        "AWS_SECRET_ACCESS_KEY": "emulated",
-        "AWS_REGION": region,
-        "AWS_DEFAULT_REGION": region,
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "SAGEMAKER_BASE_DIR": str(tree.root),
+            "TRAINING_JOB_NAME": request["TrainingJobName"],
+            "TRAINING_JOB_ARN": job_arn,
+            # The toolkit's switch for running outside SageMaker's cluster: no wait for the `algo-1` DNS name.
+            "SM_STUDIO_LOCAL_MODE": "True",
+            # requirements.txt is pip-installed by the toolkit: from what is installed here only (.venv stands in
+            # for the image), so a missing package fails the job instead of changing the environment.
+            "PIP_NO_INDEX": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "AWS_ENDPOINT_URL": endpoint_url,
+            "AWS_ACCESS_KEY_ID": "emulated",
+            "AWS_SECRET_ACCESS_KEY": "emulated",
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     if module:
         env["SAGEMAKER_TRAINING_MODULE"] = module
     return env

@@ -22,7 +22,7 @@ def download_prefix(s3: Any, uri: str, target: Path, *, required: bool = True) -
     count = 0
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
-            relative = item["Key"][len(base):]
+            relative = item["Key"][len(base) :]
             if not relative or relative.endswith("/"):
                 continue
             destination = target / relative
@@ -30,7 +30,7 @@ def download_prefix(s3: Any, uri: str, target: Path, *, required: bool = True) -
             s3.download_file(bucket, item["Key"], str(destination))
             count += 1
     if count == 0 and required:
-        raise LookupError(f"No S3 objects found under S3 URL \"{uri}\" given in input data source")
+        raise LookupError(f'No S3 objects found under S3 URL "{uri}" given in input data source')
     return count
 
 

@@ -64,8 +64,10 @@ def _backend(account: str, region: str) -> Any:
 def throttled(operation: str) -> ClientError:
     """The error SageMaker answers when its API rate is exceeded."""
     return ClientError(
-        {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"},
-         "ResponseMetadata": {"HTTPStatusCode": 400, "RequestId": "emulated-throttle"}},
+        {
+            "Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"},
+            "ResponseMetadata": {"HTTPStatusCode": 400, "RequestId": "emulated-throttle"},
+        },
         operation,
     )
 
@@ -74,7 +76,8 @@ def throttled(operation: str) -> ClientError:
 # are the error names Step Functions' optimized integration raises); any other error code (ValidationException,
 # ThrottlingException, AccessDeniedException) reaches the service's base class, AmazonSageMakerException.
 _MODELED_ERRORS: Final = frozenset(
-    shape.name for shape in botocore.session.get_session().get_service_model("sagemaker").error_shapes)
+    shape.name for shape in botocore.session.get_session().get_service_model("sagemaker").error_shapes
+)
 
 
 def api_error_name(code: str) -> str:
@@ -104,10 +107,17 @@ def record_outcome(job: Any, outcome: JobOutcome, metric_definitions: list) -> N
     job.failure_reason = outcome.failure_reason
     job.model_artifacts = {"S3ModelArtifacts": outcome.model_artifacts} if outcome.model_artifacts else None
     job.secondary_status_transitions = [
-        {"Status": "Starting", "StartTime": outcome.started, "EndTime": outcome.started,
-         "StatusMessage": "Starting the training job (emulated: a local process)"},
-        {"Status": secondary, "StartTime": outcome.ended,
-         "StatusMessage": outcome.failure_reason or _STATUS_MESSAGES.get(secondary, secondary)},
+        {
+            "Status": "Starting",
+            "StartTime": outcome.started,
+            "EndTime": outcome.started,
+            "StatusMessage": "Starting the training job (emulated: a local process)",
+        },
+        {
+            "Status": secondary,
+            "StartTime": outcome.ended,
+            "StatusMessage": outcome.failure_reason or _STATUS_MESSAGES.get(secondary, secondary),
+        },
     ]
 
 
@@ -125,27 +135,36 @@ class SageMakerTasks(StateTaskServiceCallback):
             code = ex.response["Error"]["Code"]
             name = api_error_name(code)
             meta = ex.response.get("ResponseMetadata", {})
-            cause = (f"{ex.response['Error'].get('Message')} (Service: AmazonSageMaker; Status Code: "
-                     f"{meta.get('HTTPStatusCode', 400)}; Error Code: {code}; Request ID: {meta.get('RequestId')}; "
-                     "Proxy: null)")
+            cause = (
+                f"{ex.response['Error'].get('Message')} (Service: AmazonSageMaker; Status Code: "
+                f"{meta.get('HTTPStatusCode', 400)}; Error Code: {code}; Request ID: {meta.get('RequestId')}; "
+                "Proxy: null)"
+            )
             return FailureEvent(
                 env=env,
                 error_name=CustomErrorName(name),
                 event_type=HistoryEventType.TaskFailed,
-                event_details=EventDetails(taskFailedEventDetails=TaskFailedEventDetails(
-                    error=name, cause=cause, resource=self._get_sfn_resource(),
-                    resourceType=self._get_sfn_resource_type())),
+                event_details=EventDetails(
+                    taskFailedEventDetails=TaskFailedEventDetails(
+                        error=name,
+                        cause=cause,
+                        resource=self._get_sfn_resource(),
+                        resourceType=self._get_sfn_resource_type(),
+                    )
+                ),
             )
         return super()._from_error(env=env, ex=ex)
 
     def _eval_service_task(self, env, resource_runtime_part, normalised_parameters: dict, state_credentials):
         action = self._get_boto_service_action()
         name = normalised_parameters.get("TrainingJobName") or normalised_parameters.get(
-            "HyperParameterTuningJobName", "")
+            "HyperParameterTuningJobName", ""
+        )
         if action == "create_training_job" and runner().faults.hit("create", name) == "throttle":
             raise throttled("CreateTrainingJob")
-        client = boto_client_for(region=resource_runtime_part.region, service="sagemaker",
-                                 state_credentials=state_credentials)
+        client = boto_client_for(
+            region=resource_runtime_part.region, service="sagemaker", state_credentials=state_credentials
+        )
         response = getattr(client, action)(**normalised_parameters)
         response.pop("ResponseMetadata", None)
         if action == "create_training_job":
@@ -157,17 +176,25 @@ class SageMakerTasks(StateTaskServiceCallback):
         return _backend(part.account, part.region).training_jobs[name]
 
     def _task_failed(self, env, description: dict) -> FailureEventException:
-        return FailureEventException(FailureEvent(
-            env=env,
-            error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
-            event_type=HistoryEventType.TaskFailed,
-            event_details=EventDetails(taskFailedEventDetails=TaskFailedEventDetails(
-                resource=self._get_sfn_resource(), resourceType=self._get_sfn_resource_type(),
-                error=StatesErrorNameType.StatesTaskFailed.to_name(), cause=to_json_str(description))),
-        ))
+        return FailureEventException(
+            FailureEvent(
+                env=env,
+                error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
+                event_type=HistoryEventType.TaskFailed,
+                event_details=EventDetails(
+                    taskFailedEventDetails=TaskFailedEventDetails(
+                        resource=self._get_sfn_resource(),
+                        resourceType=self._get_sfn_resource_type(),
+                        error=StatesErrorNameType.StatesTaskFailed.to_name(),
+                        cause=to_json_str(description),
+                    )
+                ),
+            )
+        )
 
-    def _build_sync_resolver(self, env, resource_runtime_part, normalised_parameters: dict,
-                             state_credentials) -> Callable[[], Any] | None:
+    def _build_sync_resolver(
+        self, env, resource_runtime_part, normalised_parameters: dict, state_credentials
+    ) -> Callable[[], Any] | None:
         env.stack.pop()  # the Create* answer; the task's result is the job's description
         action = self.resource.api_action.lower()
         if action not in _SYNC_ACTIONS:
@@ -197,16 +224,24 @@ def _register_trial(backend: Any, trial: tuning.Trial, tuning_arn: str) -> Any:
     """The trial as moto's training job record (so DescribeTrainingJob answers for it)."""
     r = trial.request
     job = backend.create_training_job(
-        training_job_name=trial.name, hyper_parameters=r.get("HyperParameters", {}),
-        algorithm_specification=dict(r.get("AlgorithmSpecification", {})), role_arn=r.get("RoleArn"),
-        input_data_config=r.get("InputDataConfig", []), output_data_config=r.get("OutputDataConfig", {}),
-        resource_config=r.get("ResourceConfig", {}), vpc_config=r.get("VpcConfig"),
-        stopping_condition=r.get("StoppingCondition", {}), tags=r.get("Tags"),
+        training_job_name=trial.name,
+        hyper_parameters=r.get("HyperParameters", {}),
+        algorithm_specification=dict(r.get("AlgorithmSpecification", {})),
+        role_arn=r.get("RoleArn"),
+        input_data_config=r.get("InputDataConfig", []),
+        output_data_config=r.get("OutputDataConfig", {}),
+        resource_config=r.get("ResourceConfig", {}),
+        vpc_config=r.get("VpcConfig"),
+        stopping_condition=r.get("StoppingCondition", {}),
+        tags=r.get("Tags"),
         enable_network_isolation=r.get("EnableNetworkIsolation", False),
         enable_inter_container_traffic_encryption=r.get("EnableInterContainerTrafficEncryption", False),
         enable_managed_spot_training=r.get("EnableManagedSpotTraining", False),
-        checkpoint_config=r.get("CheckpointConfig"), debug_hook_config=None, debug_rule_configurations=None,
-        tensor_board_output_config=None, experiment_config=None,
+        checkpoint_config=r.get("CheckpointConfig"),
+        debug_hook_config=None,
+        debug_rule_configurations=None,
+        tensor_board_output_config=None,
+        experiment_config=None,
     )
     job.training_job_status = "InProgress"
     job.tuning_job_arn = tuning_arn
@@ -219,13 +254,14 @@ def _run_tuning_job(part, request: dict, cancelled: Callable[[], bool]) -> tuple
     planned = tuning.plan(request, max_trials=runner().max_trials)
     tuning_job.local_trials = planned.trials
     tuning_job.hyper_parameter_tuning_job_status = "InProgress"
-    definitions = list(request["TrainingJobDefinition"].get("AlgorithmSpecification", {}).get(
-        "MetricDefinitions") or [])
+    definitions = list(
+        request["TrainingJobDefinition"].get("AlgorithmSpecification", {}).get("MetricDefinitions") or []
+    )
     for trial in planned.trials:
         job = _register_trial(backend, trial, tuning_job.arn)
         runner().say(f"    trial {trial.name}: {trial.tuned}")
         if cancelled():  # the execution was stopped: the trials not yet run never start
-            for left in planned.trials[planned.trials.index(trial):]:
+            for left in planned.trials[planned.trials.index(trial) :]:
                 left.status = "Stopped"
             break
         outcome = runner().run(trial.request, job_arn=job.arn, cancelled=cancelled)
@@ -242,8 +278,9 @@ def trial_summary(trial: tuning.Trial, tuning_job: Any, objective_type: str, met
     outcome = trial.outcome
     summary: dict[str, Any] = {
         "TrainingJobName": trial.name,
-        "TrainingJobArn": sagemaker_models.FakeTrainingJob.arn_formatter(trial.name, tuning_job.account_id,
-                                                                         tuning_job.region_name),
+        "TrainingJobArn": sagemaker_models.FakeTrainingJob.arn_formatter(
+            trial.name, tuning_job.account_id, tuning_job.region_name
+        ),
         "TuningJobName": tuning_job.hyper_parameter_tuning_job_name,
         "CreationTime": outcome.started if outcome else datetime.now(UTC),
         "TrainingJobStatus": trial.status,
@@ -256,31 +293,41 @@ def trial_summary(trial: tuning.Trial, tuning_job: Any, objective_type: str, met
         summary["FailureReason"] = trial.failure_reason
     if trial.objective is not None:
         summary["FinalHyperParameterTuningJobObjectiveMetric"] = {
-            "Type": objective_type, "MetricName": metric, "Value": trial.objective}
+            "Type": objective_type,
+            "MetricName": metric,
+            "Value": trial.objective,
+        }
     return summary
 
 
 def _record_tuning(tuning_job: Any, planned: tuning.TuningPlan) -> None:
     trials = planned.trials
     tuning_job.local_summaries = [
-        trial_summary(t, tuning_job, planned.objective_type, planned.objective_metric) for t in trials]
+        trial_summary(t, tuning_job, planned.objective_type, planned.objective_metric) for t in trials
+    ]
     completed = sum(t.status == "Completed" for t in trials)
     stopped = sum(t.status == "Stopped" for t in trials)
     tuning_job.training_job_status_counters = {
-        "Completed": completed, "InProgress": 0, "RetryableError": 0,
-        "NonRetryableError": len(trials) - completed - stopped, "Stopped": stopped}
+        "Completed": completed,
+        "InProgress": 0,
+        "RetryableError": 0,
+        "NonRetryableError": len(trials) - completed - stopped,
+        "Stopped": stopped,
+    }
     scored = sum(t.objective is not None for t in trials)
     tuning_job.objective_status_counters = {"Succeeded": scored, "Pending": 0, "Failed": len(trials) - scored}
     top = tuning.best(trials, planned.objective_type)
     tuning_job.best_training_job = next(
-        (s for s in tuning_job.local_summaries if top and s["TrainingJobName"] == top.name), None)
+        (s for s in tuning_job.local_summaries if top and s["TrainingJobName"] == top.name), None
+    )
     tuning_job.OverallBestTrainingJob = tuning_job.best_training_job
     tuning_job.hyper_parameter_tuning_job_status = "Completed" if top else "Failed"
     tuning_job.failure_reason = "" if top else "All training jobs failed or reported no objective metric"
     tuning_job.hyper_parameter_tuning_end_time = tuning_job.last_modified_time = datetime.now(UTC)
     tuning_job.tuning_job_completion_details = {"NumberOfTrainingJobsObjectiveNotImproving": 0}
-    tuning_job.consumed_resources = {"RuntimeInSeconds": int(sum(
-        (t.outcome.ended - t.outcome.started).total_seconds() for t in trials if t.outcome))}
+    tuning_job.consumed_resources = {
+        "RuntimeInSeconds": int(sum((t.outcome.ended - t.outcome.started).total_seconds() for t in trials if t.outcome))
+    }
 
 
 def list_trials_response(self) -> Any:
@@ -295,7 +342,7 @@ def list_trials_response(self) -> Any:
     summaries = list(getattr(jobs[name], "local_summaries", []))
     start = int(self._get_param("NextToken") or 0)
     size = int(self._get_param("MaxResults") or 10)
-    page = summaries[start:start + size]
+    page = summaries[start : start + size]
     result: dict[str, Any] = {"TrainingJobSummaries": page}
     if start + size < len(summaries):
         result["NextToken"] = str(start + size)

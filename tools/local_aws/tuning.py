@@ -69,14 +69,21 @@ def sample(rng: random.Random, ranges: Mapping[str, Any]) -> dict[str, str]:
     return dict(sorted(values.items()))
 
 
-def trial_request(definition: Mapping[str, Any], name: str, tuned: Mapping[str, str],
-                  tags: list | None, *, objective_metric: str) -> dict[str, Any]:
+def trial_request(
+    definition: Mapping[str, Any], name: str, tuned: Mapping[str, str], tags: list | None, *, objective_metric: str
+) -> dict[str, Any]:
     """The CreateTrainingJob request SageMaker makes for one trial."""
-    request = {k: v for k, v in definition.items() if k not in ("StaticHyperParameters", "HyperParameterRanges",
-                                                                 "TuningObjective", "DefinitionName")}
+    request = {
+        k: v
+        for k, v in definition.items()
+        if k not in ("StaticHyperParameters", "HyperParameterRanges", "TuningObjective", "DefinitionName")
+    }
     request["TrainingJobName"] = name
-    request["HyperParameters"] = {**dict(definition.get("StaticHyperParameters") or {}), **tuned,
-                                  "_tuning_objective_metric": objective_metric}
+    request["HyperParameters"] = {
+        **dict(definition.get("StaticHyperParameters") or {}),
+        **tuned,
+        "_tuning_objective_metric": objective_metric,
+    }
     if tags:
         request["Tags"] = list(tags)
     return request
@@ -95,9 +102,19 @@ def plan(request: Mapping[str, Any], *, max_trials: int) -> TuningPlan:
     for index in range(1, count + 1):
         tuned = sample(rng, config.get("ParameterRanges", {}))
         trial_name = f"{name}-{index:03d}-{rng.getrandbits(32):08x}"
-        result.trials.append(Trial(trial_name, tuned, trial_request(request["TrainingJobDefinition"], trial_name,
-                                                                    tuned, request.get("Tags"),
-                                                                    objective_metric=objective["MetricName"])))
+        result.trials.append(
+            Trial(
+                trial_name,
+                tuned,
+                trial_request(
+                    request["TrainingJobDefinition"],
+                    trial_name,
+                    tuned,
+                    request.get("Tags"),
+                    objective_metric=objective["MetricName"],
+                ),
+            )
+        )
     return result
 
 

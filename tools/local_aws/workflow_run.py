@@ -14,13 +14,23 @@ from .emulator import LocalAws
 def s3_object_created_event(*, bucket: str, key: str, size: int, etag: str, account: str, region: str) -> dict:
     """The "Object Created" event S3 sends to EventBridge (the documented shape, one object)."""
     return {
-        "version": "0", "id": "17793124-05d4-b198-2fde-7ededc63b103", "detail-type": "Object Created",
-        "source": "aws.s3", "account": account, "time": "2026-12-01T00:00:00Z", "region": region,
+        "version": "0",
+        "id": "17793124-05d4-b198-2fde-7ededc63b103",
+        "detail-type": "Object Created",
+        "source": "aws.s3",
+        "account": account,
+        "time": "2026-12-01T00:00:00Z",
+        "region": region,
         "resources": [f"arn:aws:s3:::{bucket}"],
-        "detail": {"version": "0", "bucket": {"name": bucket},
-                   "object": {"key": key, "size": size, "etag": etag, "sequencer": "00617F08299329D189"},
-                   "request-id": "N4N7GDK58NMKJ12R", "requester": account, "source-ip-address": "203.0.113.15",
-                   "reason": "PutObject"},
+        "detail": {
+            "version": "0",
+            "bucket": {"name": bucket},
+            "object": {"key": key, "size": size, "etag": etag, "sequencer": "00617F08299329D189"},
+            "request-id": "N4N7GDK58NMKJ12R",
+            "requester": account,
+            "source-ip-address": "203.0.113.15",
+            "reason": "PutObject",
+        },
     }
 
 
@@ -40,18 +50,23 @@ def rule_patterns(aws: LocalAws, stack_name: str) -> dict[str, str]:
     return patterns
 
 
-def upload_and_match(aws: LocalAws, *, bucket: str, files: list[tuple[str, bytes]], patterns: dict[str, str],
-                     say: Callable[[str], None]) -> list[str]:
+def upload_and_match(
+    aws: LocalAws, *, bucket: str, files: list[tuple[str, bytes]], patterns: dict[str, str], say: Callable[[str], None]
+) -> list[str]:
     """Upload each (key, body) and check its event against each rule with EventBridge's TestEventPattern;
     returns the keys whose event matched a rule (the uploads that start an execution)."""
     s3, events = aws.client("s3"), aws.client("events")
     matched = []
     for key, body in files:
         put = s3.put_object(Bucket=bucket, Key=key, Body=body)
-        event = s3_object_created_event(bucket=bucket, key=key, size=len(body), etag=put["ETag"].strip('"'),
-                                        account=aws.account, region=aws.region)
-        hits = [name for name, pattern in patterns.items()
-                if events.test_event_pattern(EventPattern=pattern, Event=json.dumps(event))["Result"]]
+        event = s3_object_created_event(
+            bucket=bucket, key=key, size=len(body), etag=put["ETag"].strip('"'), account=aws.account, region=aws.region
+        )
+        hits = [
+            name
+            for name, pattern in patterns.items()
+            if events.test_event_pattern(EventPattern=pattern, Event=json.dumps(event))["Result"]
+        ]
         say(f"  s3://{bucket}/{key} ({len(body)} B): {'matches ' + ', '.join(hits) if hits else 'no rule matches'}")
         matched += [key] if hits else []
     return matched

@@ -26,8 +26,11 @@ def test_dev_and_prod_differ_where_they_should(configs):
 
 
 def test_promotion_is_one_line_in_prod_config():
-    lines = [line for line in (ROOT / "config" / "prod.yaml").read_text().splitlines()
-             if line.strip().startswith("model_prefix:")]
+    lines = [
+        line
+        for line in (ROOT / "config" / "prod.yaml").read_text().splitlines()
+        if line.strip().startswith("model_prefix:")
+    ]
     assert len(lines) == 1 and lines[0].startswith("  model_prefix: ")
 
 

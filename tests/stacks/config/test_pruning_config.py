@@ -37,8 +37,13 @@ def test_the_macs_objective_is_accepted(objectives, minimise):
 
 
 def test_endpoint_image_follows_the_instance_type():
-    config = _parse({"enabled": True, "pruned_endpoint": {"model_key": KEY, "instance_type": "ml.g5.xlarge"},
-                     "base_endpoint": {"model_key": KEY}})
+    config = _parse(
+        {
+            "enabled": True,
+            "pruned_endpoint": {"model_key": KEY, "instance_type": "ml.g5.xlarge"},
+            "base_endpoint": {"model_key": KEY},
+        }
+    )
     assert config.pruned_endpoint.image == "hf_pytorch_inference_gpu"
     assert config.base_endpoint.image == "hf_pytorch_inference_cpu" and config.base_endpoint.vcpus == 4
 
@@ -52,14 +57,18 @@ def test_endpoint_image_follows_the_instance_type():
         ({"job_name_prefix": "a-much-longer-one"}, "pruning.job_name_prefix: got 'a-much-longer-one'; at most 12"),
         ({"log_retention_days": 10}, "pruning.log_retention_days: got 10; allowed: 1, 3"),
         ({"minimise": "latency_ms"}, "pruning.minimise: latency_ms needs objectives: validation_error,latency_ms"),
-        ({"minimise": "macs"}, "pruning.minimise: macs needs objectives: validation_error,macs (or "
-         "validation_error,num_parameters,macs)"),
+        (
+            {"minimise": "macs"},
+            "pruning.minimise: macs needs objectives: validation_error,macs (or validation_error,num_parameters,macs)",
+        ),
         ({"objectives": "validation_error,latency_ms", "minimise": "macs"}, "pruning.minimise: macs needs objectives"),
         ({"objectives": "validation_error,macs,latency_ms"}, "pruning.objectives: got 'validation_error,macs,"),
         ({"supernet_hyperparameters": {"output-dir": "/tmp"}}, "pruning.supernet_hyperparameters.output-dir: is set"),
         ({"base_endpoint": {"model_key": "pruning/run-1/model"}}, "pruning.base_endpoint.model_key: got"),
-        ({"pruned_endpoint": {"model_key": KEY, "initial_instance_count": 3}},
-         "pruning.pruned_endpoint.initial_instance_count: got 3; must be within"),
+        (
+            {"pruned_endpoint": {"model_key": KEY, "initial_instance_count": 3}},
+            "pruning.pruned_endpoint.initial_instance_count: got 3; must be within",
+        ),
         ({"enable": True}, "pruning.enable: unknown setting; did you mean 'enabled'?"),
         ({"search_space": "per_layer", "num_layers": 24}, "pruning.num_layers: got 24; the per_layer space tunes"),
         ({"supernet_hyperparameters": {"Epochs.$": "3"}}, "pruning.supernet_hyperparameters.Epochs.$: expected"),

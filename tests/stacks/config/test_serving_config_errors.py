@@ -31,62 +31,129 @@ def _with_base(base: dict, path: str, value) -> dict:
 
 # One case per rule of the issue, through `python app.py` (each fails before aws_cdk is imported).
 CASES = [
-    ("not-inferentia2", _with("serving.instance_type", "ml.g5.2xlarge"),
-     "serving.instance_type: got 'ml.g5.2xlarge'; the LMI NeuronX container needs an Inferentia2 type: "
-     "ml.inf2.xlarge, ml.inf2.8xlarge, ml.inf2.24xlarge, ml.inf2.48xlarge"),
-    ("tp-exceeds-xlarge-cores", _with("serving.lmi.tensor_parallel_degree", 8),
-     "serving.lmi.tensor_parallel_degree: got 8; ml.inf2.xlarge has 2 NeuronCores: use <= 2 or a type with "
-     "enough cores: ml.inf2.24xlarge (12), ml.inf2.48xlarge (24)"),
-    ("seed-batch-size-with-rolling-batch", _with("serving.lmi.batch_size", 4),
-     "serving.lmi.batch_size: got 4 with rolling_batch 'auto'; LMI 0.30.0 (>= 0.26) fails with 'Dynamic batching "
-     "and rolling batch cannot be enabled at the same time': use batch_size 1 and max_rolling_batch_size"),
-    ("n-positions-exceed-context", _with("serving.lmi.n_positions", 4096),
-     "serving.lmi.n_positions: got 4096; exceeds the model's context (serving.model_context_length = 2048)"),
-    ("startup-timeout-below-60", _with("serving.container_startup_health_check_timeout_seconds", 30),
-     "serving.container_startup_health_check_timeout_seconds: got 30; expected an integer in 60..3600"),
-    ("download-timeout-below-60", _with("serving.model_data_download_timeout_seconds", 59),
-     "serving.model_data_download_timeout_seconds: got 59; expected an integer in 60..3600"),
-    ("model-loading-timeout-above-3600", _with("serving.lmi.model_loading_timeout", 4000),
-     "serving.lmi.model_loading_timeout: got 4000; expected an integer in 60..3600"),
-    ("startup-shorter-than-model-loading", _with("serving.container_startup_health_check_timeout_seconds", 900),
-     "serving.container_startup_health_check_timeout_seconds: got 900; must be >= lmi.model_loading_timeout "
-     "(1500) or SageMaker kills the container while the model still loads"),
+    (
+        "not-inferentia2",
+        _with("serving.instance_type", "ml.g5.2xlarge"),
+        "serving.instance_type: got 'ml.g5.2xlarge'; the LMI NeuronX container needs an Inferentia2 type: "
+        "ml.inf2.xlarge, ml.inf2.8xlarge, ml.inf2.24xlarge, ml.inf2.48xlarge",
+    ),
+    (
+        "tp-exceeds-xlarge-cores",
+        _with("serving.lmi.tensor_parallel_degree", 8),
+        "serving.lmi.tensor_parallel_degree: got 8; ml.inf2.xlarge has 2 NeuronCores: use <= 2 or a type with "
+        "enough cores: ml.inf2.24xlarge (12), ml.inf2.48xlarge (24)",
+    ),
+    (
+        "seed-batch-size-with-rolling-batch",
+        _with("serving.lmi.batch_size", 4),
+        "serving.lmi.batch_size: got 4 with rolling_batch 'auto'; LMI 0.30.0 (>= 0.26) fails with 'Dynamic batching "
+        "and rolling batch cannot be enabled at the same time': use batch_size 1 and max_rolling_batch_size",
+    ),
+    (
+        "n-positions-exceed-context",
+        _with("serving.lmi.n_positions", 4096),
+        "serving.lmi.n_positions: got 4096; exceeds the model's context (serving.model_context_length = 2048)",
+    ),
+    (
+        "startup-timeout-below-60",
+        _with("serving.container_startup_health_check_timeout_seconds", 30),
+        "serving.container_startup_health_check_timeout_seconds: got 30; expected an integer in 60..3600",
+    ),
+    (
+        "download-timeout-below-60",
+        _with("serving.model_data_download_timeout_seconds", 59),
+        "serving.model_data_download_timeout_seconds: got 59; expected an integer in 60..3600",
+    ),
+    (
+        "model-loading-timeout-above-3600",
+        _with("serving.lmi.model_loading_timeout", 4000),
+        "serving.lmi.model_loading_timeout: got 4000; expected an integer in 60..3600",
+    ),
+    (
+        "startup-shorter-than-model-loading",
+        _with("serving.container_startup_health_check_timeout_seconds", 900),
+        "serving.container_startup_health_check_timeout_seconds: got 900; must be >= lmi.model_loading_timeout "
+        "(1500) or SageMaker kills the container while the model still loads",
+    ),
 ]
 
 # The same one-line errors for the finer rules, in-process (load_config is what app.py runs first).
 MORE_CASES = [
-    ("inferentia1-is-not-inferentia2", _with("serving.instance_type", "ml.inf1.xlarge"),
-     "serving.instance_type: got 'ml.inf1.xlarge'; the LMI NeuronX container needs an Inferentia2 type"),
-    ("tp-exceeds-24xlarge-cores", _with_all(serving__instance_type="ml.inf2.24xlarge",
-                                            serving__lmi__tensor_parallel_degree=24),
-     "serving.lmi.tensor_parallel_degree: got 24; ml.inf2.24xlarge has 12 NeuronCores"),
-    ("batch-size-on-overridden-0.26-image", _with_all(
-        serving__image_uri=f"{ECR}/djl-inference:0.26.0-neuronx-sdk2.16.0", serving__lmi__batch_size=2,
-        serving__lmi__rolling_batch="tnx"),
-     "serving.lmi.batch_size: got 2 with rolling_batch 'tnx'; LMI 0.26.0 (>= 0.26) fails"),
-    ("image-override-hides-version", _with("serving.image_uri", f"{ECR}/my-lmi:latest"),
-     "serving.lmi_version: cannot tell the LMI version from image_uri's tag; state it, e.g. lmi_version: 0.30.0"),
-    ("lmi-version-contradicts-tag", _with_all(
-        serving__image_uri=f"{ECR}/djl-inference:0.30.0-neuronx-sdk2.20.1", serving__lmi_version="0.24.0"),
-     "serving.lmi_version: got 0.24.0; image_uri's tag says 0.30.0"),
-    ("startup-timeout-above-3600", _with("serving.container_startup_health_check_timeout_seconds", 7200),
-     "serving.container_startup_health_check_timeout_seconds: got 7200; expected an integer in 60..3600"),
-    ("rollout-shorter-than-startup", _with("serving.rollout.maximum_execution_timeout_seconds", 1200),
-     "serving.rollout.maximum_execution_timeout_seconds: got 1200; must be >= startup timeout + wait interval (1920)"),
-    ("initial-count-below-autoscaling-min", _with_all(serving__autoscaling__min_capacity=2),
-     "serving.initial_instance_count: got 1; must be within autoscaling min_capacity..max_capacity (2..2)"),
-    ("autoscaling-max-below-min", _with_all(serving__autoscaling__min_capacity=3, serving__autoscaling__max_capacity=2),
-     "serving.autoscaling.max_capacity: got 2; must be >= min_capacity (3)"),
-    ("max-rolling-batch-without-rolling-batch", _with("serving.lmi.rolling_batch", "disable"),
-     "serving.lmi.max_rolling_batch_size: got 4 with rolling_batch 'disable'"),
-    ("rolling-batch-unknown", _with("serving.lmi.rolling_batch", "lmi-dist"),
-     "serving.lmi.rolling_batch: got 'lmi-dist'; allowed: 'auto', 'tnx', 'vllm', 'disable'"),
-    ("model-without-template", _with("serving.model_name", "no-such-model"),
-     "serving.model_name: got 'no-such-model'; no template at serving_artifacts/no-such-model/serving.properties"),
-    ("prefix-without-slash", _with("serving.model_prefix", "models/x"),
-     "serving.model_prefix: got 'models/x'; must match"),
-    ("typo-in-lmi-option", _with("serving.lmi.tensor_parallel", 2),
-     "serving.lmi.tensor_parallel: unknown setting; did you mean 'tensor_parallel_degree'?"),
+    (
+        "inferentia1-is-not-inferentia2",
+        _with("serving.instance_type", "ml.inf1.xlarge"),
+        "serving.instance_type: got 'ml.inf1.xlarge'; the LMI NeuronX container needs an Inferentia2 type",
+    ),
+    (
+        "tp-exceeds-24xlarge-cores",
+        _with_all(serving__instance_type="ml.inf2.24xlarge", serving__lmi__tensor_parallel_degree=24),
+        "serving.lmi.tensor_parallel_degree: got 24; ml.inf2.24xlarge has 12 NeuronCores",
+    ),
+    (
+        "batch-size-on-overridden-0.26-image",
+        _with_all(
+            serving__image_uri=f"{ECR}/djl-inference:0.26.0-neuronx-sdk2.16.0",
+            serving__lmi__batch_size=2,
+            serving__lmi__rolling_batch="tnx",
+        ),
+        "serving.lmi.batch_size: got 2 with rolling_batch 'tnx'; LMI 0.26.0 (>= 0.26) fails",
+    ),
+    (
+        "image-override-hides-version",
+        _with("serving.image_uri", f"{ECR}/my-lmi:latest"),
+        "serving.lmi_version: cannot tell the LMI version from image_uri's tag; state it, e.g. lmi_version: 0.30.0",
+    ),
+    (
+        "lmi-version-contradicts-tag",
+        _with_all(serving__image_uri=f"{ECR}/djl-inference:0.30.0-neuronx-sdk2.20.1", serving__lmi_version="0.24.0"),
+        "serving.lmi_version: got 0.24.0; image_uri's tag says 0.30.0",
+    ),
+    (
+        "startup-timeout-above-3600",
+        _with("serving.container_startup_health_check_timeout_seconds", 7200),
+        "serving.container_startup_health_check_timeout_seconds: got 7200; expected an integer in 60..3600",
+    ),
+    (
+        "rollout-shorter-than-startup",
+        _with("serving.rollout.maximum_execution_timeout_seconds", 1200),
+        "serving.rollout.maximum_execution_timeout_seconds: got 1200; "
+        "must be >= startup timeout + wait interval (1920)",
+    ),
+    (
+        "initial-count-below-autoscaling-min",
+        _with_all(serving__autoscaling__min_capacity=2),
+        "serving.initial_instance_count: got 1; must be within autoscaling min_capacity..max_capacity (2..2)",
+    ),
+    (
+        "autoscaling-max-below-min",
+        _with_all(serving__autoscaling__min_capacity=3, serving__autoscaling__max_capacity=2),
+        "serving.autoscaling.max_capacity: got 2; must be >= min_capacity (3)",
+    ),
+    (
+        "max-rolling-batch-without-rolling-batch",
+        _with("serving.lmi.rolling_batch", "disable"),
+        "serving.lmi.max_rolling_batch_size: got 4 with rolling_batch 'disable'",
+    ),
+    (
+        "rolling-batch-unknown",
+        _with("serving.lmi.rolling_batch", "lmi-dist"),
+        "serving.lmi.rolling_batch: got 'lmi-dist'; allowed: 'auto', 'tnx', 'vllm', 'disable'",
+    ),
+    (
+        "model-without-template",
+        _with("serving.model_name", "no-such-model"),
+        "serving.model_name: got 'no-such-model'; no template at serving_artifacts/no-such-model/serving.properties",
+    ),
+    (
+        "prefix-without-slash",
+        _with("serving.model_prefix", "models/x"),
+        "serving.model_prefix: got 'models/x'; must match",
+    ),
+    (
+        "typo-in-lmi-option",
+        _with("serving.lmi.tensor_parallel", 2),
+        "serving.lmi.tensor_parallel: unknown setting; did you mean 'tensor_parallel_degree'?",
+    ),
 ]
 
 
@@ -131,9 +198,9 @@ def test_7b_runtime_compile_on_16gb_host_warns_and_does_not_fail(tmp_path, monke
             synthesized.append(True)
 
     monkeypatch.setitem(sys.modules, "aws_cdk", types.SimpleNamespace(App=_App))
-    monkeypatch.setitem(sys.modules, "stacks.application", types.SimpleNamespace(
-        build_app=lambda cdk_app, config: built.append(config)
-    ))
+    monkeypatch.setitem(
+        sys.modules, "stacks.application", types.SimpleNamespace(build_app=lambda cdk_app, config: built.append(config))
+    )
     monkeypatch.setenv("CDK_CONTEXT_JSON", json.dumps({"env": "dev", "config_dir": str(tmp_path)}))
     monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "cdk.out"))
     write_case(tmp_path, SEVEN_B_ON_XLARGE)
@@ -142,7 +209,7 @@ def test_7b_runtime_compile_on_16gb_host_warns_and_does_not_fail(tmp_path, monke
         f"config warning: {tmp_path.as_posix()}/dev.yaml: serving.backend: lmi_neuronx: {LMI_DISCONTINUED}",
         f"config warning: {tmp_path.as_posix()}/dev.yaml: serving.compiled_graph_prefix: null, so the 6.7B-parameter "
         "model is compiled at startup on ml.inf2.xlarge (16 GB host RAM); a 7B-class compile needs ~100 GB and will "
-        "fail: set compiled_graph_prefix or use ml.inf2.8xlarge or larger"
+        "fail: set compiled_graph_prefix or use ml.inf2.8xlarge or larger",
     ]
     assert len(built) == 1 and built[0].serving.model_parameters_billions == 6.7 and synthesized == [True]
 
@@ -177,9 +244,10 @@ def test_seed_settings_are_fine_on_the_seed_image(tmp_path):
     """batch_size 4 with rolling batch is only rejected from LMI 0.26; the seed ran 0.24.0."""
     from stacks.config import load_config
 
-    write_case(tmp_path, _with_all(
-        serving__image_uri=f"{ECR}/djl-inference:0.24.0-neuronx-sdk2.14.1", serving__lmi__batch_size=4
-    ))
+    write_case(
+        tmp_path,
+        _with_all(serving__image_uri=f"{ECR}/djl-inference:0.24.0-neuronx-sdk2.14.1", serving__lmi__batch_size=4),
+    )
     serving = load_config("dev", tmp_path).serving
     assert serving.resolved_lmi_version() == (0, 24, 0)
     assert "option.batch_size=4" in serving.render_properties()
@@ -187,12 +255,19 @@ def test_seed_settings_are_fine_on_the_seed_image(tmp_path):
 
 # -- the committed serving.properties template is checked against the config ------------------------------
 
-TEMPLATE = (
-    "engine=Python\noption.entryPoint=djl_python.transformers_neuronx\n"
-    + "".join(f"option.{k}={{{{{k}}}}}\n" for k in (
-        "tensor_parallel_degree", "n_positions", "rolling_batch", "max_rolling_batch_size", "batch_size", "dtype",
-        "model_loading_timeout", "neuron_optimize_level", "context_length_estimate",
-    ))
+TEMPLATE = "engine=Python\noption.entryPoint=djl_python.transformers_neuronx\n" + "".join(
+    f"option.{k}={{{{{k}}}}}\n"
+    for k in (
+        "tensor_parallel_degree",
+        "n_positions",
+        "rolling_batch",
+        "max_rolling_batch_size",
+        "batch_size",
+        "dtype",
+        "model_loading_timeout",
+        "neuron_optimize_level",
+        "context_length_estimate",
+    )
 )
 
 
@@ -216,17 +291,27 @@ def _load(tmp_path, content=None):
 @pytest.mark.parametrize(
     ("template", "expected"),
     [
-        (TEMPLATE + "option.model_id=s3://bucket/models/x/\n",
-         "option.model_id: remove this line; it comes from serving.model_prefix (OPTION_MODEL_ID)"),
-        (TEMPLATE + "option.compiled_graph_path=s3://b/neuron/\n",
-         "option.compiled_graph_path: remove this line; it comes from serving.compiled_graph_prefix"),
-        (TEMPLATE.replace("{{tensor_parallel_degree}}", "8"),
-         "option.tensor_parallel_degree: got '8' but serving.lmi.tensor_parallel_degree is '2'; "
-         "write option.tensor_parallel_degree={{tensor_parallel_degree}}"),
-        (TEMPLATE.replace("option.n_positions={{n_positions}}\n", ""),
-         "option.n_positions: missing; serving.lmi.n_positions is set: add option.n_positions={{n_positions}}"),
-        (TEMPLATE.replace("djl_python.transformers_neuronx", "djl_python.huggingface"),
-         "option.entryPoint: got 'djl_python.huggingface'; the LMI NeuronX container needs"),
+        (
+            TEMPLATE + "option.model_id=s3://bucket/models/x/\n",
+            "option.model_id: remove this line; it comes from serving.model_prefix (OPTION_MODEL_ID)",
+        ),
+        (
+            TEMPLATE + "option.compiled_graph_path=s3://b/neuron/\n",
+            "option.compiled_graph_path: remove this line; it comes from serving.compiled_graph_prefix",
+        ),
+        (
+            TEMPLATE.replace("{{tensor_parallel_degree}}", "8"),
+            "option.tensor_parallel_degree: got '8' but serving.lmi.tensor_parallel_degree is '2'; "
+            "write option.tensor_parallel_degree={{tensor_parallel_degree}}",
+        ),
+        (
+            TEMPLATE.replace("option.n_positions={{n_positions}}\n", ""),
+            "option.n_positions: missing; serving.lmi.n_positions is set: add option.n_positions={{n_positions}}",
+        ),
+        (
+            TEMPLATE.replace("djl_python.transformers_neuronx", "djl_python.huggingface"),
+            "option.entryPoint: got 'djl_python.huggingface'; the LMI NeuronX container needs",
+        ),
         (TEMPLATE + "option.tensor_paralel_degree=2\n", "option.tensor_paralel_degree: unknown key"),
         (TEMPLATE + "option.quantize={{quantise}}\n", "line 12: unknown placeholder {{quantise}}"),
     ],

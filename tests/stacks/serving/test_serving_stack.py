@@ -85,8 +85,9 @@ def test_endpoint_rolls_out_with_auto_rollback_on_its_alarms_and_keeps_scaled_co
     rolling = deployment["RollingUpdatePolicy"]
     assert rolling["MaximumBatchSize"]["Type"] == "CAPACITY_PERCENT"
     assert rolling["MaximumExecutionTimeoutInSeconds"] >= _config(env).container_startup_health_check_timeout_seconds
-    alarm_names = {r["Properties"]["AlarmName"] for r in template["Resources"].values()
-                   if r["Type"] == "AWS::CloudWatch::Alarm"}
+    alarm_names = {
+        r["Properties"]["AlarmName"] for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"
+    }
     rollback = {a["AlarmName"] for a in deployment["AutoRollbackConfiguration"]["Alarms"]}
     assert rollback <= alarm_names and len(rollback) == 3
     assert all(name.startswith(f"llm-inf2-{env}-Serving-") for name in rollback)
@@ -100,25 +101,45 @@ def test_autoscaling_tracks_invocations_per_instance(templates, env):
     template = Template.from_json(templates[env]["Serving"])
     _, _, low, high, *_ = EXPECTED[env]
     scaling = _config(env).autoscaling
-    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {
-        "MinCapacity": low, "MaxCapacity": high, "ServiceNamespace": "sagemaker",
-        "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
-        "ResourceId": {"Fn::Join": ["", ["endpoint/", {"Fn::GetAtt": [Match.any_value(), "EndpointName"]},
-                                         "/variant/AllTraffic"]]},
-    })
-    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {
-        "PolicyType": "TargetTrackingScaling",
-        "TargetTrackingScalingPolicyConfiguration": {
-            "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
-            "TargetValue": scaling.target_invocations_per_instance,
-            "ScaleInCooldown": scaling.scale_in_cooldown_seconds,
-            "ScaleOutCooldown": scaling.scale_out_cooldown_seconds,
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "MinCapacity": low,
+            "MaxCapacity": high,
+            "ServiceNamespace": "sagemaker",
+            "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+            "ResourceId": {
+                "Fn::Join": [
+                    "",
+                    ["endpoint/", {"Fn::GetAtt": [Match.any_value(), "EndpointName"]}, "/variant/AllTraffic"],
+                ]
+            },
         },
-    })
-    assert not template.find_resources("AWS::IAM::Role", {"Properties": {"AssumeRolePolicyDocument": {
-        "Statement": [Match.object_like({"Principal": {"Service": "application-autoscaling.amazonaws.com"}})]}}}), (
-        "the service-linked role is used; no extra scaling role"
     )
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {
+            "PolicyType": "TargetTrackingScaling",
+            "TargetTrackingScalingPolicyConfiguration": {
+                "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
+                "TargetValue": scaling.target_invocations_per_instance,
+                "ScaleInCooldown": scaling.scale_in_cooldown_seconds,
+                "ScaleOutCooldown": scaling.scale_out_cooldown_seconds,
+            },
+        },
+    )
+    assert not template.find_resources(
+        "AWS::IAM::Role",
+        {
+            "Properties": {
+                "AssumeRolePolicyDocument": {
+                    "Statement": [
+                        Match.object_like({"Principal": {"Service": "application-autoscaling.amazonaws.com"}})
+                    ]
+                }
+            }
+        },
+    ), "the service-linked role is used; no extra scaling role"
 
 
 def test_alarms_notify_the_encrypted_topic(templates):
@@ -126,7 +147,11 @@ def test_alarms_notify_the_encrypted_topic(templates):
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     by_suffix = {r["Properties"]["AlarmName"].rsplit("-", 1)[-1]: r["Properties"] for r in alarms.values()}
     assert set(by_suffix) == {
-        "ModelLatencyP90", "Invocation5XXErrors", "Invocation4XXErrorRate", "CPUUtilization", "MemoryUtilization",
+        "ModelLatencyP90",
+        "Invocation5XXErrors",
+        "Invocation4XXErrorRate",
+        "CPUUtilization",
+        "MemoryUtilization",
     }
     topic_id, _ = _one(templates["dev"]["Serving"], "AWS::SNS::Topic")
     for props in by_suffix.values():
@@ -200,35 +225,55 @@ def test_blue_green_is_selectable_and_the_generic_construct_is_reusable():
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
     rollout = dataclasses.replace(RolloutConfig(), strategy="blue_green", traffic="canary", canary_percent=20)
     SageMakerEndpoint(
-        stack, "Encoder",
+        stack,
+        "Encoder",
         container=ContainerSpec(
-            image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/hf:1", model_data_url="s3://b/m.tgz",
+            image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/hf:1",
+            model_data_url="s3://b/m.tgz",
             environment={"HF_TASK": "feature-extraction"},
         ),
         variant=VariantSpec(
-            instance_type="ml.c6i.xlarge", initial_instance_count=1, instance_vcpus=4, volume_size_gb=None,
-            startup_health_check_timeout_seconds=600, model_data_download_timeout_seconds=600,
+            instance_type="ml.c6i.xlarge",
+            initial_instance_count=1,
+            instance_vcpus=4,
+            volume_size_gb=None,
+            startup_health_check_timeout_seconds=600,
+            model_data_download_timeout_seconds=600,
         ),
-        execution_role=role, role_policies=[], revision="r1",
-        kms_key=kms.Key(stack, "Key"), rollout=rollout, autoscaling=AutoscalingConfig(), alarms=AlarmConfig(),
-        alarm_topic=sns.Topic(stack, "Topic"), data_capture=DataCaptureConfig(), data_capture_destination=None,
+        execution_role=role,
+        role_policies=[],
+        revision="r1",
+        kms_key=kms.Key(stack, "Key"),
+        rollout=rollout,
+        autoscaling=AutoscalingConfig(),
+        alarms=AlarmConfig(),
+        alarm_topic=sns.Topic(stack, "Topic"),
+        data_capture=DataCaptureConfig(),
+        data_capture_destination=None,
     )
     template = Template.from_stack(stack)
-    template.has_resource_properties("AWS::SageMaker::Endpoint", {
-        "RetainAllVariantProperties": True,
-        "DeploymentConfig": {
-            "AutoRollbackConfiguration": {"Alarms": Match.any_value()},
-            "BlueGreenUpdatePolicy": {
-                "TrafficRoutingConfiguration": {
-                    "Type": "CANARY", "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 20},
-                    "WaitIntervalInSeconds": rollout.wait_interval_seconds,
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "RetainAllVariantProperties": True,
+            "DeploymentConfig": {
+                "AutoRollbackConfiguration": {"Alarms": Match.any_value()},
+                "BlueGreenUpdatePolicy": {
+                    "TrafficRoutingConfiguration": {
+                        "Type": "CANARY",
+                        "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 20},
+                        "WaitIntervalInSeconds": rollout.wait_interval_seconds,
+                    },
+                    "TerminationWaitInSeconds": rollout.termination_wait_seconds,
                 },
-                "TerminationWaitInSeconds": rollout.termination_wait_seconds,
             },
         },
-    })
-    template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
-        "ProductionVariants": [Match.object_like({"InstanceType": "ml.c6i.xlarge", "VariantName": "AllTraffic"})],
-    })
+    )
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [Match.object_like({"InstanceType": "ml.c6i.xlarge", "VariantName": "AllTraffic"})],
+        },
+    )
     template.resource_count_is("AWS::CloudWatch::Alarm", 5)
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 1)

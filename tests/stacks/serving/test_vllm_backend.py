@@ -48,9 +48,7 @@ def test_variant_has_the_neuron_ami_and_the_long_startup(templates):
 def test_model_is_network_isolated_and_reads_only_its_prefix(templates):
     template = templates["staging"]["Serving"]
     assert _one(template, "AWS::SageMaker::Model")["EnableNetworkIsolation"] is True
-    statements = {
-        s["Sid"]: s for s in _one(template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
-    }
+    statements = {s["Sid"]: s for s in _one(template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]}
     assert statements["ListPinnedModelPrefixes"]["Condition"] == {
         "StringLike": {"s3:prefix": [f"{STAGING.serving.model_prefix}*"]}
     }
@@ -72,8 +70,9 @@ def test_promotion_replaces_model_and_config_and_keeps_the_endpoint(promotion):
     head, result = promotion
     serving = "llm-inf2-staging-Serving"
     template = head[serving].template
-    model, config = (next(iter(resources_of(template, t))) for t in ("AWS::SageMaker::Model",
-                                                                    "AWS::SageMaker::EndpointConfig"))
+    model, config = (
+        next(iter(resources_of(template, t))) for t in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig")
+    )
     endpoint = next(iter(resources_of(template, "AWS::SageMaker::Endpoint")))
     assert result.replaced == {serving: sorted([model, config])}
     markdown = review_diff.render(result)

@@ -34,19 +34,38 @@ def test_the_staging_templates_environment_becomes_the_containers_vllm_command(t
     assert local_pairs["--tensor-parallel-size"] == "1" and local_pairs["--dtype"] == "float32"
     assert local_pairs["--port"] == "18080" and local_pairs["--host"] == "127.0.0.1"
     assert [note.split(":")[0].split(" ->")[0] for note in notes] == [
-        "--task generate", "--tensor-parallel-size 2", "--dtype float16"]
+        "--task generate",
+        "--tensor-parallel-size 2",
+        "--dtype float16",
+    ]
 
 
 def test_the_entrypoint_turns_each_sm_on_variable_into_a_flag():
-    environment = {"SM_ON_MODEL": "/m", "SM_ON_ALLOW_NON_CACHED_MODEL": "", "SM_ON_MAX_NUM_BATCHED_TOKENS": "256",
-                   "PATH": "/bin"}
+    environment = {
+        "SM_ON_MODEL": "/m",
+        "SM_ON_ALLOW_NON_CACHED_MODEL": "",
+        "SM_ON_MAX_NUM_BATCHED_TOKENS": "256",
+        "PATH": "/bin",
+    }
     assert entrypoint_arguments(environment) == [
-        "--port", "8080", "--model", "/m", "--allow_non_cached_model", "--max_num_batched_tokens", "256"]
+        "--port",
+        "8080",
+        "--model",
+        "/m",
+        "--allow_non_cached_model",
+        "--max_num_batched_tokens",
+        "256",
+    ]
 
 
 def test_pass_through_flags_reach_vllm_and_a_missing_shape_is_one_line():
-    environment = {"SM_ON_MODEL": "/m", "SM_ON_BATCH_SIZE": "2", "SM_ON_SEQUENCE_LENGTH": "512",
-                   "SM_ON_TENSOR_PARALLEL_SIZE": "2", "SM_ON_MAX_NUM_BATCHED_TOKENS": "256"}
+    environment = {
+        "SM_ON_MODEL": "/m",
+        "SM_ON_BATCH_SIZE": "2",
+        "SM_ON_SEQUENCE_LENGTH": "512",
+        "SM_ON_TENSOR_PARALLEL_SIZE": "2",
+        "SM_ON_MAX_NUM_BATCHED_TOKENS": "256",
+    }
     command = container_vllm_arguments(environment, "bfloat16")
     assert command[-2:] == ["--max_num_batched_tokens", "256"] and _pairs(command)["--served_model_name"] == "/m"
     del environment["SM_ON_BATCH_SIZE"]

@@ -30,19 +30,26 @@ def test_run_time_values_get_the_dollar_suffix():
     asl = _request().to_asl()
     assert asl["TrainingJobName.$"] == "$.run.job_name" and "TrainingJobName" not in asl
     assert asl["HyperParameters.$"] == "$.run.hyperparameters"
-    assert asl["InputDataConfig"] == [{
-        "ChannelName": "training",
-        "DataSource": {"S3DataSource": {
-            "S3DataType": "S3Prefix", "S3DataDistributionType": "FullyReplicated", "S3Uri.$": "$.train_data",
-        }},
-        "InputMode": "File",
-    }]
+    assert asl["InputDataConfig"] == [
+        {
+            "ChannelName": "training",
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataType": "S3Prefix",
+                    "S3DataDistributionType": "FullyReplicated",
+                    "S3Uri.$": "$.train_data",
+                }
+            },
+            "InputMode": "File",
+        }
+    ]
 
 
 def test_on_demand_job_has_kms_everywhere_and_no_spot():
     asl = _request().to_asl()
     assert asl["OutputDataConfig"] == {
-        "S3OutputPath": "s3://bucket/models/", "KmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k",
+        "S3OutputPath": "s3://bucket/models/",
+        "KmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k",
         "CompressionType": "NONE",
     }
     assert asl["ResourceConfig"]["VolumeKmsKeyId"] == "arn:aws:kms:us-east-1:123456789012:key/k"
@@ -58,7 +65,8 @@ def test_spot_job_waits_and_checkpoints():
     assert asl["EnableManagedSpotTraining"] is True
     assert asl["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200}
     assert asl["CheckpointConfig"] == {
-        "LocalPath": "/opt/ml/checkpoints", "S3Uri.$": "States.Format('s3://b/checkpoints/{}/', $.run.name)"
+        "LocalPath": "/opt/ml/checkpoints",
+        "S3Uri.$": "States.Format('s3://b/checkpoints/{}/', $.run.name)",
     }
 
 

@@ -43,8 +43,9 @@ def test_compile_runs_after_the_merged_model_is_recorded(states):
     assert states["RecordModel"]["Next"] == "DescribeRun"  # the registry's gate and lineage (registry.py)
     assert states["RegisterModel"]["Next"] == "CompileForNeuron"
     assert states["CompileForNeuron"]["Next"] == "CompileCompleted"
-    assert states["CompileCompleted"]["Choices"] == [{"Variable": "$.compile.status", "StringEquals": "Completed",
-                                                      "Next": "RecordCompiledModel"}]
+    assert states["CompileCompleted"]["Choices"] == [
+        {"Variable": "$.compile.status", "StringEquals": "Completed", "Next": "RecordCompiledModel"}
+    ]
     assert states["CompileCompleted"]["Default"] == "CompileNotCompleted"
     assert states["CompileNotCompleted"]["Next"] == "Notify"
     assert states["RecordCompiledModel"]["Next"] == "RegisterCompiledModel"
@@ -63,7 +64,10 @@ def test_the_compiled_model_is_its_own_package_version(states):
     (container,) = compiled["InferenceSpecification"]["Containers"]
     assert container["Image"] == "<map:VllmNeuronxUri>"
     assert container["ModelDataSource"]["S3DataSource"] == {
-        "S3Uri.$": "$.compile.model_s3_uri", "S3DataType": "S3Prefix", "CompressionType": "None"}
+        "S3Uri.$": "$.compile.model_s3_uri",
+        "S3DataType": "S3Prefix",
+        "CompressionType": "None",
+    }
     assert compiled["CustomerMetadataProperties"]["merged_package.$"] == "$.registry.model_package_arn"
     assert compiled["CustomerMetadataProperties"]["serving_backend"] == "vllm_neuronx"
 
@@ -81,9 +85,19 @@ def test_compile_exports_the_served_shape_in_the_serving_image(states, templates
     assert spec["ContainerEntrypoint"][:2] == ["/bin/bash", "-c"]
     neuron = STAGING.serving.neuron
     assert spec["ContainerArguments"] == [
-        "--model", "/opt/ml/input/data/model", "--task", "text-generation",
-        "--batch_size", str(neuron.batch_size), "--sequence_length", str(neuron.sequence_length),
-        "--tensor_parallel_size", str(neuron.tensor_parallel_size), "--instance_type", "inf2", "/opt/ml/model",
+        "--model",
+        "/opt/ml/input/data/model",
+        "--task",
+        "text-generation",
+        "--batch_size",
+        str(neuron.batch_size),
+        "--sequence_length",
+        str(neuron.sequence_length),
+        "--tensor_parallel_size",
+        str(neuron.tensor_parallel_size),
+        "--instance_type",
+        "inf2",
+        "/opt/ml/model",
     ]
     assert "VllmNeuronxUri" in spec["TrainingImage"]
     assert params["OutputDataConfig"]["CompressionType"] == "NONE"
@@ -128,9 +142,21 @@ def test_the_container_command_runs_the_export_then_copies_the_generation_config
     assert result.returncode == 0, result.stderr
     neuron = STAGING.serving.neuron
     assert (tmp_path / "args").read_text().split("\n")[:-1] == [
-        "export", "neuron", "--model", f"{opt_ml}/input/data/model", "--task", "text-generation",
-        "--batch_size", str(neuron.batch_size), "--sequence_length", str(neuron.sequence_length),
-        "--tensor_parallel_size", str(neuron.tensor_parallel_size), "--instance_type", "inf2", f"{opt_ml}/model",
+        "export",
+        "neuron",
+        "--model",
+        f"{opt_ml}/input/data/model",
+        "--task",
+        "text-generation",
+        "--batch_size",
+        str(neuron.batch_size),
+        "--sequence_length",
+        str(neuron.sequence_length),
+        "--tensor_parallel_size",
+        str(neuron.tensor_parallel_size),
+        "--instance_type",
+        "inf2",
+        f"{opt_ml}/model",
     ]
     assert (opt_ml / "model" / "generation_config.json").read_text() == '{"do_sample": true}'
     assert (opt_ml / "model" / "neuron_config.json").exists()
@@ -148,8 +174,10 @@ def test_every_command_item_is_within_create_training_job_limits(states):
     """botocore's SageMaker model: each item at most 256 characters, at most 100 items (ParamValidator skips it)."""
     spec = states["CompileForNeuron"]["Parameters"]["AlgorithmSpecification"]
     model = botocore.session.get_session().get_service_model("sagemaker")
-    for field, shape in (("ContainerEntrypoint", "TrainingContainerEntrypoint"),
-                         ("ContainerArguments", "TrainingContainerArguments")):
+    for field, shape in (
+        ("ContainerEntrypoint", "TrainingContainerEntrypoint"),
+        ("ContainerArguments", "TrainingContainerArguments"),
+    ):
         items = model.shape_for(shape)
         assert len(spec[field]) <= items.metadata["max"]
         assert max(map(len, spec[field])) <= items.member.metadata["max"], field
@@ -169,14 +197,20 @@ def test_compiled_model_goes_to_its_own_parameter(states, templates):
     (parameter,) = [p for k, p in parameters.items() if k.startswith("CompiledModelParameter")]
     assert parameter["Properties"]["Name"] == "/llm-inf2/staging/training/compiled-model-s3-uri"
     assert record["Parameters"]["Value.$"] == "$.compile.model_s3_uri"
-    policy = [p for p in resources_of(templates["staging"]["Training"], "AWS::IAM::ManagedPolicy").values()
-              if any(s.get("Sid") == "RecordCompiledModel" for s in p["Properties"]["PolicyDocument"]["Statement"])]
+    policy = [
+        p
+        for p in resources_of(templates["staging"]["Training"], "AWS::IAM::ManagedPolicy").values()
+        if any(s.get("Sid") == "RecordCompiledModel" for s in p["Properties"]["PolicyDocument"]["Statement"])
+    ]
     assert len(policy) == 1
 
 
 def test_compile_role_reads_and_writes_models_only(templates):
-    (role_policy,) = [p for k, p in resources_of(templates["staging"]["Training"], "AWS::IAM::ManagedPolicy").items()
-                      if k.startswith("CompileRole")]
+    (role_policy,) = [
+        p
+        for k, p in resources_of(templates["staging"]["Training"], "AWS::IAM::ManagedPolicy").items()
+        if k.startswith("CompileRole")
+    ]
     statements = {s["Sid"]: s for s in role_policy["Properties"]["PolicyDocument"]["Statement"]}
     assert "ReadTrainingCode" not in statements
     assert statements["ListInputs"]["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
@@ -190,6 +224,12 @@ def test_lmi_environments_have_no_compile_step(templates, env):
 def test_staging_definition_passes_asl_validator(states, templates, tmp_path):
     path = tmp_path / "staging.asl.json"
     path.write_text(json.dumps(_asl_safe(definition(templates["staging"]["Training"]))))
-    result = subprocess.run(["npx", "--no-install", "asl-validator", "--json-path", str(path)], cwd=ROOT,
-                            capture_output=True, text=True, check=False, timeout=120)
+    result = subprocess.run(
+        ["npx", "--no-install", "asl-validator", "--json-path", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert result.returncode == 0 and "is valid" in result.stdout, result.stdout + result.stderr

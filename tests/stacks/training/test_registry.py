@@ -71,15 +71,17 @@ def aws(templates):
 
 def _training_job(aws, name: str, metrics: dict[str, float]) -> None:
     aws["sagemaker"].create_training_job(
-        TrainingJobName=name, RoleArn=f"arn:aws:iam::{ACCOUNT}:role/job",
+        TrainingJobName=name,
+        RoleArn=f"arn:aws:iam::{ACCOUNT}:role/job",
         AlgorithmSpecification={"TrainingImage": IMAGE, "TrainingInputMode": "File"},
         OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/models/"},
         ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 10},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
     )
     job = sagemaker_models.sagemaker_backends[ACCOUNT][REGION].training_jobs[name]
-    job.final_metric_data_list = [{"MetricName": k, "Value": v, "Timestamp": "2026-12-01T00:00:00Z"}
-                                  for k, v in metrics.items()]
+    job.final_metric_data_list = [
+        {"MetricName": k, "Value": v, "Timestamp": "2026-12-01T00:00:00Z"} for k, v in metrics.items()
+    ]
     if not metrics:  # DescribeTrainingJob leaves the member out for a job that logged no metric
         job.final_metric_data_list = None
 
@@ -104,19 +106,23 @@ TRAINED = {"eval_loss_base": 3.2, "eval_loss_merged": 1.1, "eval_loss_improvemen
 UNTRAINED = {"eval_loss_base": 3.2, "eval_loss_merged": 3.2, "eval_loss_improvement": 0.0}  # --learning_rate 0
 
 
-@pytest.mark.parametrize(("case", "metrics", "status"), [
-    ("trained", TRAINED, "PendingManualApproval"),
-    ("lr0", UNTRAINED, "Rejected"),
-    ("noeval", {"train_loss": 1.0}, "Rejected"),
-    ("nometrics", {}, "Rejected"),
-])
+@pytest.mark.parametrize(
+    ("case", "metrics", "status"),
+    [
+        ("trained", TRAINED, "PendingManualApproval"),
+        ("lr0", UNTRAINED, "Rejected"),
+        ("noeval", {"train_loss": 1.0}, "Rejected"),
+        ("nometrics", {}, "Rejected"),
+    ],
+)
 def test_the_gate_sets_the_approval_status_from_the_metric(aws, case, metrics, status):
     package = _package(aws, _run(aws, f"llm-inf2-dev-{case}-0-0", metrics)[0])
     assert package["ModelApprovalStatus"] == status
     metadata = package["CustomerMetadataProperties"]
     assert metadata["quality_gate_min_improvement"] == "0.01"  # config/dev.yaml
-    assert metadata["eval_loss_improvement"] == ("none" if case in ("noeval", "nometrics") else str(metrics[
-        "eval_loss_improvement"]))
+    assert metadata["eval_loss_improvement"] == (
+        "none" if case in ("noeval", "nometrics") else str(metrics["eval_loss_improvement"])
+    )
 
 
 def test_the_package_serves_the_merged_prefix_on_inf2_with_its_evaluation(aws):
@@ -125,8 +131,9 @@ def test_the_package_serves_the_merged_prefix_on_inf2_with_its_evaluation(aws):
     model = f"s3://{BUCKET}/models/{name}/output/model/"
     (container,) = package["InferenceSpecification"]["Containers"]
     assert container["Image"] == IMAGE
-    assert container["ModelDataSource"] == {"S3DataSource": {"S3Uri": model, "S3DataType": "S3Prefix",
-                                                             "CompressionType": "None"}}
+    assert container["ModelDataSource"] == {
+        "S3DataSource": {"S3Uri": model, "S3DataType": "S3Prefix", "CompressionType": "None"}
+    }
     assert package["InferenceSpecification"]["SupportedRealtimeInferenceInstanceTypes"] == ["ml.inf2.xlarge"]
     assert package["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"] == f"{model}evaluation.json"
     assert package["ModelPackageGroupName"] == aws["group"]
@@ -139,8 +146,9 @@ def test_lineage_names_the_current_versions_of_the_dataset_objects(aws):
     s3 = aws["s3"]
     lineage_key = f"models/{name}/lineage.json"
     assert metadata["lineage"] == f"s3://{BUCKET}/{lineage_key}"
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=lineage_key,
-                                        VersionId=metadata["lineage_version_id"])["Body"].read())
+    manifest = json.loads(
+        s3.get_object(Bucket=BUCKET, Key=lineage_key, VersionId=metadata["lineage_version_id"])["Body"].read()
+    )
     listed = {o["Key"]: o["VersionId"] for o in manifest["dataset_objects"]}
     assert sorted(listed) == sorted(SHARDS)  # not guanaco-v2/, not the older versions
     assert metadata["dataset_objects"] == str(len(SHARDS))
@@ -153,8 +161,11 @@ def test_lineage_names_the_current_versions_of_the_dataset_objects(aws):
 
 def test_the_recorded_create_model_package_request_is_within_botocore_limits(aws):
     _, events = _run(aws, "llm-inf2-dev-request-0-0", TRAINED)
-    (scheduled,) = [e["taskScheduledEventDetails"] for e in events if e["type"] == "TaskScheduled"
-                    and e["taskScheduledEventDetails"]["resource"] == "createModelPackage"]
+    (scheduled,) = [
+        e["taskScheduledEventDetails"]
+        for e in events
+        if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resource"] == "createModelPackage"
+    ]
     request = json.loads(scheduled["parameters"])
     model = botocore.session.get_session().get_service_model("sagemaker")
     report = ParamValidator().validate(request, model.operation_model("CreateModelPackage").input_shape)
@@ -164,7 +175,9 @@ def test_the_recorded_create_model_package_request_is_within_botocore_limits(aws
 
 def test_limit_check_catches_what_paramvalidator_lets_through():
     """The check above can fail: a metadata value with JSON in it, or over 256 characters."""
-    bad = {"ModelPackageGroupName": "g", "CustomerMetadataProperties": {"hyperparameters": '{"a": "1"}',
-                                                                         "long": "x" * 257}}
+    bad = {
+        "ModelPackageGroupName": "g",
+        "CustomerMetadataProperties": {"hyperparameters": '{"a": "1"}', "long": "x" * 257},
+    }
     found = limit_violations("sagemaker", "CreateModelPackage", bad)
     assert any("hyperparameters" in f for f in found) and any("long" in f for f in found), found

@@ -69,7 +69,9 @@ def test_rule_topic_parameter_and_roles_exist(deployed):
 def test_manual_start_validates_before_starting(deployed, monkeypatch, capsys):
     aws, outputs = deployed
     for name, value in {
-        "AWS_ENDPOINT_URL": aws.endpoint_url, "AWS_ACCESS_KEY_ID": "emulated", "AWS_SECRET_ACCESS_KEY": "emulated",
+        "AWS_ENDPOINT_URL": aws.endpoint_url,
+        "AWS_ACCESS_KEY_ID": "emulated",
+        "AWS_SECRET_ACCESS_KEY": "emulated",
         "AWS_DEFAULT_REGION": aws.region,
     }.items():
         monkeypatch.setenv(name, value)

@@ -31,9 +31,15 @@ STAR_ACTIONS = {
 # SageMaker's ENI management in a VPC (isolated mode); EC2 offers no resource scoping SageMaker accepts.
 ISOLATED = {env: load_config(env, ROOT / "config").network.isolated for env in ("dev", "prod")}
 VPC_ACTIONS = {
-    "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-    "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
-    "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
 }
 BUCKET_ARN = "ExportsOutputFnGetAttArtifactBucket7410C9EFArnA3946625"
 KEY_ARN = "ExportsOutputFnGetAttArtifactKey8D84C5F0Arn9D58E80E"
@@ -59,8 +65,11 @@ def policies(template: dict) -> dict[str, list[dict]]:
 
 def statement(template: dict, policy_prefix: str, sid: str) -> dict:
     (found,) = [
-        s for lid, statements in policies(template).items() if lid.startswith(policy_prefix)
-        for s in statements if s.get("Sid") == sid
+        s
+        for lid, statements in policies(template).items()
+        if lid.startswith(policy_prefix)
+        for s in statements
+        if s.get("Sid") == sid
     ]
     return found
 
@@ -142,8 +151,9 @@ def test_state_machine_passes_only_the_training_role_and_owns_only_its_jobs(temp
 def test_rule_role_may_only_start_this_state_machine(templates):
     template = templates["dev"]["Training"]
     (statements,) = [v for k, v in policies(template).items() if k.startswith("RulePolicy")]
-    assert statements == [{"Action": "states:StartExecution", "Effect": "Allow",
-                           "Resource": {"Ref": statements[0]["Resource"]["Ref"]}}]
+    assert statements == [
+        {"Action": "states:StartExecution", "Effect": "Allow", "Resource": {"Ref": statements[0]["Resource"]["Ref"]}}
+    ]
     assert statements[0]["Resource"]["Ref"].startswith("WorkflowStateMachine")
 
 
@@ -167,10 +177,11 @@ def test_the_registry_statements_register_only_unapproved_versions_in_this_group
     assert register["Action"] == "sagemaker:CreateModelPackage"
     resources = [_text(r) for r in register["Resource"]]
     assert len(resources) == 2
-    assert sum(f":model-package/{group}/*\"" in r for r in resources) == 1
-    assert sum(f":model-package-group/{group}\"" in r for r in resources) == 1
-    assert register["Condition"] == {"StringEquals": {"sagemaker:ModelApprovalStatus": [
-        "PendingManualApproval", "Rejected"]}}
+    assert sum(f':model-package/{group}/*"' in r for r in resources) == 1
+    assert sum(f':model-package-group/{group}"' in r for r in resources) == 1
+    assert register["Condition"] == {
+        "StringEquals": {"sagemaker:ModelApprovalStatus": ["PendingManualApproval", "Rejected"]}
+    }
     listing = statement(templates[env]["Training"], "WorkflowPolicy", "ListDatasetVersions")
     assert listing["Action"] == "s3:ListBucketVersions" and BUCKET_ARN in _text(listing["Resource"])
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*"]}}

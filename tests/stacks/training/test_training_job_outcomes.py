@@ -60,7 +60,7 @@ def test_a_completed_job_is_recorded(aws, dev):
         execution, events = _run(aws, machine, names["bucket"], "completed")
     assert execution["status"] == "SUCCEEDED", (execution.get("error"), execution.get("cause"), entered(events))
     states = entered(events)
-    assert states[states.index("Train"):][:3] == ["Train", "TrainCompleted", "RecordModel"]
+    assert states[states.index("Train") :][:3] == ["Train", "TrainCompleted", "RecordModel"]
     assert states[-1] == "Done" and "RegisterModel" in states
     assert _value(aws, names["parameters"][0]).endswith("/output/model/")
 
@@ -76,9 +76,11 @@ def test_a_job_stopped_at_max_runtime_is_not_recorded(aws, dev):
     assert execution["status"] == "FAILED" and execution["error"] == "JobNotCompleted"
     assert execution["cause"].endswith("-0-0 ended Stopped (MaxRuntimeExceeded), not Completed: nothing recorded")
     assert _value(aws, names["parameters"][0]) == "none"
-    (published,) = [json.loads(e["taskScheduledEventDetails"]["parameters"])["Message"]
-                    for e in events if e["type"] == "TaskScheduled" and
-                    e["taskScheduledEventDetails"]["resource"] == "publish"]
+    (published,) = [
+        json.loads(e["taskScheduledEventDetails"]["parameters"])["Message"]
+        for e in events
+        if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resource"] == "publish"
+    ]
     assert published["error"] == {"Error": "JobNotCompleted", "Cause": execution["cause"]}
 
 
@@ -87,8 +89,15 @@ def test_a_compile_job_stopped_at_max_runtime_is_not_recorded(aws, staging):
     with job_outcomes({"-n-": MAX_RUNTIME_EXCEEDED}):
         execution, events = _run(aws, machine, names["bucket"], "compile-max-runtime")
     states = entered(events)
-    assert states[-7:] == ["RegisterModel", "CompileForNeuron", "CompileCompleted", "CompileNotCompleted", "Notify",
-                            "ErrorName", "Failed"]
+    assert states[-7:] == [
+        "RegisterModel",
+        "CompileForNeuron",
+        "CompileCompleted",
+        "CompileNotCompleted",
+        "Notify",
+        "ErrorName",
+        "Failed",
+    ]
     assert "RecordCompiledModel" not in states
     assert execution["error"] == "JobNotCompleted" and "Stopped (MaxRuntimeExceeded)" in execution["cause"]
     model, compiled = sorted(names["parameters"], key=lambda n: "compiled" in n)

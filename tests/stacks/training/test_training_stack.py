@@ -15,11 +15,17 @@ from tests.synth import ROOT
 
 ENVS = ("dev", "prod")
 CONFIGS = {env: load_config(env, ROOT / "config") for env in ENVS}
-PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
-          "AWS::URLSuffix": "amazonaws.com"}
+PSEUDO = {
+    "AWS::Partition": "aws",
+    "AWS::Region": "us-east-1",
+    "AWS::AccountId": "123456789012",
+    "AWS::URLSuffix": "amazonaws.com",
+}
 # prod (isolated) pulls its own image, with the requirements baked in, from the deploying account's ECR.
-IMAGES = {"dev": "<map:HfPytorchTrainingGpuUri>",
-          "prod": "123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-inf2-training:qlora-2026-12"}
+IMAGES = {
+    "dev": "<map:HfPytorchTrainingGpuUri>",
+    "prod": "123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-inf2-training:qlora-2026-12",
+}
 
 
 def _render(piece) -> str:
@@ -75,7 +81,11 @@ def test_definitions_pass_asl_validator(definitions, tmp_path):
         path.write_text(json.dumps(_asl_safe(definitions[env])))
         args += ["--json-path", str(path)]
     result = subprocess.run(
-        ["npx", "--no-install", "asl-validator", *args], cwd=ROOT, capture_output=True, text=True, check=False,
+        ["npx", "--no-install", "asl-validator", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -184,8 +194,9 @@ def test_every_failure_notifies_then_fails(definitions):
         assert catches == {("States.TaskFailed",): "CapacityRetry", ("States.ALL",): "Notify"}
         assert states[name]["Retry"] == states["Train"]["Retry"] and states[name]["Next"] == "TrainCompleted"
     completed = states["TrainCompleted"]
-    assert completed["Choices"] == [{"Variable": "$.training.status", "StringEquals": "Completed",
-                                     "Next": "RecordModel"}]
+    assert completed["Choices"] == [
+        {"Variable": "$.training.status", "StringEquals": "Completed", "Next": "RecordModel"}
+    ]
     assert completed["Default"] == "TrainNotCompleted" and states["TrainNotCompleted"]["Next"] == "Notify"
     assert states["TrainNotCompleted"]["Parameters"]["Error"] == "JobNotCompleted"
     catch_all = {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Notify"}
@@ -201,8 +212,11 @@ def test_every_failure_notifies_then_fails(definitions):
     assert notify["Parameters"]["TopicArn"].startswith("<ref:FailureTopic")
     name = states[notify["Next"]]
     assert name["Choices"] == [{"Variable": "$.error.Error", "StringMatches": "States.*", "Next": "StepFailed"}]
-    assert states["StepFailed"] == {"Type": "Fail", "Error": "StepFailed",
-                                    "CausePath": "States.Format('{}: {}', $.error.Error, $.error.Cause)"}
+    assert states["StepFailed"] == {
+        "Type": "Fail",
+        "Error": "StepFailed",
+        "CausePath": "States.Format('{}: {}', $.error.Error, $.error.Cause)",
+    }
     assert states[name["Default"]] == {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"}
 
 
@@ -244,8 +258,11 @@ def test_the_machine_knows_the_names_train_py_accepts(definitions):
 
 def _refused_spellings(choice: dict, variable: str) -> set[str]:
     """The strings ValidateInput refuses at `variable` (a `Not(And(IsPresent, Or(StringEquals...)))` rule)."""
-    (rule,) = [c["Not"]["And"] for c in choice["And"] if "And" in c.get("Not", {})
-               and c["Not"]["And"][0]["Variable"] == variable]
+    (rule,) = [
+        c["Not"]["And"]
+        for c in choice["And"]
+        if "And" in c.get("Not", {}) and c["Not"]["And"][0]["Variable"] == variable
+    ]
     assert rule[0] == {"Variable": variable, "IsPresent": True}
     return {c["StringEquals"] for c in rule[1]["Or"]}
 
@@ -256,8 +273,12 @@ def test_the_machine_checks_the_job_shape_rules_too(definitions, distributed):
     assert {"true", "True", "1", "yes"} <= _refused_spellings(single, "$.hyperparameters.fsdp")
     assert "method" not in json.dumps(single)
     (several,) = distributed["States"]["ValidateInput"]["Choices"]
-    assert {"Or": [{"Not": {"Variable": "$.hyperparameters.method", "IsPresent": True}},
-                   {"Variable": "$.hyperparameters.method", "StringEquals": "qlora"}]} in several["And"]
+    assert {
+        "Or": [
+            {"Not": {"Variable": "$.hyperparameters.method", "IsPresent": True}},
+            {"Variable": "$.hyperparameters.method", "StringEquals": "qlora"},
+        ]
+    } in several["And"]
     assert "$.hyperparameters.fsdp" not in json.dumps(several)
 
 
@@ -289,7 +310,8 @@ def test_dataset_uploads_start_an_execution(templates):
     assert target["Arn"]["Ref"].startswith("WorkflowStateMachine")
     transformer = target["InputTransformer"]
     assert transformer["InputPathsMap"] == {
-        "detail-bucket-name": "$.detail.bucket.name", "detail-object-key": "$.detail.object.key"
+        "detail-bucket-name": "$.detail.bucket.name",
+        "detail-object-key": "$.detail.object.key",
     }
     rendered = transformer["InputTemplate"].replace("<detail-bucket-name>", "b").replace("<detail-object-key>", "d/k")
     assert json.loads(rendered) == {"train_data": "s3://b/d/k", "hyperparameters": {}}
@@ -368,7 +390,10 @@ def test_rule_input_passes_the_manual_start_validator(templates):
     )
     assert event_input["train_data"] == f"s3://{bucket}/datasets/a/_READY"
     # the tool normalises the marker to its folder, as the machine's DatasetMarker state does
-    assert validate_execution_input(event_input, bucket=bucket) == {**event_input, "train_data": f"s3://{bucket}/datasets/a/"}
+    assert validate_execution_input(event_input, bucket=bucket) == {
+        **event_input,
+        "train_data": f"s3://{bucket}/datasets/a/",
+    }
 
 
 def test_data_key_lets_cloudwatch_logs_encrypt_only_log_groups_of_this_account(templates):
@@ -417,7 +442,8 @@ def test_eval_data_adds_an_eval_channel_like_the_training_one(definitions, env):
     states = definitions[env]["States"]
     assert states["Prepare"]["Next"] == "EvalData"
     assert states["EvalData"] == {
-        "Type": "Choice", "Choices": [{"Variable": "$.eval_data", "IsPresent": True, "Next": "TrainWithEval"}],
+        "Type": "Choice",
+        "Choices": [{"Variable": "$.eval_data", "IsPresent": True, "Next": "TrainWithEval"}],
         "Default": "Train",
     }
     train, train_eval = states["Train"], states["TrainWithEval"]
@@ -428,8 +454,11 @@ def test_eval_data_adds_an_eval_channel_like_the_training_one(definitions, env):
     assert "eval" not in {c["ChannelName"] for c in plain}
     *rest, eval_channel = with_eval
     assert rest == plain
-    assert eval_channel == {**plain[0], "ChannelName": "eval", "DataSource": {"S3DataSource": {
-        **plain[0]["DataSource"]["S3DataSource"], "S3Uri.$": "$.eval_data"}}}
+    assert eval_channel == {
+        **plain[0],
+        "ChannelName": "eval",
+        "DataSource": {"S3DataSource": {**plain[0]["DataSource"]["S3DataSource"], "S3Uri.$": "$.eval_data"}},
+    }
     # a capacity retry goes through EvalData again, so it keeps (or keeps out) the eval channel
     assert states["NextAttempt"]["Next"] == "EvalData"
 
@@ -440,8 +469,10 @@ def test_eval_data_is_checked_by_the_machine_when_present(definitions):
     assert optional[0] == {"Not": {"Variable": "$.eval_data", "IsPresent": True}}
     assert optional[1]["And"] == [
         {"Variable": "$.eval_data", "IsString": True},
-        {"Variable": "$.eval_data",
-         "StringMatches": "s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*"},
+        {
+            "Variable": "$.eval_data",
+            "StringMatches": "s3://<import:ExportsOutputRefArtifactBucket7410C9EF659B6D66>/datasets/*",
+        },
         {"Not": {"Variable": "$.eval_data", "StringMatches": "*/_READY"}},  # a marker stands for train_data only
     ]
 

@@ -45,8 +45,11 @@ def machine(aws, templates) -> str:
 
 
 def _exited(events: list[dict], state: str) -> dict:
-    (output,) = [json.loads(e["stateExitedEventDetails"]["output"]) for e in events
-                 if e.get("stateExitedEventDetails", {}).get("name") == state]
+    (output,) = [
+        json.loads(e["stateExitedEventDetails"]["output"])
+        for e in events
+        if e.get("stateExitedEventDetails", {}).get("name") == state
+    ]
     return output
 
 
@@ -71,8 +74,14 @@ def test_accepted_input_reaches_the_training_job(aws, machine, case, train_data,
     overrides = {"lora_r": "16", "chat_template": 'say "a":1, then {"b":true}'}  # JSON-looking strings are fine
     execution, events = _execute(aws, machine, {"train_data": train_data, "hyperparameters": overrides}, case)
     entered = _entered(events)
-    checks = ["ValidateInput", "ReadHyperparameters", "HyperparameterValues", "CountHyperparameters",
-              "HyperparameterNames", "DatasetMarker"]
+    checks = [
+        "ValidateInput",
+        "ReadHyperparameters",
+        "HyperparameterValues",
+        "CountHyperparameters",
+        "HyperparameterNames",
+        "DatasetMarker",
+    ]
     folder = ["DatasetFolder", "UseDatasetFolder"] if via_folder else []
     assert entered == [*checks, *folder, "Defaults", "Prepare", "EvalData"]
     job_input = _exited(events, "EvalData")  # what Train's Parameters read: $.train_data, $.run
@@ -90,11 +99,11 @@ REFUSED = [
     ("float", {"learning_rate": 1e-4}, "InvalidHyperparameterValue", "SageMaker passes strings only"),
     ("boolean", {"packing": True}, "InvalidHyperparameterValue", "write 16 as the string 16"),
     ("null", {"seed": None}, "InvalidHyperparameterValue", "must be an object of name: string value"),
-    ("object", {"target_modules": {"q": "k"}}, "InvalidHyperparameterValue", "got {\"target_modules\""),
+    ("object", {"target_modules": {"q": "k"}}, "InvalidHyperparameterValue", 'got {"target_modules"'),
     ("array", {"target_modules": ["q_proj"]}, "InvalidHyperparameterValue", "must be an object"),
     ("not-an-object", ["lora_r", "16"], "InvalidHyperparameterValue", "must be an object"),
     ("unknown-name", {"lora_rank": "16"}, "UnknownHyperparameter", "a name train.py does not accept"),
-    ("unknown-name-number", {"lora_r": "8", "epoch": 2}, "UnknownHyperparameter", "got {\"lora_r\":\"8\",\"epoch\":2}"),
+    ("unknown-name-number", {"lora_r": "8", "epoch": 2}, "UnknownHyperparameter", 'got {"lora_r":"8","epoch":2}'),
     ("reserved-path", {"output_dir": "/tmp/x"}, "UnknownHyperparameter", "(it accepts chat_template, "),
     ("help", {"help": "true"}, "UnknownHyperparameter", "a name train.py does not accept"),
 ]
@@ -137,8 +146,10 @@ def test_a_marker_that_is_not_one_folder_under_datasets_is_refused(aws, machine,
 SHAPES = [
     ("hyperparameters-string", {"train_data": f"{DATASETS}/a.jsonl", "hyperparameters": "lora_r=16"}),
     ("hyperparameters-null", {"train_data": f"{DATASETS}/a.jsonl", "hyperparameters": None}),
-    ("eval-marker", {"train_data": f"{DATASETS}/a.jsonl", "hyperparameters": {},
-                     "eval_data": f"{DATASETS}/guanaco/_READY"}),
+    (
+        "eval-marker",
+        {"train_data": f"{DATASETS}/a.jsonl", "hyperparameters": {}, "eval_data": f"{DATASETS}/guanaco/_READY"},
+    ),
     ("pruning-data", {"train_data": f"s3://{BUCKET}/pruning-datasets/nas/", "hyperparameters": {}}),
 ]
 
@@ -160,8 +171,14 @@ def _rule_pattern(templates) -> EventPattern:
 
 def _object_created(key: str, bucket: str = BUCKET) -> dict:
     return {
-        "version": "0", "id": "1", "source": "aws.s3", "detail-type": "Object Created", "account": "123456789012",
-        "time": "2026-12-01T12:00:00Z", "region": REGION, "resources": [f"arn:aws:s3:::{bucket}"],
+        "version": "0",
+        "id": "1",
+        "source": "aws.s3",
+        "detail-type": "Object Created",
+        "account": "123456789012",
+        "time": "2026-12-01T12:00:00Z",
+        "region": REGION,
+        "resources": [f"arn:aws:s3:::{bucket}"],
         "detail": {"bucket": {"name": bucket}, "object": {"key": key, "size": 10}},
     }
 
@@ -170,18 +187,22 @@ def test_a_three_shard_dataset_matches_the_rule_once(templates):
     """The S3 events of one dataset's uploads (three shards, an eval file, then its marker) on the rule."""
     pattern = _rule_pattern(templates)
     uploads = [f"datasets/guanaco/train-{i}.jsonl" for i in range(3)] + [
-        "datasets/guanaco/eval.jsonl", "datasets/guanaco/_READY",
+        "datasets/guanaco/eval.jsonl",
+        "datasets/guanaco/_READY",
     ]
     assert [key for key in uploads if pattern.matches_event(_object_created(key))] == ["datasets/guanaco/_READY"]
 
 
-@pytest.mark.parametrize(("key", "bucket", "matches"), [
-    ("pruning-datasets/nas/train.jsonl", BUCKET, False),
-    ("pruning-datasets/nas/_READY", BUCKET, False),
-    ("models/run/_READY", BUCKET, False),
-    ("datasets/guanaco/_READY", "another-bucket", False),
-    ("datasets/_READY", BUCKET, False),
-    ("datasets/guanaco/v2/_READY", BUCKET, True),  # EventBridge's * spans '/': DatasetMarker refuses it
-])
+@pytest.mark.parametrize(
+    ("key", "bucket", "matches"),
+    [
+        ("pruning-datasets/nas/train.jsonl", BUCKET, False),
+        ("pruning-datasets/nas/_READY", BUCKET, False),
+        ("models/run/_READY", BUCKET, False),
+        ("datasets/guanaco/_READY", "another-bucket", False),
+        ("datasets/_READY", BUCKET, False),
+        ("datasets/guanaco/v2/_READY", BUCKET, True),  # EventBridge's * spans '/': DatasetMarker refuses it
+    ],
+)
 def test_the_rule_ignores_other_prefixes_and_buckets(templates, key, bucket, matches):
     assert _rule_pattern(templates).matches_event(_object_created(key, bucket)) is matches

@@ -66,14 +66,28 @@ def test_next_deploy_after_a_failure_succeeds(deployed):
 
 def test_failed_create_leaves_no_half_stack(deployed, tmp_path):
     aws, cdk_out, bucket = deployed
-    (tmp_path / "manifest.json").write_text(json.dumps({
-        "version": "1",
-        "artifacts": {"Drill": {"type": "aws:cloudformation:stack",
-                                "properties": {"templateFile": "Drill.template.json", "stackName": "drill"}}},
-    }))
-    (tmp_path / "Drill.template.json").write_text(json.dumps({"Resources": {
-        "Clash": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": bucket}},
-    }}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps(
+            {
+                "version": "1",
+                "artifacts": {
+                    "Drill": {
+                        "type": "aws:cloudformation:stack",
+                        "properties": {"templateFile": "Drill.template.json", "stackName": "drill"},
+                    }
+                },
+            }
+        )
+    )
+    (tmp_path / "Drill.template.json").write_text(
+        json.dumps(
+            {
+                "Resources": {
+                    "Clash": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": bucket}},
+                }
+            }
+        )
+    )
     with pytest.raises(DeployError, match="create failed and was rolled back"):
         aws.deploy(tmp_path)
     assert aws._existing("drill") is None

@@ -47,7 +47,8 @@ def test_bootstrap_matches_what_templates_expect(local_aws):
 def test_inf2_is_allowed_but_unknown_types_still_rejected(local_aws):
     sagemaker = local_aws.client("sagemaker")
     sagemaker.create_model(
-        ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+        ModelName="m",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
         PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1"},
     )
     variant = {"VariantName": "v", "ModelName": "m", "InitialInstanceCount": 1}

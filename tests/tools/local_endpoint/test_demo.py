@@ -15,8 +15,20 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.mark.slow
 def test_demo_answers_the_sample_prompt_with_the_base_and_the_fine_tuned_model(tmp_path):
     work, cache = tmp_path / "demo", tmp_path / "pretrained"
-    argv = [sys.executable, "tools/demo.py", "--workdir", str(work), "--cache", str(cache),
-            "--pretrain-steps", "20", "--max-steps", "2", "--max-new-tokens", "40"]
+    argv = [
+        sys.executable,
+        "tools/demo.py",
+        "--workdir",
+        str(work),
+        "--cache",
+        str(cache),
+        "--pretrain-steps",
+        "20",
+        "--max-steps",
+        "2",
+        "--max-new-tokens",
+        "40",
+    ]
     result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     demo = json.loads((work / "demo_result.json").read_text())
@@ -48,7 +60,8 @@ def test_answer_overlap_is_word_f1():
     from tools import demo
 
     assert demo.answer_overlap("Machine learning is data.", "machine learning is a field") == pytest.approx(
-        2 * (3 / 4) * (3 / 5) / (3 / 4 + 3 / 5))
+        2 * (3 / 4) * (3 / 5) / (3 / 4 + 3 / 5)
+    )
     assert demo.answer_overlap("", "anything") == 0.0
     assert demo.answer_overlap("the same words", "words the same") == 1.0
 

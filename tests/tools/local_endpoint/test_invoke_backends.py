@@ -105,8 +105,9 @@ def test_vllm_refusals_are_one_line(vllm_endpoint, capsys):
     code, _, err = run(capsys, "--url", chat_url, "--backend", "vllm_neuronx", "--model", "other", *GREEDY_FLAGS)
     assert code == 1 and "(HTTP 404 NotFoundError): The model `other` does not exist." in err
     # vLLM 0.32's /invocations does not check the name (measured; README: what the local run cannot show)
-    code, _, err = run(capsys, "--url", vllm_endpoint.url, "--backend", "vllm_neuronx", "--model", "other",
-                       *GREEDY_FLAGS)
+    code, _, err = run(
+        capsys, "--url", vllm_endpoint.url, "--backend", "vllm_neuronx", "--model", "other", *GREEDY_FLAGS
+    )
     assert code == 0, err
 
 
@@ -137,8 +138,18 @@ def test_sagemaker_invoke_endpoint_in_both_contracts(endpoint, vllm_endpoint, mo
 
 
 def test_fields_neuron_ignores_are_warned_about_and_still_sent(vllm_endpoint, capsys):
-    code, out, err = run(capsys, "--url", vllm_endpoint.url, "--backend", "vllm_neuronx", "--seed", "7",
-                         "--min-tokens", "2", *GREEDY_FLAGS)
+    code, out, err = run(
+        capsys,
+        "--url",
+        vllm_endpoint.url,
+        "--backend",
+        "vllm_neuronx",
+        "--seed",
+        "7",
+        "--min-tokens",
+        "2",
+        *GREEDY_FLAGS,
+    )
     assert code == 0 and out.endswith("\n")
     assert err.startswith("warning: seed, min_tokens: ignored by the vLLM Neuron runner on inf2")
     code, _, err = run(capsys, "--url", vllm_endpoint.url, "--backend", "vllm_neuronx", *GREEDY_FLAGS)

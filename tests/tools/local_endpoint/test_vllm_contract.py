@@ -240,7 +240,10 @@ def test_command_line_refuses_the_other_backends_settings(chat_model_dir):
     ):
         wrong = subprocess.run(
             [sys.executable, "tools/local_endpoint.py", "--model-dir", str(chat_model_dir), *argv],
-            cwd=ROOT, capture_output=True, text=True, timeout=60,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert wrong.returncode == 2 and message in wrong.stderr
 

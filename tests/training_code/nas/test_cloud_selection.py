@@ -177,8 +177,13 @@ def macs_tokens(recording, minilm_path, sample_data_dir) -> int:
     from transformers import AutoTokenizer
 
     metadata = recording["supernet_metadata"]
-    split = argparse.Namespace(data_dir=str(sample_data_dir), max_rows=640, dataset=metadata["dataset"],
-                               split_seed=metadata["split_seed"], validation_fraction=metadata["validation_fraction"])
+    split = argparse.Namespace(
+        data_dir=str(sample_data_dir),
+        max_rows=640,
+        dataset=metadata["dataset"],
+        split_seed=metadata["split_seed"],
+        validation_fraction=metadata["validation_fraction"],
+    )
     tokenizer = AutoTokenizer.from_pretrained(str(minilm_path))
     return mean_tokens(tokenizer, load_data(split)["validation"], metadata["max_length"])
 
@@ -195,8 +200,9 @@ def with_macs_metric(recording: dict, shape: EncoderShape, tokens: int) -> dict:
         if described["FinalMetricDataList"]:
             tuned = {k: v for k, v in described["HyperParameters"].items() if k.startswith("num_")}
             subnet = config_from_hyperparameters("uniform", tuned, dims)
-            described["FinalMetricDataList"].append({"MetricName": "macs",
-                                                     "Value": float32(count_macs(shape, subnet, tokens))})
+            described["FinalMetricDataList"].append(
+                {"MetricName": "macs", "Value": float32(count_macs(shape, subnet, tokens))}
+            )
     return changed
 
 
@@ -233,14 +239,27 @@ def test_macs_selection_and_export_pick_the_fewest_macs_within_the_budget(
     full = largest_config(ModelDims(**metadata["dims"]))
     assert unpruned["macs"] == count_macs(shape, full, macs_tokens)
     assert (unpruned["validation_error"], unpruned["validation_error_source"]) == (
-        metadata["validation_error"], "nas_supernet.json")
+        metadata["validation_error"],
+        "nas_supernet.json",
+    )
 
-    exported = export(supernet, tmp_path / "pareto" / "pareto.json", tmp_path, "--max-error-increase", str(increase),
-                      "--minimise", "macs")
+    exported = export(
+        supernet,
+        tmp_path / "pareto" / "pareto.json",
+        tmp_path,
+        "--max-error-increase",
+        str(increase),
+        "--minimise",
+        "macs",
+    )
     budget = metadata["validation_error"] + increase
-    assert exported["selection"] == {"minimise": "macs", "reference_error": metadata["validation_error"],
-                                     "reference_source": "nas_supernet.json", "max_error_increase": increase,
-                                     "max_error": budget}
+    assert exported["selection"] == {
+        "minimise": "macs",
+        "reference_error": metadata["validation_error"],
+        "reference_source": "nas_supernet.json",
+        "max_error_increase": increase,
+        "max_error": budget,
+    }
     # independent of the front: every completed recorded trial within the budget, MACs counted from its tuned values
     candidates = []
     for described in recording["describe"].values():

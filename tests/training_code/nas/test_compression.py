@@ -106,8 +106,13 @@ def test_the_export_job_remeasures_on_the_training_channel_with_the_supernetwork
 ):
     """The cloud path: export_models.py with the job's SM_CHANNEL_TRAINING and no --data-dir re-measures the
     int8 pick on the split nas_supernet.json records (not the defaults), records it and logs it as a metric."""
-    metadata = {"max_length": 64, "validation_error": 0.5, "dataset": "jsonl", "split_seed": 7,
-                "validation_fraction": 0.2}
+    metadata = {
+        "max_length": 64,
+        "validation_error": 0.5,
+        "dataset": "jsonl",
+        "split_seed": 7,
+        "validation_fraction": 0.2,
+    }
     supernet = supernet_folder(minilm_path, tmp_path / "supernet", metadata)
     front = {"pareto": [{"subnet": {"heads": [12, 12], "units": [1536, 1536]}, "validation_error": 0.4}]}
     (tmp_path / "pareto.json").write_text(json.dumps(front))

@@ -99,5 +99,6 @@ def test_select_and_export_jobs_parse_the_macs_settings(supernet, sample_data_di
 @pytest.mark.parametrize("objectives", ["validation_error,flops", "num_parameters,macs", "validation_error"])
 def test_the_select_job_refuses_unknown_objectives_before_listing_trials(supernet, objectives):
     with pytest.raises(SystemExit):
-        check_command_line("select_tuning_job.py", {"tuning-job-name": "tj", "objectives": objectives},
-                           {"model": str(supernet)})
+        check_command_line(
+            "select_tuning_job.py", {"tuning-job-name": "tj", "objectives": objectives}, {"model": str(supernet)}
+        )

@@ -52,10 +52,7 @@ def test_malformed_row_fails_with_its_number(tmp_path, bad_line, message):
 
 def test_labels_accept_names_and_ids(tmp_path):
     path = tmp_path / "pairs.jsonl"
-    rows = [
-        {"sentence1": "a", "sentence2": "b", "label": label}
-        for label in ("entailment", "not_entailment", 0, 1)
-    ]
+    rows = [{"sentence1": "a", "sentence2": "b", "label": label} for label in ("entailment", "not_entailment", 0, 1)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     assert [p.label for p in read_pairs_jsonl(path)] == [0, 1, 0, 1]
 

@@ -91,8 +91,10 @@ def test_pipeline_from_fine_tune_to_exported_model(minilm_path, sample_data_dir,
     assert (search / "pareto_front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     assert (
-        select_pareto.main(f"--trials {search / 'trials.csv'} --model-dir {supernet} --output-dir {selected} "
-            "--objectives validation_error,num_parameters,macs".split())
+        select_pareto.main(
+            f"--trials {search / 'trials.csv'} --model-dir {supernet} --output-dir {selected} "
+            "--objectives validation_error,num_parameters,macs".split()
+        )
         == 0
     )
     reread = json.loads((selected / "pareto.json").read_text())

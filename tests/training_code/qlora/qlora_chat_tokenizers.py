@@ -77,5 +77,6 @@ GEMMA_TEMPLATE = (  # Gemma-it's turn format: <end_of_turn> then a newline close
     " + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
 )
-GEMMA = Family("gemma", GEMMA_TEMPLATE, "<bos>", "<eos>", ("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"),
-               "<end_of_turn>")
+GEMMA = Family(
+    "gemma", GEMMA_TEMPLATE, "<bos>", "<eos>", ("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"), "<end_of_turn>"
+)

@@ -43,25 +43,37 @@ def test_local_defaults_put_model_and_checkpoints_under_the_output_dir():
 
 @pytest.mark.parametrize(
     ("flags", "expected"),
-    [([], True), (["--merge"], True), (["--no-merge"], False), (["--merge", "False"], False),
-     (["--merge", "true"], True), (["--no_merge"], False)],
+    [
+        ([], True),
+        (["--merge"], True),
+        (["--no-merge"], False),
+        (["--merge", "False"], False),
+        (["--merge", "true"], True),
+        (["--no_merge"], False),
+    ],
 )
 def test_boolean_flags_take_cli_and_sagemaker_forms(flags, expected):
     assert parse_args(LOCAL + flags, env={}).merge is expected
 
 
 def test_seed_recipe_settings_can_be_selected():
-    args = parse_args(LOCAL + ["--compute_dtype", "float16", "--double_quant", "false", "--packing", "False",
-                               "--group_by_length"], env={})
+    args = parse_args(
+        LOCAL + ["--compute_dtype", "float16", "--double_quant", "false", "--packing", "False", "--group_by_length"],
+        env={},
+    )
     assert (args.compute_dtype, args.double_quant, args.packing, args.group_by_length) == (
-        "float16", False, False, True)
+        "float16",
+        False,
+        False,
+        True,
+    )
 
 
 @pytest.mark.parametrize("missing", ["--model_id", "--train_data", "--output_dir"])
 def test_missing_required_paths_fail_outside_sagemaker(missing):
     flags = list(LOCAL)
     index = flags.index(missing)
-    del flags[index:index + 2]
+    del flags[index : index + 2]
     with pytest.raises(SystemExit):
         parse_args(flags, env={})
 
@@ -72,9 +84,19 @@ def test_bad_boolean_is_rejected():
 
 
 def test_help_runs_without_loading_torch():
-    result = subprocess.run([sys.executable, str(QLORA_DIR / "train.py"), "--help"],
-                            capture_output=True, text=True, check=False, timeout=60)
+    result = subprocess.run(
+        [sys.executable, str(QLORA_DIR / "train.py"), "--help"], capture_output=True, text=True, check=False, timeout=60
+    )
     assert result.returncode == 0, result.stderr
-    for flag in ("--model_id", "--train_data", "--eval_fraction", "--lora_r", "--target_modules", "--packing",
-                 "--merge", "--compute_dtype", "--gradient_accumulation_steps"):
+    for flag in (
+        "--model_id",
+        "--train_data",
+        "--eval_fraction",
+        "--lora_r",
+        "--target_modules",
+        "--packing",
+        "--merge",
+        "--compute_dtype",
+        "--gradient_accumulation_steps",
+    ):
         assert flag in result.stdout

@@ -54,9 +54,11 @@ def test_instruction_rows_use_the_chat_template_when_the_tokenizer_has_one(tmp_p
 
 @pytest.mark.parametrize(
     ("row", "field"),
-    [({"instruction": "q"}, "'response' (or 'output')"),
-     ({"instruction": "  ", "response": "a"}, "'instruction'"),
-     ({"response": "a"}, "'instruction'")],
+    [
+        ({"instruction": "q"}, "'response' (or 'output')"),
+        ({"instruction": "  ", "response": "a"}, "'instruction'"),
+        ({"response": "a"}, "'instruction'"),
+    ],
 )
 def test_malformed_instruction_row_names_file_row_and_field(tmp_path, tokenizer, row, field):
     rows = instruction_rows(4)
@@ -167,25 +169,29 @@ def test_saved_dataset_dicts_give_train_and_validation_splits_never_test(tmp_pat
     import datasets
 
     saved = tmp_path / "saved"
-    datasets.DatasetDict({
-        "train": datasets.Dataset.from_list(text_rows(6)),
-        "validation": datasets.Dataset.from_list(text_rows(2, seed=8)),
-        "test": datasets.Dataset.from_list(text_rows(3, seed=9)),
-    }).save_to_disk(str(saved))
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_list(text_rows(6)),
+            "validation": datasets.Dataset.from_list(text_rows(2, seed=8)),
+            "test": datasets.Dataset.from_list(text_rows(3, seed=9)),
+        }
+    ).save_to_disk(str(saved))
     assert len(read_rows(saved)) == 6 and read_rows(saved)[0].source.endswith("[train]")
     assert len(read_rows(saved, role="eval")) == 2
     assert len(read_rows(saved, split="test", role="eval")) == 3  # only when asked for by name
     only_test = tmp_path / "only_test"
-    datasets.DatasetDict({"train": datasets.Dataset.from_list(text_rows(2)),
-                          "test": datasets.Dataset.from_list(text_rows(2))}).save_to_disk(str(only_test))
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(text_rows(2)), "test": datasets.Dataset.from_list(text_rows(2))}
+    ).save_to_disk(str(only_test))
     with pytest.raises(DataError, match=r"no 'validation' or 'valid' or 'eval' or 'dev' split .*--eval_split"):
         read_rows(only_test, role="eval")
 
 
 def _prepared(tmp_path, tokenizer, rows, **options):
     path = write_jsonl(tmp_path / "train.jsonl", rows)
-    return prepare_data(tokenizer, DataSources(str(path)),
-                        DataOptions(template=LLAMA2_CHAT_TEMPLATE, **options), seed=0)
+    return prepare_data(
+        tokenizer, DataSources(str(path)), DataOptions(template=LLAMA2_CHAT_TEMPLATE, **options), seed=0
+    )
 
 
 def test_long_rows_are_dropped_and_counted_or_cut_keeping_their_eos(tmp_path, tokenizer):

@@ -26,8 +26,16 @@ def test_two_process_torchrun_trains_and_merges_the_same_adapter_shape(tiny_llam
     flags = ["--max_steps", "2", "--no-resume"]
     single = load_train_entry().main(tiny_run_args(tiny_llama, data, tmp_path / "single", *flags))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-            str(QLORA_DIR / "train.py"), *tiny_run_args(tiny_llama, data, tmp_path / "ddp", *flags)]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(QLORA_DIR / "train.py"),
+        *tiny_run_args(tiny_llama, data, tmp_path / "ddp", *flags),
+    ]
     result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads((tmp_path / "ddp" / "training_report.json").read_text())

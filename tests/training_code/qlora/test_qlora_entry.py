@@ -30,7 +30,10 @@ def test_no_merge_leaves_an_adapter_marked_not_servable(tiny_llama, data, tmp_pa
     report = run(tiny_run_args(tiny_llama, data, tmp_path / "out", "--max_steps", "1", "--no-merge"))
     model_dir = tmp_path / "out" / "model"
     assert json.loads((model_dir / MODEL_KIND_FILE).read_text()) == {
-        "kind": "adapter", "servable": False, "base_model": str(tiny_llama)}
+        "kind": "adapter",
+        "servable": False,
+        "base_model": str(tiny_llama),
+    }
     assert (model_dir / "adapter_config.json").is_file() and report["model_kind"] == "adapter"
 
 
@@ -67,15 +70,21 @@ def test_resume_skips_an_incomplete_newest_checkpoint(tiny_llama, data, tmp_path
     report = run([*argv, "--max_steps", "6"])
     assert report["resumed_from"] == str(checkpoints / "checkpoint-2")
     assert [item["checkpoint"].rsplit("/", 1)[-1] for item in report["skipped_checkpoints"]] == [
-        "checkpoint-6", "checkpoint-4"]
+        "checkpoint-6",
+        "checkpoint-4",
+    ]
     assert [point["step"] for point in report["loss_curve"]["train"]][-1] == 6
 
 
 def test_sigterm_mid_run_saves_a_checkpoint_that_a_rerun_resumes(tiny_llama, data, tmp_path):
-    argv = [sys.executable, str(QLORA_DIR / "train.py"),
-            *tiny_run_args(tiny_llama, data, tmp_path / "out", "--save_steps", "100000", "--no-merge")]
-    process = subprocess.Popen([*argv, "--max_steps", "500"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env=ENV)
+    argv = [
+        sys.executable,
+        str(QLORA_DIR / "train.py"),
+        *tiny_run_args(tiny_llama, data, tmp_path / "out", "--save_steps", "100000", "--no-merge"),
+    ]
+    process = subprocess.Popen(
+        [*argv, "--max_steps", "500"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV
+    )
     output = []
     for line in process.stdout:
         output.append(line)
@@ -98,13 +107,16 @@ def test_a_layer_bitsandbytes_cannot_quantize_on_cpu_fails_early_in_one_line(tmp
 
     if torch.cuda.is_available():
         pytest.skip("the CPU kernels' limit")
-    odd = build_tiny_llama(tmp_path / "odd", vocab_texts(), vocab_size=320, hidden_size=96, num_heads=4,
-                           intermediate_size=128)
+    odd = build_tiny_llama(
+        tmp_path / "odd", vocab_texts(), vocab_size=320, hidden_size=96, num_heads=4, intermediate_size=128
+    )
     with pytest.raises(SystemExit) as error:
         run(tiny_run_args(odd, data, tmp_path / "out", "--max_steps", "1"))
     message = str(error.value.code)
-    assert message == ("train.py: error: layer model.layers.0.self_attn.q_proj: in_features 96 is not a multiple of "
-                       "64, which 4-bit bitsandbytes needs on CPU; train on a GPU or pass --method lora")
+    assert message == (
+        "train.py: error: layer model.layers.0.self_attn.q_proj: in_features 96 is not a multiple of "
+        "64, which 4-bit bitsandbytes needs on CPU; train on a GPU or pass --method lora"
+    )
 
 
 def test_data_errors_end_the_run_in_one_line(tiny_llama, tmp_path):
@@ -112,17 +124,25 @@ def test_data_errors_end_the_run_in_one_line(tiny_llama, tmp_path):
     with pytest.raises(SystemExit) as error:
         run(tiny_run_args(tiny_llama, bad, tmp_path / "out", "--max_steps", "1"))
     assert str(error.value.code) == (
-        f"train.py: error: {bad}: row 1: field 'messages': no assistant message to learn from")
+        f"train.py: error: {bad}: row 1: field 'messages': no assistant message to learn from"
+    )
 
 
 @pytest.mark.parametrize(
     ("flags", "message"),
-    [(["--eval_fraction", "0"], "error: --eval_fraction 0 without --eval_data: every run is evaluated on held-out"),
-     (["--min_eval_rows", "0"], "error: --min_eval_rows and --eval_max_new_tokens must be >= 1"),
-     (["--load_best_model"], "--load_best_model needs --eval_steps > 0"),
-     (["--early_stopping_patience", "2", "--eval_fraction", "0.1"], "--early_stopping_patience needs --eval_steps > 0"),
-     (["--load_best_model", "--eval_fraction", "0.1", "--eval_steps", "3", "--save_steps", "4"],
-      "needs --save_steps (4) to be a multiple of --eval_steps (3)")],
+    [
+        (["--eval_fraction", "0"], "error: --eval_fraction 0 without --eval_data: every run is evaluated on held-out"),
+        (["--min_eval_rows", "0"], "error: --min_eval_rows and --eval_max_new_tokens must be >= 1"),
+        (["--load_best_model"], "--load_best_model needs --eval_steps > 0"),
+        (
+            ["--early_stopping_patience", "2", "--eval_fraction", "0.1"],
+            "--early_stopping_patience needs --eval_steps > 0",
+        ),
+        (
+            ["--load_best_model", "--eval_fraction", "0.1", "--eval_steps", "3", "--save_steps", "4"],
+            "needs --save_steps (4) to be a multiple of --eval_steps (3)",
+        ),
+    ],
 )
 def test_eval_options_need_periodic_evaluation(flags, message, capsys):
     from qlora_args import parse_args
@@ -133,9 +153,26 @@ def test_eval_options_need_periodic_evaluation(flags, message, capsys):
 
 
 def test_early_stopping_ends_with_the_best_checkpoint(tiny_llama, data, tmp_path):
-    report = run(tiny_run_args(tiny_llama, data, tmp_path / "out", "--max_steps", "12", "--eval_fraction", "0.2",
-                               "--eval_steps", "2", "--save_steps", "2", "--early_stopping_patience", "1",
-                               "--learning_rate", "30", "--no-merge"))
+    report = run(
+        tiny_run_args(
+            tiny_llama,
+            data,
+            tmp_path / "out",
+            "--max_steps",
+            "12",
+            "--eval_fraction",
+            "0.2",
+            "--eval_steps",
+            "2",
+            "--save_steps",
+            "2",
+            "--early_stopping_patience",
+            "1",
+            "--learning_rate",
+            "30",
+            "--no-merge",
+        )
+    )
     evaluations = report["loss_curve"]["eval"][:-1]  # the last entry is the final evaluation of the kept model
     best = min(evaluations, key=lambda point: point["eval_loss"])
     assert report["loss_curve"]["train"][-1]["step"] < 12  # stopped: eval_loss rose at lr 30

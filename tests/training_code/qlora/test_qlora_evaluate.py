@@ -47,8 +47,12 @@ def test_trainer_eval_loss_is_summed_loss_over_label_tokens_not_a_mean_of_batch_
     prepared = _eval_rows(tokenizer, data)
     args = parse_args(tiny_run_args(tiny_chat_llama, data, tmp_path / "out", "--per_device_batch_size", "1"))
     model = load_base_model(str(tiny_chat_llama), "lora", "float32", False, "nf4", False, False, packed=True)
-    unpacked = prepare_data(tokenizer, DataSources(str(data), eval_fraction=0.1, min_eval_rows=8),
-                            DataOptions(64, packing=False, template=tokenizer.chat_template), 42)
+    unpacked = prepare_data(
+        tokenizer,
+        DataSources(str(data), eval_fraction=0.1, min_eval_rows=8),
+        DataOptions(64, packing=False, template=tokenizer.chat_template),
+        42,
+    )
     trainer = build_trainer(model, args, unpacked.train, unpacked.eval, tokenizer.pad_token_id, [])
     expected, tokens = hf_token_weighted_loss(model, unpacked.eval_rows)
     metrics = trainer.evaluate()
@@ -63,8 +67,9 @@ def evaluated_run(tiny_chat_llama, tmp_path_factory):
     data = write_jsonl(out / "train.jsonl", instruction_rows(48))
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        report = load_train_entry().main(tiny_run_args(tiny_chat_llama, data, out / "out", "--max_steps", "4",
-                                                       "--merge_dtype", "float32"))
+        report = load_train_entry().main(
+            tiny_run_args(tiny_chat_llama, data, out / "out", "--max_steps", "4", "--merge_dtype", "float32")
+        )
     return report, data, out / "out" / "model", stdout.getvalue()
 
 
@@ -85,7 +90,8 @@ def test_base_and_merged_are_scored_on_the_same_held_out_tokens(evaluated_run, t
         assert evaluation["tokens"] == tokens
     assert evaluation["source"] == "split of the training data" and evaluation["rows"] == len(rows) == 8
     assert evaluation["eval_loss_improvement"] == pytest.approx(
-        evaluation["base"]["eval_loss"] - evaluation["merged"]["eval_loss"])
+        evaluation["base"]["eval_loss"] - evaluation["merged"]["eval_loss"]
+    )
     assert report["evaluation"] == evaluation
 
 
@@ -109,8 +115,11 @@ def test_evaluation_is_logged_as_metric_lines_and_shown_on_the_card(evaluated_ru
     evaluation = report["evaluation"]
     scraped = {d["Name"]: [float(v) for v in re.findall(d["Regex"], stdout)] for d in METRIC_DEFINITIONS}
     for side in ("base", "merged"):
-        for figure, name in (("eval_loss", "eval_loss"), ("perplexity", "eval_perplexity"),
-                             ("rouge_l", "eval_rouge_l")):
+        for figure, name in (
+            ("eval_loss", "eval_loss"),
+            ("perplexity", "eval_perplexity"),
+            ("rouge_l", "eval_rouge_l"),
+        ):
             assert scraped[f"{name}_{side}"] == pytest.approx([evaluation[side][figure]], rel=1e-5, abs=1e-6)
     assert scraped["eval_loss_improvement"] == pytest.approx([evaluation["eval_loss_improvement"]], abs=1e-5)
     card = (model_dir / "README.md").read_text()

@@ -170,8 +170,11 @@ def test_exact_duplicate_rows_never_land_in_both_train_and_eval(tmp_path, tokeni
 def test_bad_hold_outs_are_one_line_errors(tmp_path, tokenizer):
     few = write_jsonl(tmp_path / "few.jsonl", [{"instruction": f"explain {i}", "response": "ok"} for i in range(7)])
     options = DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE)
-    with pytest.raises(DataError, match=r"^7 distinct training rows are too few to hold out 4 for evaluation "
-                                        r"\(--eval_fraction 0.1, at least --min_eval_rows 4\)") as error:
+    with pytest.raises(
+        DataError,
+        match=r"^7 distinct training rows are too few to hold out 4 for evaluation "
+        r"\(--eval_fraction 0.1, at least --min_eval_rows 4\)",
+    ) as error:
         prepare_data(tokenizer, DataSources(str(few), eval_fraction=0.1, min_eval_rows=4), options, seed=0)
     assert "\n" not in str(error.value)
     with pytest.raises(DataError, match=r"^eval channel: all 7 rows are also training rows \(or repeats\)$"):

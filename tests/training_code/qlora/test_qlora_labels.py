@@ -75,8 +75,9 @@ def test_instruction_rows_and_sharegpt_rows_mask_the_prompt(tmp_path, family):
 
 
 def test_prompt_completion_supervises_the_completion_and_an_added_eos(tmp_path, tokenizer):
-    kind, [example] = labelled(tmp_path, tokenizer, [{"prompt": "Q: explain llama\nA:", "completion": " a model"}],
-                               LLAMA2_CHAT_TEMPLATE)
+    kind, [example] = labelled(
+        tmp_path, tokenizer, [{"prompt": "Q: explain llama\nA:", "completion": " a model"}], LLAMA2_CHAT_TEMPLATE
+    )
     assert kind == "prompt_completion"
     assert example.input_ids[0] == tokenizer.bos_token_id and example.input_ids[-1] == tokenizer.eos_token_id
     assert supervised_text(tokenizer, example.input_ids, example.labels) == " a model</s>"
@@ -87,7 +88,8 @@ def test_llama2_fallback_masks_system_and_inst_and_keeps_eos(tmp_path, tokenizer
     text = tokenizer.decode(example.input_ids)
     assert text.startswith(f"<s>[INST] <<SYS>>\n{SYSTEM}\n<</SYS>>\n\nexplain llama [/INST] a model that learns </s>")
     assert supervised_text(tokenizer, example.input_ids, example.labels) == (
-        " a model that learns </s> it trains few weights </s>")
+        " a model that learns </s> it trains few weights </s>"
+    )
 
 
 def test_text_rows_and_train_on_inputs_supervise_everything(tmp_path, tokenizer):
@@ -99,12 +101,20 @@ def test_text_rows_and_train_on_inputs_supervise_everything(tmp_path, tokenizer)
 
 @pytest.mark.parametrize(
     ("messages", "problem"),
-    [([{"role": "user", "content": "hi"}], "no assistant message to learn from"),
-     ([{"role": "assistant", "content": "hi"}], "the first non-system message must be from the user"),
-     ([{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}], "'messages'[1]: role 'robot'"),
-     ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}], "'messages'[1]: missing or empty"),
-     ([{"role": "user", "content": "a"}, {"role": "system", "content": "b"}, {"role": "assistant", "content": "c"}],
-      "a system message may only come first")],
+    [
+        ([{"role": "user", "content": "hi"}], "no assistant message to learn from"),
+        ([{"role": "assistant", "content": "hi"}], "the first non-system message must be from the user"),
+        ([{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}], "'messages'[1]: role 'robot'"),
+        ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}], "'messages'[1]: missing or empty"),
+        (
+            [
+                {"role": "user", "content": "a"},
+                {"role": "system", "content": "b"},
+                {"role": "assistant", "content": "c"},
+            ],
+            "a system message may only come first",
+        ),
+    ],
 )
 def test_bad_conversations_name_file_row_and_field(tmp_path, tokenizer, messages, problem):
     good = {"messages": CHAT}

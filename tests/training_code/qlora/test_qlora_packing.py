@@ -31,8 +31,10 @@ def test_pack_resets_positions_and_never_supervises_an_examples_first_token():
 
 
 def test_collator_pads_packed_rows_as_a_separate_sequence_without_attention_mask():
-    rows = [{"input_ids": [1, 5, 1, 6], "labels": [-100, 5, -100, 6], "position_ids": [0, 1, 0, 1]},
-            {"input_ids": [1, 7], "labels": [-100, 7], "position_ids": [0, 1]}]
+    rows = [
+        {"input_ids": [1, 5, 1, 6], "labels": [-100, 5, -100, 6], "position_ids": [0, 1, 0, 1]},
+        {"input_ids": [1, 7], "labels": [-100, 7], "position_ids": [0, 1]},
+    ]
     batch = CausalLMCollator(pad_token_id=2)(rows)
     assert "attention_mask" not in batch
     assert batch["position_ids"].tolist() == [[0, 1, 0, 1], [0, 1, 0, 1]]
@@ -96,10 +98,15 @@ def _members(block: dict, examples: list[Tokenized]) -> list[int]:
     """The examples of a block, in order, found by matching their ids at each position reset."""
     found, start, ids = [], 0, block["input_ids"]
     while start < len(ids):
-        index = next(i for i, example in enumerate(examples)
-                     if i not in found and ids[start : start + len(example.input_ids)] == example.input_ids
-                     and (start + len(example.input_ids) == len(ids)
-                          or block["position_ids"][start + len(example.input_ids)] == 0))
+        index = next(
+            i
+            for i, example in enumerate(examples)
+            if i not in found
+            and ids[start : start + len(example.input_ids)] == example.input_ids
+            and (
+                start + len(example.input_ids) == len(ids) or block["position_ids"][start + len(example.input_ids)] == 0
+            )
+        )
         found.append(index)
         start += len(examples[index].input_ids)
     return found
@@ -128,5 +135,4 @@ def test_pack_length_flag_is_auto_or_bounded_by_max_seq_length(capsys):
 def test_segments_split_rows_at_position_resets():
     from qlora_attention import segments
 
-    assert segments(torch.tensor([[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 4, 5]])) == [
-        [(0, 3), (3, 5), (5, 6)], [(0, 6)]]
+    assert segments(torch.tensor([[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 4, 5]])) == [[(0, 3), (3, 5), (5, 6)], [(0, 6)]]

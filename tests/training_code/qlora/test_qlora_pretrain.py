@@ -65,8 +65,17 @@ def fine_tuned(pretrained, tmp_path_factory) -> tuple[Path, list[dict]]:
     held_out = rows[3::8]
     train_rows = [row for index, row in enumerate(rows) if index % 8 != 3]
     work = tmp_path_factory.mktemp("fine_tuned")
-    argv = ["--model_id", str(pretrained[1]), "--train_data", str(write_jsonl(work / "train.jsonl", train_rows)),
-            "--output_dir", str(work / "out"), "--max_steps", str(FINE_TUNE_STEPS), *load_demo().TRAIN_FLAGS]
+    argv = [
+        "--model_id",
+        str(pretrained[1]),
+        "--train_data",
+        str(write_jsonl(work / "train.jsonl", train_rows)),
+        "--output_dir",
+        str(work / "out"),
+        "--max_steps",
+        str(FINE_TUNE_STEPS),
+        *load_demo().TRAIN_FLAGS,
+    ]
     with one_thread():
         load_train_entry().main(argv)
     return work / "out" / "model", held_out
@@ -104,9 +113,14 @@ def greedy_answer(model_dir: Path, prompt: str, max_new_tokens: int = 60) -> str
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
-    out = model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id)
-    return tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+    out = model.generate(
+        ids,
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.eos_token_id,
+    )
+    return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
 
 
 def test_pretraining_learns_the_corpus_and_saves_a_plain_hf_folder(pretrained):
@@ -150,6 +164,7 @@ def test_fine_tuned_answer_to_the_seed_prompt_shares_more_words_with_the_dataset
 
 
 def test_cli_runs_standalone():
-    result = subprocess.run([sys.executable, str(QLORA_DIR / "qlora_pretrain.py"), "--help"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, str(QLORA_DIR / "qlora_pretrain.py"), "--help"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0 and "--corpus" in result.stdout and "--seconds" in result.stdout

@@ -9,8 +9,17 @@ from qlora_tiny import main
 def test_cli_builds_a_loadable_tiny_llama_with_a_chat_template(tmp_path, capsys):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    main(["--out", str(tmp_path / "tiny"), "--data", str(QLORA_DIR / "sample_data" / "instructions.jsonl"),
-          "--chat-template", "--vocab-size", "320"])
+    main(
+        [
+            "--out",
+            str(tmp_path / "tiny"),
+            "--data",
+            str(QLORA_DIR / "sample_data" / "instructions.jsonl"),
+            "--chat-template",
+            "--vocab-size",
+            "320",
+        ]
+    )
     assert "tiny Llama saved" in capsys.readouterr().out
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "tiny")
     model = AutoModelForCausalLM.from_pretrained(tmp_path / "tiny")
@@ -18,4 +27,5 @@ def test_cli_builds_a_loadable_tiny_llama_with_a_chat_template(tmp_path, capsys)
     assert model.config.vocab_size == len(tokenizer) <= 320
     assert 50_000 < sum(p.numel() for p in model.parameters()) < 1_000_000
     assert tokenizer.decode(tokenizer("NF4 keeps weights in 4 bits")["input_ids"], skip_special_tokens=True) == (
-        "NF4 keeps weights in 4 bits")
+        "NF4 keeps weights in 4 bits"
+    )

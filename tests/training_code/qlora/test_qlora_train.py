@@ -153,7 +153,9 @@ def test_rerun_after_interruption_resumes_and_ends_with_the_same_adapter(tiny_ll
     with pytest.raises(SimulatedSpotInterruption):
         run_training(argv("interrupted"), [InterruptAtStep(5)])
     assert sorted(p.name for p in (tmp_path / "interrupted" / "checkpoints").iterdir()) == [
-        "checkpoint-2", "checkpoint-4"]
+        "checkpoint-2",
+        "checkpoint-4",
+    ]
     resumed, stdout = run_training(argv("interrupted"))
 
     assert resumed["resumed_from"] == str(tmp_path / "interrupted" / "checkpoints" / "checkpoint-4")
