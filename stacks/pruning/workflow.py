@@ -28,7 +28,7 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ..shared.bucket_layout import PRUNING_DATASETS_PREFIX, PRUNING_PREFIX
+from ..shared.bucket_layout import PRUNING_DATASETS_PREFIX
 from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
 from ..shared.workflow_shell import (
     JOB_OUTCOME_SELECTOR,
@@ -40,6 +40,7 @@ from ..shared.workflow_shell import (
     retry_api_errors,
     tuning_completed,
 )
+from .run_names import run_name_expression, run_uri, tuning_job_name
 
 if TYPE_CHECKING:
     from .jobs import PruningJobs
@@ -47,25 +48,6 @@ if TYPE_CHECKING:
 CREATE_TUNING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createHyperParameterTuningJob.sync"
 # The tuning job's fields that are not its TrainingJobDefinition (CreateTrainingJob-only keys are dropped).
 _NOT_IN_DEFINITION = ("TrainingJobName", "HyperParameters", "Tags")
-
-
-def run_name_expression(prefix: str) -> str:
-    """`<prefix>-yyyyMMddHHmmssSSS` from the execution's start time, split by StartTime into $.clock.parts."""
-    parts = ", ".join(f"States.ArrayGetItem($.clock.parts, {i})" for i in range(7))
-    return f"States.Format('{prefix}-{{}}{{}}{{}}{{}}{{}}{{}}{{}}', {parts})"
-
-
-def run_uri(bucket_name: str, suffix: str = "") -> str:
-    """An intrinsic for `s3://<bucket>/pruning/<run>/<suffix>`."""
-    return f"States.Format('s3://{bucket_name}/{PRUNING_PREFIX}{{}}/{suffix}', $.run.name)"
-
-
-def job_name(step: str) -> str:
-    return f"States.Format('{{}}-{step}-{{}}', $.run.name, $$.State.RetryCount)"
-
-
-def tuning_job_name() -> str:
-    return "States.Format('{}-{}', $.run.name, $$.State.RetryCount)"
 
 
 def training_parameters(request: TrainingJobRequest, *, output: str, compression: str = "NONE") -> dict[str, Any]:

@@ -28,7 +28,7 @@ def _load(name: str, path: Path):
 sys.path.insert(0, str(ROOT / "loadtest"))
 runner = _load("loadtest_run", ROOT / "loadtest" / "run.py")
 plot = _load("loadtest_plot", ROOT / "loadtest" / "plot.py")
-encoder_endpoint = _load("encoder_endpoint", ROOT / "tools" / "encoder_endpoint.py")
+encoder_endpoint = _load("encoder_endpoint", ROOT / "local" / "servers" / "encoder_endpoint.py")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.local_aws import LocalAws
+from local.emulator import LocalAws
 
 pytestmark = pytest.mark.slow
 STACKS = ("llm-inf2-dev-Data", "llm-inf2-dev-Training", "llm-inf2-dev-Serving", "llm-inf2-dev-Pruning")

@@ -1,7 +1,7 @@
 """moto's ASL interpreter with SageMaker's `.sync` answered by a job that ended as a test says.
 
 moto 5.2 stops at `createTrainingJob.sync`. `JobOutcomes` registers a SageMaker integration in the interpreter's
-own factory (the hook tools/local_aws/sagemaker_sync.py uses): it sends the real Create* call to moto's SageMaker,
+own factory (the hook local/emulator/sagemaker_sync.py uses): it sends the real Create* call to moto's SageMaker,
 records the end the test names for that job (status, secondary status, transitions, e.g. Stopped /
 MaxRuntimeExceeded as SageMaker ends a job past MaxRuntimeInSeconds) and returns moto's own Describe* answer,
 as `.sync` does; an outcome of Failed fails the task with States.TaskFailed, as `.sync` does.

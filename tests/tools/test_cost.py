@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from local.cloud_assembly import CloudAssemblyReader
 from tests.synth import ROOT
 from tools import cost
-from tools.cloud_assembly import CloudAssemblyReader
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tools.local_aws import LocalAws
+from local.emulator import LocalAws
 
 DATA, PRUNING = "llm-inf2-dev-Data", "llm-inf2-dev-Pruning"
 

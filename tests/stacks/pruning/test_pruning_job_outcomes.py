@@ -9,8 +9,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from local.emulator.execution_patches import execution_start_time_is_a_string
 from tests.stacks.job_outcomes import MAX_RUNTIME_EXCEEDED, deploy_state_machine, entered, job_outcomes, run_execution
-from tools.local_aws.execution_patches import execution_start_time_is_a_string
 
 
 @pytest.fixture(scope="module")

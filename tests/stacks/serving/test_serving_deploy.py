@@ -11,8 +11,8 @@ import dataclasses
 
 import pytest
 
+from local.emulator import LocalAws
 from tools.invoke import endpoint_from_stack
-from tools.local_aws import LocalAws
 
 DATA, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Serving"
 PROMOTED_PREFIX = "models/promoted-job/merged/"

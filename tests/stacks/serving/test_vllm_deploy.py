@@ -5,7 +5,7 @@ Emulation, not AWS: moto never starts the container; it shows the templates depl
 
 from __future__ import annotations
 
-from tools.local_aws import LocalAws
+from local.emulator import LocalAws
 
 DATA, TRAINING, SERVING = "llm-inf2-staging-Data", "llm-inf2-staging-Training", "llm-inf2-staging-Serving"
 

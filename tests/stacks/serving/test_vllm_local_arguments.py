@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from local.servers.vllm_server import container_vllm_arguments, entrypoint_arguments, local_arguments
 from tests.stacks.serving.test_vllm_backend import _one
-from tools.local_endpoint_vllm import container_vllm_arguments, entrypoint_arguments, local_arguments
 
 
 def _pairs(arguments: list[str]) -> dict[str, str]:

@@ -20,10 +20,10 @@ from botocore.validate import ParamValidator
 from moto import mock_aws
 from moto.sagemaker import models as sagemaker_models
 
+from local.emulator.execution_patches import aws_sdk_timestamps_as_strings
 from tests.stacks.botocore_limits import limit_violations
 from tests.stacks.job_outcomes import run_execution
 from tests.stacks.training.test_training_stack import definition
-from tools.local_aws.execution_patches import aws_sdk_timestamps_as_strings
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 BUCKET = "llm-inf2-dev-data-artifactbucket-x1"
@@ -50,7 +50,7 @@ def _registry_machine(template: dict) -> tuple[dict, str]:
 @pytest.fixture(scope="module")
 def aws(templates):
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    aws_sdk_timestamps_as_strings()  # as AWS answers (tools/local_aws/execution_patches.py)
+    aws_sdk_timestamps_as_strings()  # as AWS answers (local/emulator/execution_patches.py)
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         clients = {n: boto3.client(n, region_name=REGION) for n in ("s3", "sagemaker", "stepfunctions", "sns")}
         asl, group = _registry_machine(templates["dev"]["Training"])

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
+from local.emulator import LocalAws
 from tools import start_training
-from tools.local_aws import LocalAws
 
 DATA, TRAINING = "llm-inf2-dev-Data", "llm-inf2-dev-Training"
 

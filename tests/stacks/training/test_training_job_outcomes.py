@@ -12,6 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from local.emulator.execution_patches import aws_sdk_timestamps_as_strings
 from tests.stacks.job_outcomes import (
     MAX_RUNTIME_EXCEEDED,
     deploy_state_machine,
@@ -19,7 +20,6 @@ from tests.stacks.job_outcomes import (
     job_outcomes,
     run_execution,
 )
-from tools.local_aws.execution_patches import aws_sdk_timestamps_as_strings
 
 REGION = "us-east-1"
 

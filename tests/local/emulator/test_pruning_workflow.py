@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from local.emulator import LocalAws, hub_cache
+from local.emulator import workflow_run as run
+from local.emulator.faults import Drill, FaultPlan
 from tests.synth import ROOT, replaced, synth
-from tools.local_aws import LocalAws, hub_cache
-from tools.local_aws import workflow_run as run
-from tools.local_aws.faults import Drill, FaultPlan
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pruning-workflow")]
 DATA = ROOT / "training_code" / "nas" / "sample_data"

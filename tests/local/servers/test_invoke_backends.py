@@ -12,7 +12,7 @@ import openai
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.tools.local_endpoint.serving import N_POSITIONS, SERVED_NAME
+from tests.local.servers.serving import N_POSITIONS, SERVED_NAME
 from tools import invoke
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]  # one vLLM start with test_vllm_contract

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from local.emulator import LocalAws
+from local.emulator import workflow_run as run
 from tests.synth import ROOT, synth
-from tools.local_aws import LocalAws
-from tools.local_aws import workflow_run as run
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("first-deploy")]
 ENV = "local"

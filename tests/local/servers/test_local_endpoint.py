@@ -1,4 +1,4 @@
-"""tools/local_endpoint.py answers like the LMI container: ping, invocations (single, list, stream), 424 errors,
+"""local/servers/llm_endpoint.py answers like the LMI container: ping, invocations (single, list, stream), 424 errors,
 batching of concurrent requests, and serving.properties as the source of its limits."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.local_endpoint import Settings, load_settings, parse_properties
+from local.servers.llm_endpoint import Settings, load_settings, parse_properties
 
 ROOT = Path(__file__).resolve().parents[3]
 MAX_BATCH = 4
@@ -216,7 +216,7 @@ def test_properties_template_rendered_and_overridden(tmp_path):
 
 
 def test_n_positions_is_capped_by_the_model(tiny_model_dir):
-    from tools.local_endpoint import Engine
+    from local.servers.llm_endpoint import Engine
 
     engine = Engine(tiny_model_dir, Settings(n_positions=4096, dtype="fp16"))  # fp16 runs as fp32 on a CPU
     assert engine.n_positions == 512  # qlora_tiny's max_position_embeddings

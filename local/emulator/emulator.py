@@ -19,7 +19,7 @@ import boto3
 import botocore.exceptions
 from botocore.config import Config
 
-from tools.cloud_assembly import CloudAssemblyReader, StackArtifact
+from local.cloud_assembly import CloudAssemblyReader, StackArtifact
 
 from .execution_patches import apply_all as apply_execution_patches
 from .job_runner import LocalJobRunner

@@ -1,13 +1,13 @@
 """A local model server with a serving container's HTTP contract, for a merged HF model folder.
 
-    python tools/local_endpoint.py --model-dir DIR [--properties serving.properties] [--set KEY=VALUE ...]
+    python local/servers/llm_endpoint.py --model-dir DIR [--properties serving.properties] [--set KEY=VALUE ...]
                                    [--host 127.0.0.1] [--port 8080]
-    python tools/local_endpoint.py --backend vllm_neuronx --model-dir DIR [--served-model-name NAME]
+    python local/servers/llm_endpoint.py --backend vllm_neuronx --model-dir DIR [--served-model-name NAME]
                                    [--batch-size 4] [--sequence-length 2048] [--tensor-parallel-size 2]
 
 --backend lmi_neuronx (the default) is a stand-in for LMI (DJL Serving) NeuronX's contract, below: the LMI
 container does not run here. --backend vllm_neuronx starts real vLLM (.venv-vllm) with the arguments the Hugging
-Face vLLM Neuron container derives from the same SM_ON_* values the stack sets (tools/local_endpoint_vllm.py).
+Face vLLM Neuron container derives from the same SM_ON_* values the stack sets (local/servers/vllm_server.py).
 
 GET /ping is 200 once the model is loaded. POST /invocations takes
 {"inputs": str | [str], "parameters": {...}, "stream": bool} and answers {"generated_text": ...} (a list of
@@ -39,7 +39,7 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -648,8 +648,8 @@ def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
 
 def serve_vllm(args: argparse.Namespace) -> int:
     """Real vLLM in the foreground, with the container's arguments for these SM_ON_* values; its exit code."""
+    from local.servers.vllm_server import serve
     from stacks.config.serving_backends import NeuronOptions, sm_on_environment
-    from tools.local_endpoint_vllm import serve
 
     defaults = NeuronOptions()
     neuron = NeuronOptions(

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tools import demo, pipeline
+from local import demo, pipeline
 
 sys.path.insert(0, str(demo.QLORA))
 

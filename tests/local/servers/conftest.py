@@ -1,6 +1,6 @@
 """Tiny random-init Llamas (qlora_tiny) on free loopback ports: in-process behind the LMI stand-in (`endpoint`) and,
-with a chat template, served by real vLLM through `tools/local_endpoint.py --backend vllm_neuronx` (`vllm_endpoint`,
-one start per test session and xdist worker: the modules that use it share the xdist group "vllm")."""
+with a chat template, served by real vLLM through `local/servers/llm_endpoint.py --backend vllm_neuronx`
+(`vllm_endpoint`, one start per test session and xdist worker: the modules that use it share the xdist group "vllm")."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.tools.local_endpoint.serving import MAX_BATCH, N_POSITIONS, ROOT, SERVED_NAME, serving
+from tests.local.servers.serving import MAX_BATCH, N_POSITIONS, ROOT, SERVED_NAME, serving
 
 DATA = ROOT / "data" / "instructions.jsonl"
 
@@ -71,7 +71,7 @@ def vllm_endpoint(chat_model_dir, tmp_path_factory):
     port_file, log_path = work / "port", work / "server.log"
     argv = [
         sys.executable,
-        "tools/local_endpoint.py",
+        "local/servers/llm_endpoint.py",
         "--model-dir",
         str(chat_model_dir),
         *VLLM_ARGV,

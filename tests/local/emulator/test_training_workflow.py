@@ -14,10 +14,10 @@ import time
 
 import pytest
 
+from local.emulator import LocalAws
+from local.emulator import workflow_run as run
+from local.emulator.faults import Drill, FaultPlan
 from tests.synth import ROOT, replaced, synth
-from tools.local_aws import LocalAws
-from tools.local_aws import workflow_run as run
-from tools.local_aws.faults import Drill, FaultPlan
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("training-workflow")]
 FAST = {

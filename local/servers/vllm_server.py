@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"  # make .venv-vllm/.installed
 CONTAINER_PORT = 8080  # SageMaker's: the entrypoint prepends --port 8080
 SM_ON_PREFIX = "SM_ON_"
@@ -188,4 +188,4 @@ def serve(
 
 
 if __name__ == "__main__":
-    sys.exit("run tools/local_endpoint.py --backend vllm_neuronx")
+    sys.exit("run local/servers/llm_endpoint.py --backend vllm_neuronx")

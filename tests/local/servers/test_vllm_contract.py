@@ -1,5 +1,5 @@
-"""tools/local_endpoint.py --backend vllm_neuronx is real vLLM, started with the container's arguments: checked with
-the real `openai` client (chat and text completions, SSE streaming, stop sequences, 400/404 errors) and SageMaker's
+"""local/servers/llm_endpoint.py --backend vllm_neuronx is real vLLM, started with the container's arguments: checked
+with the real `openai` client (chat and text completions, SSE streaming, stop sequences, 400/404 errors) and SageMaker's
 /invocations and /ping. The server starts once per session (conftest.vllm_endpoint, ~70 s)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
-from tests.tools.local_endpoint.serving import MAX_BATCH, N_POSITIONS, ROOT, SERVED_NAME
+from tests.local.servers.serving import MAX_BATCH, N_POSITIONS, ROOT, SERVED_NAME
 
 MESSAGES = [
     {"role": "system", "content": "As a data scientist"},
@@ -239,7 +239,7 @@ def test_command_line_refuses_the_other_backends_settings(chat_model_dir):
         (["--backend", "vllm_neuronx", "--set", "option.n_positions=64"], "LMI settings"),
     ):
         wrong = subprocess.run(
-            [sys.executable, "tools/local_endpoint.py", "--model-dir", str(chat_model_dir), *argv],
+            [sys.executable, "local/servers/llm_endpoint.py", "--model-dir", str(chat_model_dir), *argv],
             cwd=ROOT,
             capture_output=True,
             text=True,

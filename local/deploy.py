@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.local_aws import CloudAssemblyReader, LocalAws  # noqa: E402
-from tools.local_aws.emulator import DeployError  # noqa: E402
-from tools.local_aws.workflow_run import rule_name  # noqa: E402
+from local.emulator import CloudAssemblyReader, LocalAws  # noqa: E402
+from local.emulator.emulator import DeployError  # noqa: E402
+from local.emulator.workflow_run import rule_name  # noqa: E402
 
 
 def _role_exists(aws: LocalAws, role_arn: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools import deploy_local
+from local import deploy as deploy_local
 
 
 def test_deploys_every_stack_and_reports_wiring(assemblies, capsys):

@@ -3,7 +3,7 @@
 moto answers a failing resource with an error instead of rolling back; the deployer re-applies the last good
 template (update) or deletes the half-created stack (create), as CloudFormation would. This is the harness,
 not our stacks: the drills on our stacks are tests/security/test_teardown_drill.py and the workflow drills
-in tests/tools/local_aws/test_training_workflow.py.
+in tests/local/emulator/test_training_workflow.py.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from tools.local_aws import LocalAws
-from tools.local_aws.emulator import DeployError
+from local.emulator import LocalAws
+from local.emulator.emulator import DeployError
 
 DATA, TRAINING, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Training", "llm-inf2-dev-Serving"
 OBJECT_KEY = "datasets/drill/train.jsonl"

@@ -1,5 +1,5 @@
-"""Serve a model folder in-process with tools/local_endpoint.py, as the fixtures and the tests that need a server of
-their own do."""
+"""Serve a model folder in-process with local/servers/llm_endpoint.py, as the fixtures and the tests that need a server
+of their own do."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ SERVED_NAME = "tiny-chat"
 
 @contextmanager
 def serving(model_dir: Path, **kwargs):
-    """tools/local_endpoint.py in a background thread on a free port, on one torch thread, closed afterwards."""
+    """local/servers/llm_endpoint.py in a background thread on a free port, on one torch thread, closed afterwards."""
     import torch
 
-    from tools.local_endpoint import Settings, start
+    from local.servers.llm_endpoint import Settings, start
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the other xdist worker has the other core

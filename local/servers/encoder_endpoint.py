@@ -1,6 +1,6 @@
 """A local HTTP server with the SageMaker container contract for an encoder classifier (base or pruned).
 
-    python tools/encoder_endpoint.py --model-dir DIR [--port 8080] [--workers 1] [--threads 1]
+    python local/servers/encoder_endpoint.py --model-dir DIR [--port 8080] [--workers 1] [--threads 1]
 
 GET /ping is 200 once the model is loaded. POST /invocations runs the endpoint's own handler,
 serving_artifacts/encoder_classifier/code/inference.py (input_fn -> predict_fn -> output_fn), on the body:
@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 
-HANDLER = Path(__file__).resolve().parents[1] / "serving_artifacts" / "encoder_classifier" / "code" / "inference.py"
+HANDLER = Path(__file__).resolve().parents[2] / "serving_artifacts" / "encoder_classifier" / "code" / "inference.py"
 MAX_BODY_BYTES = 1024 * 1024
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

@@ -53,7 +53,7 @@ _RUNNER: list[LocalJobRunner] = []  # the emulator's one runner (install() sets 
 
 def runner() -> LocalJobRunner:
     if not _RUNNER:
-        raise RuntimeError("no local job runner installed (tools.local_aws.sagemaker_sync.install)")
+        raise RuntimeError("no local job runner installed (local.emulator.sagemaker_sync.install)")
     return _RUNNER[0]
 
 

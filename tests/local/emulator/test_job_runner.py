@@ -12,8 +12,8 @@ import tarfile
 
 import pytest
 
-from tools.local_aws import LocalAws
-from tools.local_aws.faults import Drill, FaultPlan
+from local.emulator import LocalAws
+from local.emulator.faults import Drill, FaultPlan
 
 BUCKET = "runner-contract"
 
@@ -235,7 +235,7 @@ def test_drills_hit_the_named_try_only(aws):
 
 
 def test_what_is_not_emulated_fails_with_one_line(aws):
-    from tools.local_aws import tuning
+    from local.emulator import tuning
 
     manifest = request("manifest-1")
     manifest["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3DataType"] = "ManifestFile"

@@ -5,7 +5,7 @@ execute, their SageMaker jobs run locally (job_runner.py, sagemaker_sync.py); wh
 (alarms, autoscaling, bucket policies) is skipped by moto itself; see README, Local emulation.
 """
 
-from tools.cloud_assembly import CloudAssemblyReader, StackArtifact
+from local.cloud_assembly import CloudAssemblyReader, StackArtifact
 
 from .emulator import LocalAws
 

@@ -17,7 +17,7 @@ def test_demo_answers_the_sample_prompt_with_the_base_and_the_fine_tuned_model(t
     work, cache = tmp_path / "demo", tmp_path / "pretrained"
     argv = [
         sys.executable,
-        "tools/demo.py",
+        "local/demo.py",
         "--workdir",
         str(work),
         "--cache",
@@ -49,7 +49,7 @@ def test_demo_answers_the_sample_prompt_with_the_base_and_the_fine_tuned_model(t
 
 
 def test_the_sample_prompts_closest_dataset_question_is_what_is_machine_learning():
-    from tools import demo
+    from local import demo
 
     rows = demo.read_rows(ROOT / "data" / "instructions.jsonl")
     assert demo.question_of(demo.SAMPLE_PROMPT) == "What is a machine learning?"
@@ -57,7 +57,7 @@ def test_the_sample_prompts_closest_dataset_question_is_what_is_machine_learning
 
 
 def test_answer_overlap_is_word_f1():
-    from tools import demo
+    from local import demo
 
     assert demo.answer_overlap("Machine learning is data.", "machine learning is a field") == pytest.approx(
         2 * (3 / 4) * (3 / 5) / (3 / 4 + 3 / 5)
