@@ -14,7 +14,8 @@ What counts, on README.md and docs/*.md (SECURITY.md and the bench READMEs too: 
 - A make target is the first word after ``make`` in a code span or a code block that is not an option or a
   ``NAME=value`` assignment; it must be a rule of the Makefile (variables in rule names expanded).
 - A script is the first argument of ``python``/``python3``/``<venv>/bin/python`` that is not an option
-  (``-m``, ``-c``); it must be a file, relative to the repository root.
+  (``-m``, ``-c``); it must be a file, relative to the repository root or to where a ``cd`` earlier in the same code
+  block went. Shell comments (`` #`` to the end of a code line) are no commands.
 - A relative markdown link or image target (no scheme, not ``#`` alone) resolves from the page's folder, as GitHub
   resolves it; its ``#anchor``, when there is one, is a heading of the target page (GitHub's slugs).
 """
@@ -161,42 +162,38 @@ def broken_links(path: Path) -> list[str]:
     return broken
 
 
+def _missing(names_of, exists) -> dict[str, list[str]]:
+    """Per page, the names it gives that do not exist: all of them, so one run lists every fix."""
+    missing = {}
+    for page in PAGES:
+        if gone := sorted(name for name in names_of(page) if not exists(name)):
+            missing[_page(page)] = gone
+    return missing
+
+
 def _report(missing: dict[str, list[str]], what: str) -> str:
     lines = [f"{what} that do not exist (fix them all in one go):"]
-    lines += [f"  {page}: {', '.join(sorted(names))}" for page, names in sorted(missing.items())]
+    lines += [f"  {page}: {', '.join(names)}" for page, names in sorted(missing.items())]
     return "\n".join(lines)
 
 
 def test_named_paths_exist():
-    missing = {}
-    for page in PAGES:
-        gone = [p for p in repository_paths(page.read_text()) if not (ROOT / p).exists()]
-        if gone:
-            missing[_page(page)] = gone
+    missing = _missing(lambda page: repository_paths(page.read_text()), lambda path: (ROOT / path).exists())
     assert not missing, _report(missing, "repository paths named by the docs")
 
 
 def test_make_targets_exist():
-    targets = _makefile_targets()
-    missing = {}
-    for page in PAGES:
-        gone = sorted(make_targets(page.read_text()) - targets)
-        if gone:
-            missing[_page(page)] = gone
+    missing = _missing(lambda page: make_targets(page.read_text()), _makefile_targets().__contains__)
     assert not missing, _report(missing, "make targets named by the docs (not rules of the Makefile)")
 
 
 def test_python_scripts_exist():
-    missing = {}
-    for page in PAGES:
-        gone = [s for s in python_scripts(page.read_text()) if not (ROOT / s).is_file()]
-        if gone:
-            missing[_page(page)] = gone
+    missing = _missing(lambda page: python_scripts(page.read_text()), lambda script: (ROOT / script).is_file())
     assert not missing, _report(missing, "scripts of `python <file>` commands in the docs")
 
 
 def test_relative_links_resolve():
-    missing = {_page(page): broken for page in PAGES if (broken := broken_links(page))}
+    missing = _missing(broken_links, lambda _broken: False)
     assert not missing, _report(missing, "relative links in the docs")
 
 
