@@ -6,7 +6,7 @@ What counts, on README.md and docs/*.md (SECURITY.md and the bench READMEs too: 
 
 - A repository path is a whitespace-separated token (in prose, `code spans` or code blocks; quotes, brackets and
   trailing punctuation stripped) with a ``/`` whose first segment is a top-level entry of the repository that git
-  keeps (an entry of the root that .gitignore does not match): ``stacks/serving/stack.py``, ``tools/local_aws/``,
+  keeps (an entry of the root that .gitignore does not match): ``stacks/serving/stack.py``, ``local/emulator/``,
   ``config/dev.yaml``. Its text is relative to the repository root, on every page. Not paths: tokens with a
   placeholder or glob (``<``, ``>``, ``*``, ``?``, ``{``, ``$``, ``...``), URLs (``://``), absolute paths (the emulated
   ``/opt/ml``), and tokens whose first segment is no top-level entry: S3 keys (``models/<job>/lineage.json``,
