@@ -21,12 +21,14 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
-from ..config.serving import ServingConfig
-from ..config.serving_properties import PROPERTIES, parse, template_path
-from ..shared.assets import build_content_addressed
-from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import ContainerSpec
-from .hosting import llm_hosting
+from stacks.config.serving import ServingConfig
+from stacks.config.serving_properties import PROPERTIES, parse, template_path
+from stacks.serving.hosting import llm_hosting
+from stacks.shared.assets import build_content_addressed
+from stacks.shared.placement import Placement
+from stacks.shared.sagemaker_endpoint import ContainerSpec
+
+from .config import render_properties
 
 MODEL_DIR = "/opt/ml/model/"
 
@@ -84,7 +86,7 @@ class LmiNeuronxEndpoint(Construct):
         isolated_placement: Placement | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.serving_properties = serving.render_properties().encode("utf-8")
+        self.serving_properties = render_properties(serving).encode("utf-8")
         tarball = build_content_addressed(
             template_path(serving.model_name).parent, extra_files={PROPERTIES: self.serving_properties}
         )

@@ -19,11 +19,12 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
-from ..config.serving import ServingConfig
-from ..config.serving_backends import sm_on_environment
-from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import ContainerSpec
-from .hosting import llm_hosting
+from stacks.config.serving import ServingConfig
+from stacks.serving.hosting import llm_hosting
+from stacks.shared.placement import Placement
+from stacks.shared.sagemaker_endpoint import ContainerSpec
+
+from .config import sm_on_environment
 
 MODEL_DIR = "/opt/ml/model"
 NEURON_AMI = "al2-ami-sagemaker-inference-neuron-2"  # Neuron driver + runtime the container expects
@@ -58,7 +59,9 @@ class VllmNeuronxEndpoint(Construct):
         alarm_topic: sns.ITopic,
         data_capture_destination: str | None,
         isolated_placement: Placement | None = None,
+        compiled_graph_uri: str | None = None,
     ) -> None:
+        """`compiled_graph_uri` is always None: the config refuses compiled_graph_prefix for this backend."""
         super().__init__(scope, construct_id)
         self.model_asset = None  # the weights and tokenizer come mounted from model_uri
         placement = isolated_placement
