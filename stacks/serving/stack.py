@@ -21,6 +21,7 @@ from ..shared.container_images import ContainerImages
 from ..shared.job_role import vpc_statements
 from ..shared.placement import Placement
 from ..shared.sagemaker_endpoint import allow_alarm_notifications, endpoint_runtime_statements
+from .hosting import EndpointProps
 
 
 class ServingStack(Stack):
@@ -66,19 +67,19 @@ class ServingStack(Stack):
             "data_capture_prefix": capture_prefix,
         }
         graph = serving.compiled_graph_prefix
-        props = {  # every backend's endpoint construct takes these keyword-only props
-            "serving": serving,
-            "image_uri": images.uri(serving.image_name, serving.image_uri),
-            "model_uri": bucket.s3_url_for_object(serving.model_prefix),
-            "execution_role": role,
-            "role_policies": [policy],
-            "kms_key": key,
-            "alarm_topic": self.topic,
-            "data_capture_destination": capture_uri,
-            "isolated_placement": placement,
-            "compiled_graph_uri": bucket.s3_url_for_object(graph) if graph else None,
-        }
-        self.endpoint = serving.spec.endpoint_class()(self, "Llm", **props)
+        props = EndpointProps(
+            serving=serving,
+            image_uri=images.uri(serving.image_name, serving.image_uri),
+            model_uri=bucket.s3_url_for_object(serving.model_prefix),
+            compiled_graph_uri=bucket.s3_url_for_object(graph) if graph else None,
+            execution_role=role,
+            role_policies=[policy],
+            kms_key=key,
+            alarm_topic=self.topic,
+            data_capture_destination=capture_uri,
+            isolated_placement=placement,
+        )
+        self.endpoint = serving.spec.endpoint_class()(self, "Llm", props=props)
         statements = self._execution_statements(
             serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, placement=placement
         )

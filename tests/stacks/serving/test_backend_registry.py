@@ -98,54 +98,23 @@ BACKEND_FILES = {
     "endpoint.py": """
         from __future__ import annotations
 
-        from collections.abc import Sequence
+        from constructs import Construct
 
-        from aws_cdk import aws_iam as iam
-        from aws_cdk import aws_kms as kms
-        from aws_cdk import aws_sns as sns
-        from constructs import Construct, IDependable
-
-        from stacks.serving.hosting import llm_hosting
-        from stacks.shared.placement import Placement
+        from stacks.serving.hosting import EndpointProps, llm_hosting
         from stacks.shared.sagemaker_endpoint import ContainerSpec
 
 
         class ToyNeuronxEndpoint(Construct):
-            def __init__(
-                self,
-                scope: Construct,
-                construct_id: str,
-                *,
-                serving,
-                image_uri: str,
-                model_uri: str,
-                execution_role: iam.IRole,
-                role_policies: Sequence[IDependable],
-                kms_key: kms.IKey,
-                alarm_topic: sns.ITopic,
-                data_capture_destination: str | None,
-                isolated_placement: Placement | None = None,
-                compiled_graph_uri: str | None = None,
-            ) -> None:
+            def __init__(self, scope: Construct, construct_id: str, *, props: EndpointProps) -> None:
                 super().__init__(scope, construct_id)
                 self.model_asset = None
                 container = ContainerSpec(
-                    image_uri=image_uri,
-                    environment={"TOY_MODEL": "/opt/ml/model", "TOY_MAX_TOKENS": str(serving.toy.max_tokens)},
-                    model_data_source_uri=model_uri,
+                    image_uri=props.image_uri,
+                    environment={"TOY_MODEL": "/opt/ml/model", "TOY_MAX_TOKENS": str(props.serving.toy.max_tokens)},
+                    model_data_source_uri=props.model_uri,
                     network_isolation=True,
                 )
-                self.hosting = llm_hosting(
-                    self,
-                    serving=serving,
-                    container=container,
-                    revision="toy",
-                    execution_role=execution_role,
-                    role_policies=role_policies,
-                    kms_key=kms_key,
-                    alarm_topic=alarm_topic,
-                    data_capture_destination=data_capture_destination,
-                )
+                self.hosting = llm_hosting(self, props, container=container, revision="toy")
                 self.endpoint_name = self.hosting.endpoint_name
     """,
 }
