@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from local import demo  # noqa: E402
 from local.servers.vllm_server import free_port, serve  # noqa: E402
-from stacks.config.serving_backends import NeuronOptions, sm_on_environment  # noqa: E402
+from stacks.serving.backends.vllm_neuronx.config import NeuronOptions, sm_on_environment  # noqa: E402
 
 BATCH, POSITIONS, MAX_TOKENS = 4, 512, 48
 OUT = ROOT / "bench" / "vllm_vs_lmi.json"

@@ -41,6 +41,7 @@ from local.emulator import workflow_run as run  # noqa: E402
 from local.emulator.emulator import DeployError  # noqa: E402
 from local.emulator.s3_folders import download_prefix, split_s3, upload_folder  # noqa: E402
 from stacks.config import load_config  # noqa: E402
+from stacks.serving import backends  # noqa: E402
 from stacks.shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX, PRUNING_DATASETS_PREFIX  # noqa: E402
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -148,69 +149,10 @@ def run_training(
         "base_model": str(base),
         "registered": registered,
     }
-    if backend == "vllm_neuronx":
-        out["vllm"] = ask_vllm(model, config.serving, work, answers["fine-tuned"][0]["generated_text"], say)
+    server = backends.backend(backend).local_server_module()  # the backend's own local server, if it has a check
+    if hasattr(server, "ask_merged_model"):
+        out |= server.ask_merged_model(model, config.serving, work, answers["fine-tuned"][0]["generated_text"], say)
     return out
-
-
-def ask_vllm(model: Path, serving, work: Path, lmi_answer: str, say: Callable[[str], None]) -> dict:
-    """The merged model served by real vLLM with the container's arguments for this env's SM_ON_* values, asked
-    the seed's prompt through the OpenAI contract and through /invocations, as SageMaker calls it."""
-    import dataclasses
-
-    import openai
-
-    from local.servers.vllm_server import serve
-    from stacks.config.serving_backends import sm_on_environment
-
-    positions = json.loads((model / "config.json").read_text())["max_position_embeddings"]
-    neuron = dataclasses.replace(serving.neuron, sequence_length=min(serving.neuron.sequence_length, positions))
-    say(
-        f"vLLM: sequence length {serving.neuron.sequence_length} -> {neuron.sequence_length} (the tiny model's "
-        "max_position_embeddings); batch size and TP from the config"
-    )
-    environment = sm_on_environment(model=str(model), served_model_name=serving.model_name, neuron=neuron)
-    with (work / "vllm.log").open("w") as log:
-        server, notes = serve(model, environment, log=log)
-        with server:
-            for note in notes:
-                say(f"vLLM: local change: {note}")
-            ready = server.wait_ready()
-            say(f"vLLM {server.url}: /ping after {ready:.1f} s (log: {work / 'vllm.log'})")
-            # The prompt spells out <s>: no second BOS, as the LMI stand-in encodes it.
-            body = {
-                "prompt": demo.SAMPLE_PROMPT,
-                "max_tokens": 80,
-                "temperature": 0,
-                "stop": ["</s>"],
-                "add_special_tokens": False,
-            }
-            api = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=300)
-            started = time.monotonic()
-            extra = {"add_special_tokens": False}
-            answer = api.completions.create(
-                model=serving.model_name, **{k: v for k, v in body.items() if k not in extra}, extra_body=extra
-            )
-            openai_s = time.monotonic() - started
-            status, invoked = demo._post(server.url + "/invocations", body)
-            if status != 200:
-                raise SystemExit(f"pipeline: vLLM's /invocations answered {status}: {invoked}")
-    text = answer.choices[0].text
-    same = invoked["choices"][0]["text"] == text
-    say(f"vLLM answer (openai client, {openai_s:.1f} s, {answer.usage.completion_tokens} tokens): {text!r}")
-    say(
-        f"/invocations gives the same text: {same}; the LMI stand-in's greedy answer is the same: "
-        f"{text.strip() == lmi_answer.strip()}"
-    )
-    return {
-        "ready_s": round(ready, 1),
-        "answer": text,
-        "usage": answer.usage.model_dump(),
-        "invocations_same": same,
-        "same_as_lmi_stand_in": text.strip() == lmi_answer.strip(),
-        "local_changes": notes,
-        "environment": environment,
-    }
 
 
 def show_registered(aws: LocalAws, result: dict, say: Callable[[str], None]) -> list[dict]:
@@ -343,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "pipeline")
     parser.add_argument(
         "--backend",
-        choices=("lmi_neuronx", "vllm_neuronx"),
+        choices=backends.names(),
         default="lmi_neuronx",
         help="training: also serve the merged model with real vLLM (vllm_neuronx, .venv-vllm)",
     )

@@ -10,8 +10,8 @@ File map (the file for a concern in one guess):
         loader.py           the one way to load a training_code module
         qlora.py            train.py's hyperparameter contract, metric definitions, entry point
         nas.py              NAS entry points, tuning-job parameter ranges, metric definitions
-    config/               the typed, validated per-environment config (config/<env>.yaml); serving_backends.py:
-                          what LMI NeuronX and vLLM Neuron accept (architectures, images, the compiled shape)
+    config/               the typed, validated per-environment config (config/<env>.yaml); serving.py builds
+                          the serving section from the backends' own sections (serving/backends/)
     shared/               CDK pieces two or more units use
         assets.py           deterministic, content-addressed tarball assets
         bucket_layout.py    the artifact bucket's prefixes (datasets/, pruning-datasets/, models/, ...), _READY
@@ -32,10 +32,15 @@ File map (the file for a concern in one guess):
         execution_input.py  the execution input's validation (shared with tools/start_training.py)
         trigger.py          the EventBridge rule on dataset completion markers (datasets/<name>/_READY)
     serving/              the LLM endpoint on ml.inf2
-        stack.py            execution role, alarm topic, outputs; picks the backend
-        hosting.py          the SageMakerEndpoint both backends share
-        lmi_neuronx_endpoint.py  the LMI NeuronX container (serving.properties tarball)
-        vllm_neuronx_endpoint.py the vLLM Neuron container (compiled model mounted, SM_ON_* flags)
+        stack.py            execution role, alarm topic, outputs; builds the backend's endpoint construct
+        hosting.py          the SageMakerEndpoint every backend shares
+        backends/           one folder per serving backend, found by name (backends/__init__.py: the registry)
+            <name>/__init__.py  its record: label, architectures, images, endpoint, local server, contract
+            <name>/config.py    its serving.<section> settings and cross-field rules (no CDK)
+            <name>/contract.py  its container's request and answer (tools/invoke.py)
+            <name>/endpoint.py  its CDK construct
+            lmi_neuronx/        LMI NeuronX (serving.properties tarball), discontinued
+            vllm_neuronx/       vLLM Neuron (compiled model mounted, SM_ON_* flags)
     pruning/              NAS structural pruning of an encoder
         stack.py            job roles, topic, SSM model pointer, workflow
         jobs.py             the super-network, trial, selection and export job requests
@@ -43,6 +48,7 @@ File map (the file for a concern in one guess):
         endpoints.py        the base and pruned encoder endpoints
 
 Layering (tests/stacks/test_layering.py enforces it): paths, image_table and code_contract use the standard
-library only; config may use them (and PyYAML) but nothing that imports aws_cdk; shared/ may use config;
+library only; config may use them (and PyYAML) and serving/backends/ (every module there but endpoint.py is
+CDK-free) but nothing that imports aws_cdk; shared/ may use config;
 a unit folder may use shared/ and config but never another unit's folder; application.py composes units.
 """

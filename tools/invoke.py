@@ -13,6 +13,7 @@
 the chat template comes from the model's tokenizer, so the default is the same sample as plain messages, and a
 refusal ({"error": {"message", "type", "code"}}, HTTP 400/404) exits 1. The text goes to stdout, the latency
 to stderr. A vllm_neuronx request that uses a field the Neuron runner ignores (NEURON_IGNORED) gets a warning.
+Each backend's request and answer live in stacks/serving/backends/<backend>/contract.py, found by --backend.
 """
 
 from __future__ import annotations
@@ -28,106 +29,22 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_PROMPT = "<s>[INST] <<SYS>>\nAs a data scientist\n<</SYS>>\nWhat is a machine learning? [/INST]"
-SAMPLE_MESSAGES = [
-    {"role": "system", "content": "As a data scientist"},
-    {"role": "user", "content": "What is a machine learning?"},
-]
+sys.path.insert(0, str(ROOT))  # `python tools/invoke.py`: the backends' contracts live in stacks/
+
+from stacks.serving.backends import backend, names  # noqa: E402
+from stacks.serving.backends.contract import InvokeError  # noqa: E402
+from stacks.serving.backends.lmi_neuronx.contract import SAMPLE_PROMPT, build_request, parse_response  # noqa: E402
+from stacks.serving.backends.vllm_neuronx.contract import (  # noqa: E402
+    SAMPLE_MESSAGES,
+    build_chat_request,
+    neuron_ignored,
+    parse_chat_response,
+)
+
 CONTENT_TYPE = "application/json"
-BACKENDS = ("lmi_neuronx", "vllm_neuronx")
-# optimum-neuron's vLLM runner passes no per-request generators or logits processors: on Neuron these fields of an
-# OpenAI request are ignored (logprobs come back empty), though the local vLLM (and the API) accept them.
-NEURON_IGNORED = ("seed", "min_p", "logit_bias", "min_tokens", "logprobs", "top_logprobs")
-
-
-class InvokeError(Exception):
-    """The endpoint answered, but not with generated text; the message says why in one line."""
-
-
-def build_request(args: argparse.Namespace) -> dict[str, Any]:
-    """LMI's body; the stop sequence defaults to Llama 2's </s>."""
-    parameters: dict[str, Any] = {"max_new_tokens": args.max_new_tokens, "do_sample": args.do_sample}
-    for name in ("temperature", "top_p", "top_k", "repetition_penalty", "seed"):
-        value = getattr(args, name)
-        if value is not None:
-            parameters[name] = value
-    parameters["stop"] = list(args.stop) if args.stop else ["</s>"]
-    if args.details:
-        parameters["details"] = True
-    return {"inputs": args.prompt or SAMPLE_PROMPT, "parameters": parameters}
-
-
-def build_chat_request(args: argparse.Namespace) -> dict[str, Any]:
-    """An OpenAI chat body for vLLM; --no-do-sample is temperature 0 (greedy), as vLLM reads it."""
-    messages = [{"role": "user", "content": args.prompt}] if args.prompt else SAMPLE_MESSAGES
-    body: dict[str, Any] = {"messages": messages, "max_tokens": args.max_new_tokens}
-    if args.model:
-        body["model"] = args.model
-    body["temperature"] = args.temperature if args.do_sample else 0
-    for name in ("top_p", "top_k", "repetition_penalty", "seed", "min_p", "min_tokens", "stop"):
-        body[name] = getattr(args, name)
-    return {k: v for k, v in body.items() if v is not None}  # unset: the server's defaults
-
-
-def neuron_ignored(payload: dict[str, Any]) -> list[str]:
-    """The fields of an OpenAI body that a vllm_neuronx endpoint on inf2 ignores."""
-    return [name for name in NEURON_IGNORED if payload.get(name) is not None and payload.get(name) is not False]
-
-
-def _json(body: bytes | str, status: int) -> tuple[Any, str]:
-    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
-    try:
-        return json.loads(text), text
-    except json.JSONDecodeError:
-        raise InvokeError(f"HTTP {status}: not JSON: {text[:200]!r}") from None
-
-
-def parse_response(body: bytes | str, status: int = 200) -> list[str]:
-    """The generated texts of an LMI answer, or InvokeError for the {"error", "code"} form and junk."""
-    data, text = _json(body, status)
-    items = data if isinstance(data, list) else [data]
-    if any(isinstance(i, dict) and "error" in i for i in items) or status >= 400:
-        error = next((i for i in items if isinstance(i, dict) and "error" in i), {})
-        code = error.get("code", status)
-        raise InvokeError(
-            f"the model server rejected the request (LMI code {code}): {error.get('error', text[:200])}"
-            + (" (check the prompt length against option.n_positions and the parameters)" if code == 424 else "")
-        )
-    if not all(isinstance(i, dict) and isinstance(i.get("generated_text"), str) for i in items):
-        raise InvokeError(f"HTTP {status}: no generated_text in {text[:200]!r}")
-    return [i["generated_text"] for i in items]
-
-
-def parse_chat_response(body: bytes | str, status: int = 200) -> list[str]:
-    """The texts of an OpenAI chat (or completion) answer, or InvokeError for OpenAI's error body and junk."""
-    data, text = _json(body, status)
-    if not isinstance(data, dict) or "error" in data or status >= 400:
-        error = data.get("error") if isinstance(data, dict) else None
-        error = error if isinstance(error, dict) else {"message": text[:200]}
-        raise InvokeError(
-            f"the model server rejected the request (HTTP {error.get('code', status)} {error.get('type', 'error')}): "
-            f"{error.get('message')}" + _hint(status, str(error.get("message")))
-        )
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) for c in choices):
-        raise InvokeError(f"HTTP {status}: no choices in {text[:200]!r}")
-    texts = [(c.get("message") or {}).get("content") if "message" in c else c.get("text") for c in choices]
-    if not all(isinstance(t, str) for t in texts):
-        raise InvokeError(f"HTTP {status}: no message content in {text[:200]!r}")
-    return texts
-
-
-def _hint(status: int, message: str) -> str:
-    if status == 404:
-        return " (the endpoint serves another model name: drop --model or pass the served name)"
-    if "context length" in message or "max_model_len" in message:
-        return " (check the prompt + --max-new-tokens against the sequence length)"
-    return ""
-
-
+__all__ = ["SAMPLE_MESSAGES", "SAMPLE_PROMPT", "InvokeError", "build_chat_request", "build_request"]
+__all__ += ["neuron_ignored", "parse_chat_response", "parse_response"]
 Parser = Callable[[bytes | str, int], list[str]]
-PARSERS: dict[str, Parser] = {"lmi_neuronx": parse_response, "vllm_neuronx": parse_chat_response}
-BUILDERS = {"lmi_neuronx": build_request, "vllm_neuronx": build_chat_request}
 
 
 def invoke_url(url: str, payload: dict[str, Any], timeout_s: float, parse: Parser = parse_response) -> list[str]:
@@ -173,7 +90,6 @@ def endpoint_from_stack(cloudformation: Any, stack_name: str) -> str:
 
 
 def _config(env_name: str) -> Any:
-    sys.path.insert(0, str(ROOT))
     from stacks.config import load_config
 
     return load_config(env_name, ROOT / "config")
@@ -200,7 +116,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     target.add_argument("--stack", help="read EndpointName from this CloudFormation stack's outputs")
     target.add_argument("--env", default="dev", help="the stack of config/ENV.yaml (default dev)")
     parser.add_argument(
-        "--backend", choices=BACKENDS, help="the container's contract (default: --env's serving.backend, else LMI)"
+        "--backend", choices=names(), help="the container's contract (default: --env's serving.backend, else LMI)"
     )
     parser.add_argument("--model", help="vllm_neuronx: the served model name to send (default: none, any)")
     parser.add_argument("--region", help="AWS region (default: the SDK's)")
@@ -226,14 +142,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    payload, parse = BUILDERS[args.backend](args), PARSERS[args.backend]
-    ignored = neuron_ignored(payload) if args.backend == "vllm_neuronx" else []
-    if ignored:
-        print(
-            f"warning: {', '.join(ignored)}: ignored by the vLLM Neuron runner on inf2 (optimum-neuron passes no "
-            "per-request generators or logits processors); a local vLLM honours them",
-            file=sys.stderr,
-        )
+    contract = backend(args.backend)  # stacks/serving/backends/<backend>/contract.py
+    payload, parse = contract.build_request(args), contract.parse_response
+    for warning in contract.request_warnings(payload):
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         started = time.perf_counter()
         if args.url:

@@ -5,7 +5,7 @@ Uses the image tables that ship with the `sagemaker` SDK (sagemaker-core), offli
 image 0.30.0-neuronx-sdk2.20.1 (the last Neuron release of djl-serving) is missing from the SDK's
 `djl-neuronx` table; it is published in the same registries as 0.29.0, so it is derived from them. The vLLM
 Neuron image 0.11.0-optimum0.4.5 is in a newer SDK's table than the one installed: derived from 0.4.4 (DERIVED).
-Run `make images` after changing a pin below, and commit the diff.
+Run `make images` after changing a pin (below, or a serving backend's), and commit the diff.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ from pathlib import Path
 
 from sagemaker.core import image_uris
 
-TABLE = Path(__file__).resolve().parents[1] / "stacks" / "images.json"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `python tools/refresh_images.py`: the serving backends' pins live in stacks/
+
+from stacks.serving.backends import backends  # noqa: E402
+
+TABLE = ROOT / "stacks" / "images.json"
 
 # name -> how to ask the SDK for it. Changing a pin here is the reviewed way to move a framework version.
 PINS: dict[str, dict] = {
@@ -42,19 +47,11 @@ PINS: dict[str, dict] = {
         "instance_type": "ml.g5.xlarge",
         "image_scope": "inference",
     },
-    "lmi_neuronx_0_29": {"framework": "djl-neuronx", "version": "0.29.0"},
-    # The maintained LLM container on ml.inf2 (optimum-neuron + vLLM); the table's only processor is neuronx,
-    # so no instance type is passed (the SDK maps ml.inf2 to another processor name and refuses).
-    "vllm_neuronx_0_4_4": {"framework": "huggingface-vllm-neuronx", "version": "0.4.4", "image_scope": "inference"},
 }
-# Images newer than the installed SDK's table: (name, derived from, tag). vllm_neuronx: sagemaker-python-sdk's
-# sagemaker-core table (image_uri_config/huggingface-vllm-neuronx.json, newer than the 2.27.0 installed here) lists
-# 0.4.5 -> tag prefix 0.11.0-optimum0.4.5, sdk2.26.1, py310, ubuntu22.04, in the same 11 registries as 0.4.4; same
-# vLLM (0.11.0) and Neuron SDK, and optimum-neuron 0.4.5 registers the same text-generation architectures.
-DERIVED = [
-    ("lmi_neuronx", "lmi_neuronx_0_29", "0.30.0-neuronx-sdk2.20.1"),
-    ("vllm_neuronx", "vllm_neuronx_0_4_4", "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"),
-]
+# Images newer than the installed SDK's table: (name, derived from, tag). Each serving backend pins its own images
+# (image_pins, derived_images in stacks/serving/backends/<name>/__init__.py).
+PINS |= {name: pin for backend in backends().values() for name, pin in backend.image_pins.items()}
+DERIVED = [derived for backend in backends().values() for derived in backend.derived_images]
 
 
 def _regions(framework: str, scope: str | None) -> list[str]:

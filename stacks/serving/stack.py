@@ -1,4 +1,4 @@
-"""The serving layer: the pinned model on ml.inf2 behind LMI NeuronX or vLLM Neuron, scaled, alarmed, on a dashboard.
+"""The serving layer: the pinned model on ml.inf2 behind its backend's container, scaled, alarmed, on a dashboard.
 
 Every permission of the endpoint's execution role is written here, scoped to what it reads: the
 pinned model (and compiled graph) prefixes, the model tarball, the data key, the endpoint log
@@ -21,12 +21,12 @@ from ..shared.container_images import ContainerImages
 from ..shared.job_role import vpc_statements
 from ..shared.placement import Placement
 from ..shared.sagemaker_endpoint import allow_alarm_notifications, endpoint_runtime_statements
-from .lmi_neuronx_endpoint import LmiNeuronxEndpoint
-from .vllm_neuronx_endpoint import VllmNeuronxEndpoint
+from .hosting import EndpointProps
 
 
 class ServingStack(Stack):
-    """`LmiNeuronxEndpoint` or `VllmNeuronxEndpoint`, its execution role and alarm topic; reads the Data stack."""
+    """The backend's endpoint construct (stacks/serving/backends/<backend>/endpoint.py), its execution role and
+    alarm topic; reads the Data stack."""
 
     def __init__(
         self,
@@ -66,24 +66,20 @@ class ServingStack(Stack):
             "compiled_graph_prefix": serving.compiled_graph_prefix,
             "data_capture_prefix": capture_prefix,
         }
-        common = {
-            "serving": serving,
-            "image_uri": images.uri(serving.image_name, serving.image_uri),
-            "model_uri": bucket.s3_url_for_object(serving.model_prefix),
-            "execution_role": role,
-            "role_policies": [policy],
-            "kms_key": key,
-            "alarm_topic": self.topic,
-            "data_capture_destination": capture_uri,
-            "isolated_placement": placement,
-        }
-        if serving.backend == "vllm_neuronx":
-            self.endpoint = VllmNeuronxEndpoint(self, "Llm", **common)
-        else:
-            graph = serving.compiled_graph_prefix
-            self.endpoint = LmiNeuronxEndpoint(
-                self, "Llm", compiled_graph_uri=bucket.s3_url_for_object(graph) if graph else None, **common
-            )
+        graph = serving.compiled_graph_prefix
+        props = EndpointProps(
+            serving=serving,
+            image_uri=images.uri(serving.image_name, serving.image_uri),
+            model_uri=bucket.s3_url_for_object(serving.model_prefix),
+            compiled_graph_uri=bucket.s3_url_for_object(graph) if graph else None,
+            execution_role=role,
+            role_policies=[policy],
+            kms_key=key,
+            alarm_topic=self.topic,
+            data_capture_destination=capture_uri,
+            isolated_placement=placement,
+        )
+        self.endpoint = serving.spec.endpoint_class()(self, "Llm", props=props)
         statements = self._execution_statements(
             serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, placement=placement
         )

@@ -23,6 +23,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from ..config.serving import backend_named
 from ..shared.bucket_layout import DATASETS_PREFIX, MODELS_PREFIX
 
 GATE_METRIC = "eval_loss_improvement"
@@ -64,7 +65,7 @@ class ServingSpec:
 
 def model_environment(backend: str) -> dict[str, str]:
     """The model location each backend's container reads (README-serving): LMI option.model_id, vLLM SM_ON_MODEL."""
-    return {"SM_ON_MODEL": "/opt/ml/model"} if backend == "vllm_neuronx" else {"OPTION_MODEL_ID": "/opt/ml/model"}
+    return dict(backend_named(backend).model_environment)
 
 
 class ModelRegistration(Construct):

@@ -43,12 +43,16 @@ def test_contract_paths_and_image_table_use_the_standard_library_only(part):
         assert all(m.startswith(("stacks.paths", "stacks.code_contract")) for m in stacks_imports), path
 
 
+CDK_FREE_BACKENDS = "stacks.serving.backends"  # the backend registry and records: the config schema reads them
+
+
 def test_config_imports_no_construct_or_stack_module():
     for path in _modules("config"):
         bad = [
             m
             for m in _imports(path)
-            if m.startswith(
+            if not m.startswith(CDK_FREE_BACKENDS)
+            and m.startswith(
                 (
                     "aws_cdk",
                     "constructs",
@@ -59,6 +63,16 @@ def test_config_imports_no_construct_or_stack_module():
                 )
             )
         ]
+        assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_a_backend_imports_aws_cdk_only_in_its_endpoint_module():
+    """Config validation imports every backend's record, config and contract: they stay CDK-free."""
+    cdk = ("aws_cdk", "constructs", "stacks.shared", "stacks.nag", "stacks.application", "stacks.serving.stack")
+    modules = [p for p in _modules("serving", "backends") if p.name != "endpoint.py"]
+    assert len(modules) >= 7, modules  # the registry, and a record, config and contract per backend
+    for path in modules:
+        bad = [m for m in _imports(path) if m.startswith(cdk) or m.endswith(".endpoint")]
         assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stacks.config.serving_backends import LMI_DISCONTINUED
+from stacks.serving.backends.lmi_neuronx import config as lmi
+from stacks.serving.backends.lmi_neuronx.config import LMI_DISCONTINUED
 from tests.stacks.config.test_app_config_errors import VALID, _with, run_app, write_case
 
 ECR = "763104351884.dkr.ecr.us-east-1.amazonaws.com"
@@ -249,8 +250,8 @@ def test_seed_settings_are_fine_on_the_seed_image(tmp_path):
         _with_all(serving__image_uri=f"{ECR}/djl-inference:0.24.0-neuronx-sdk2.14.1", serving__lmi__batch_size=4),
     )
     serving = load_config("dev", tmp_path).serving
-    assert serving.resolved_lmi_version() == (0, 24, 0)
-    assert "option.batch_size=4" in serving.render_properties()
+    assert lmi.resolved_version(serving) == (0, 24, 0)
+    assert "option.batch_size=4" in lmi.render_properties(serving)
 
 
 # -- the committed serving.properties template is checked against the config ------------------------------
@@ -329,7 +330,7 @@ def test_template_drift_from_config_is_an_error(tmp_path, template_dir, template
 def test_null_settings_drop_their_lines_and_lists_render_comma_separated(tmp_path, template_dir):
     (template_dir / "serving.properties").write_text("# comment {{kept}}\n" + TEMPLATE)
     content = _with_all(serving__lmi__context_length_estimate=[256, 512], serving__lmi__neuron_optimize_level=None)
-    rendered = _load(tmp_path, content).serving.render_properties()
+    rendered = lmi.render_properties(_load(tmp_path, content).serving)
     assert rendered.splitlines()[0] == "# comment {{kept}}"
     assert "option.context_length_estimate=256,512" in rendered
     assert "neuron_optimize_level" not in rendered
@@ -340,4 +341,4 @@ def test_lmi_version_comes_from_the_image_table(tmp_path, image, version):
     from stacks.config import load_config
 
     write_case(tmp_path, _with("serving.image", image))
-    assert load_config("dev", tmp_path).serving.resolved_lmi_version() == version
+    assert lmi.resolved_version(load_config("dev", tmp_path).serving) == version

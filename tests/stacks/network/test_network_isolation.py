@@ -6,7 +6,7 @@ import pytest
 
 from stacks.config import load_config
 from stacks.network.stack import INTERFACE_ENDPOINTS
-from stacks.serving.lmi_neuronx_endpoint import property_environment
+from stacks.serving.backends.lmi_neuronx.endpoint import property_environment
 from tests.stacks.training.test_training_stack import definition, resources_of
 from tests.synth import ROOT, load_served
 

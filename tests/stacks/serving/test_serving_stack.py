@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from stacks.serving.backends.lmi_neuronx.config import render_properties
 from tests.synth import load_served
 
 ENVS = ("dev", "prod")
@@ -188,10 +189,10 @@ def test_outputs_and_execution_role_scope(templates):
 def test_tarball_holds_exactly_the_rendered_serving_properties(assemblies, templates, env):
     _, model = _one(templates[env]["Serving"], "AWS::SageMaker::Model")
     if "ModelDataSource" in model["Properties"]["PrimaryContainer"]:  # isolated: the same settings as OPTION_*
-        from stacks.serving.lmi_neuronx_endpoint import property_environment
+        from stacks.serving.backends.lmi_neuronx.endpoint import property_environment
 
         environment = model["Properties"]["PrimaryContainer"]["Environment"]
-        rendered = property_environment(_config(env).render_properties())
+        rendered = property_environment(render_properties(_config(env)))
         assert {k: environment[k] for k in rendered} == rendered
         assert environment["OPTION_TENSOR_PARALLEL_DEGREE"] == str(EXPECTED[env][4])
         return
@@ -201,7 +202,7 @@ def test_tarball_holds_exactly_the_rendered_serving_properties(assemblies, templ
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(tarball.read_bytes()))) as tar:
         assert tar.getnames() == ["serving.properties"]
         shipped = tar.extractfile("serving.properties").read().decode()
-    assert shipped == _config(env).render_properties()
+    assert shipped == render_properties(_config(env))
     settings = dict(line.split("=", 1) for line in shipped.splitlines() if line and not line.startswith("#"))
     assert settings["engine"] == "Python" and settings["option.entryPoint"] == "djl_python.transformers_neuronx"
     assert settings["option.tensor_parallel_degree"] == str(EXPECTED[env][4])

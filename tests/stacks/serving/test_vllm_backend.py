@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.serving.vllm_neuronx_endpoint import NEURON_AMI
+from stacks.serving.backends.vllm_neuronx.endpoint import NEURON_AMI
 from tests.stacks.training.test_training_stack import resources_of
 from tests.synth import load_served, replaced, synth
 from tools import review_diff

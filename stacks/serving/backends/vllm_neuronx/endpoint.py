@@ -11,19 +11,15 @@ environment (nothing to download; not verified on AWS that `serve` never looks u
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 
 from aws_cdk import Token
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sns as sns
-from constructs import Construct, IDependable
+from constructs import Construct
 
-from ..config.serving import ServingConfig
-from ..config.serving_backends import sm_on_environment
-from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import ContainerSpec
-from .hosting import llm_hosting
+from stacks.config.serving import ServingConfig
+from stacks.serving.hosting import EndpointProps, llm_hosting
+from stacks.shared.sagemaker_endpoint import ContainerSpec
+
+from .config import sm_on_environment
 
 MODEL_DIR = "/opt/ml/model"
 NEURON_AMI = "al2-ami-sagemaker-inference-neuron-2"  # Neuron driver + runtime the container expects
@@ -44,28 +40,14 @@ def revision(serving: ServingConfig, *, image_uri: str) -> str:
 class VllmNeuronxEndpoint(Construct):
     """One compiled model served by vLLM Neuron: `hosting` holds the endpoint resources (no tarball asset)."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        serving: ServingConfig,
-        image_uri: str,
-        model_uri: str,
-        execution_role: iam.IRole,
-        role_policies: Sequence[IDependable],
-        kms_key: kms.IKey,
-        alarm_topic: sns.ITopic,
-        data_capture_destination: str | None,
-        isolated_placement: Placement | None = None,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, props: EndpointProps) -> None:
         super().__init__(scope, construct_id)
         self.model_asset = None  # the weights and tokenizer come mounted from model_uri
-        placement = isolated_placement
+        serving, placement = props.serving, props.isolated_placement
         container = ContainerSpec(
-            image_uri=image_uri,
+            image_uri=props.image_uri,
             environment=vllm_environment(serving),
-            model_data_source_uri=model_uri,
+            model_data_source_uri=props.model_uri,
             # Everything is mounted from S3 (weights, tokenizer, compiled graphs): the container needs no network.
             network_isolation=True,
             vpc_subnet_ids=placement.subnet_ids if placement else (),
@@ -73,14 +55,9 @@ class VllmNeuronxEndpoint(Construct):
         )
         self.hosting = llm_hosting(
             self,
-            serving=serving,
+            props,
             container=container,
-            revision=revision(serving, image_uri=image_uri),
-            execution_role=execution_role,
-            role_policies=role_policies,
-            kms_key=kms_key,
-            alarm_topic=alarm_topic,
-            data_capture_destination=data_capture_destination,
+            revision=revision(serving, image_uri=props.image_uri),
             inference_ami_version=NEURON_AMI,
         )
         self.endpoint_name = self.hosting.endpoint_name

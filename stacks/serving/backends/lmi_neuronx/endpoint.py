@@ -12,21 +12,18 @@ serving.properties travels as the equivalent OPTION_<KEY> environment variables.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 
 from aws_cdk import Token
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3_assets as s3_assets
-from aws_cdk import aws_sns as sns
-from constructs import Construct, IDependable
+from constructs import Construct
 
-from ..config.serving import ServingConfig
-from ..config.serving_properties import PROPERTIES, parse, template_path
-from ..shared.assets import build_content_addressed
-from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import ContainerSpec
-from .hosting import llm_hosting
+from stacks.config.serving import ServingConfig
+from stacks.config.serving_properties import PROPERTIES, parse, template_path
+from stacks.serving.hosting import EndpointProps, llm_hosting
+from stacks.shared.assets import build_content_addressed
+from stacks.shared.sagemaker_endpoint import ContainerSpec
+
+from .config import render_properties
 
 MODEL_DIR = "/opt/ml/model/"
 
@@ -67,28 +64,14 @@ def revision(serving: ServingConfig, *, image_uri: str, tarball: str) -> str:
 class LmiNeuronxEndpoint(Construct):
     """One merged model served by LMI NeuronX: `model_asset` is the tarball, `hosting` the endpoint resources."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        serving: ServingConfig,
-        image_uri: str,
-        model_uri: str,
-        compiled_graph_uri: str | None,
-        execution_role: iam.IRole,
-        role_policies: Sequence[IDependable],
-        kms_key: kms.IKey,
-        alarm_topic: sns.ITopic,
-        data_capture_destination: str | None,
-        isolated_placement: Placement | None = None,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, props: EndpointProps) -> None:
         super().__init__(scope, construct_id)
-        self.serving_properties = serving.render_properties().encode("utf-8")
+        serving, placement = props.serving, props.isolated_placement
+        self.serving_properties = render_properties(serving).encode("utf-8")
         tarball = build_content_addressed(
             template_path(serving.model_name).parent, extra_files={PROPERTIES: self.serving_properties}
         )
-        isolated = isolated_placement is not None
+        isolated = placement is not None
         # Isolated: no tarball (ModelDataSource and ModelDataUrl exclude each other); its hash still fingerprints.
         self.model_asset = None if isolated else s3_assets.Asset(self, "ModelTarball", path=str(tarball))
         if isolated:
@@ -98,25 +81,20 @@ class LmiNeuronxEndpoint(Construct):
                 compiled_graph_prefix=serving.compiled_graph_prefix,
             )
         else:
-            environment = model_environment(model_uri=model_uri, compiled_graph_uri=compiled_graph_uri)
+            environment = model_environment(model_uri=props.model_uri, compiled_graph_uri=props.compiled_graph_uri)
         container = ContainerSpec(
-            image_uri=image_uri,
+            image_uri=props.image_uri,
             environment=environment,
             model_data_url=None if self.model_asset is None else self.model_asset.s3_object_url,
-            model_data_source_uri=model_uri if isolated else None,
+            model_data_source_uri=props.model_uri if isolated else None,
             network_isolation=isolated,
-            vpc_subnet_ids=isolated_placement.subnet_ids if isolated_placement else (),
-            vpc_security_group_ids=isolated_placement.security_group_ids if isolated_placement else (),
+            vpc_subnet_ids=placement.subnet_ids if placement else (),
+            vpc_security_group_ids=placement.security_group_ids if placement else (),
         )
         self.hosting = llm_hosting(
             self,
-            serving=serving,
+            props,
             container=container,
-            revision=revision(serving, image_uri=image_uri, tarball=tarball.name),
-            execution_role=execution_role,
-            role_policies=role_policies,
-            kms_key=kms_key,
-            alarm_topic=alarm_topic,
-            data_capture_destination=data_capture_destination,
+            revision=revision(serving, image_uri=props.image_uri, tarball=tarball.name),
         )
         self.endpoint_name = self.hosting.endpoint_name

@@ -1,0 +1,28 @@
+"""LMI (DJL Serving) NeuronX, discontinued: serving.properties in a tarball, LMI's {"inputs"} contract."""
+
+from __future__ import annotations
+
+from .. import Backend
+from .config import LmiOptions, check, warnings
+from .contract import build_request, parse_response
+
+BACKEND = Backend(
+    name="lmi_neuronx",
+    label="LMI NeuronX",
+    architectures=("bloom", "gpt2", "gpt_neox", "gptj", "llama", "mistral", "mixtral", "opt"),
+    images=("lmi_neuronx", "lmi_neuronx_0_29"),
+    model_name_hint="a folder under serving_artifacts/",
+    check=check,
+    endpoint="stacks.serving.backends.lmi_neuronx.endpoint:LmiNeuronxEndpoint",
+    model_environment={"OPTION_MODEL_ID": "/opt/ml/model"},
+    build_request=build_request,
+    parse_response=parse_response,
+    local_server="local.servers.llm_endpoint",
+    note="(discontinued)",
+    section="lmi",
+    options=LmiOptions,
+    section_hint="lmi_neuronx only",
+    warnings=warnings,
+    image_pins={"lmi_neuronx_0_29": {"framework": "djl-neuronx", "version": "0.29.0"}},
+    derived_images=(("lmi_neuronx", "lmi_neuronx_0_29", "0.30.0-neuronx-sdk2.20.1"),),
+)

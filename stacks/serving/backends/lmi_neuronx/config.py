@@ -1,0 +1,152 @@
+"""What the LMI NeuronX backend accepts: serving.lmi (serving.properties `option.*` keys) and its rules.
+
+LMI NeuronX (djl-inference 0.30.0-neuronx, the last one: djl-serving dropped Neuron in Nov 2025) loads
+transformers-neuronx models from the pinned prefix, with serving.properties shipped as a tarball.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from stacks.config import serving_properties
+from stacks.config.errors import ConfigError
+from stacks.config.inf2 import INF2_TYPES
+from stacks.config.schema import setting
+from stacks.image_table import image_uris
+
+LMI_DISCONTINUED = (
+    "the LMI NeuronX container is discontinued (djl-serving dropped Neuron in Nov 2025, PR #2939; the last image is "
+    "djl-inference:0.30.0-neuronx-sdk2.20.1 and it loads no qwen2/qwen3): the maintained alternative is "
+    "backend: vllm_neuronx (Hugging Face vLLM Neuron)"
+)
+_LMI_TAG = re.compile(r"djl-inference:(\d+)\.(\d+)\.(\d+)-neuronx")
+ROLLING_BATCH_WITH_BATCH_SIZE_FAILS_FROM = (0, 26, 0)
+SEVEN_B_CLASS = 6.0  # billions of parameters from which a runtime Neuron compile needs ~100 GB host RAM
+SMALL_HOST_GB = 16
+
+
+@dataclass(frozen=True)
+class LmiOptions:
+    """`option.*` keys of serving.properties; null leaves the key out (LMI's default applies)."""
+
+    tensor_parallel_degree: int = setting(2, ge=1, le=24, hint="NeuronCores per model copy")
+    n_positions: int = setting(2048, ge=128, le=32768, hint="input + output tokens")
+    rolling_batch: Literal["auto", "tnx", "vllm", "disable"] = setting("auto")
+    max_rolling_batch_size: int | None = setting(4, ge=1, le=256)
+    batch_size: int = setting(1, ge=1, le=256, hint="static batch; must be 1 with rolling batch on LMI >= 0.26")
+    dtype: Literal["fp32", "fp16", "bf16"] = setting("fp16")
+    model_loading_timeout: int = setting(1500, ge=60, le=3600, hint="seconds")
+    neuron_optimize_level: int | None = setting(2, ge=1, le=3)
+    context_length_estimate: list[int] | None = setting(None)
+    load_split_model: bool | None = setting(None)
+    quantize: Literal["static_int8"] | None = setting(None)
+    group_query_attention: Literal["shard-over-heads", "shard-over-batch", "replicated-heads"] | None = setting(None)
+    output_formatter: Literal["json", "jsonlines", "sse"] | None = setting(None)
+
+
+def lmi_version_of(uri: str) -> tuple[int, int, int] | None:
+    match = _LMI_TAG.search(uri)
+    return tuple(int(g) for g in match.groups()) if match else None
+
+
+def _version_text(version: tuple[int, ...]) -> str:
+    return ".".join(str(v) for v in version)
+
+
+def resolved_version(serving: Any) -> tuple[int, int, int] | None:
+    """The LMI version: stated, else from image_uri's tag, else from the image table's one tag."""
+    if serving.lmi_version is not None:
+        return tuple(int(p) for p in serving.lmi_version.split("."))
+    if serving.image_uri is not None:
+        return lmi_version_of(serving.image_uri)
+    versions = {lmi_version_of(uri) for uri in image_uris(serving.image_name)}
+    return versions.pop() if len(versions) == 1 else None
+
+
+def render_properties(serving: Any, source: str = "", path: str = "serving") -> str:
+    return serving_properties.render(serving.model_name, serving.lmi, source=source, path=path)
+
+
+def check(serving: Any, source: str, path: str) -> None:
+    """TP against the cores, the version's batch rule, n_positions, rolling batch, the start-up timeout."""
+    lmi = serving.lmi
+    cores = serving.inf2.neuron_cores
+    if lmi.tensor_parallel_degree > cores:
+        fits = ", ".join(
+            f"{n} ({t.neuron_cores})" for n, t in INF2_TYPES.items() if t.neuron_cores >= lmi.tensor_parallel_degree
+        )
+        raise ConfigError(
+            source,
+            f"{path}.lmi.tensor_parallel_degree",
+            f"got {lmi.tensor_parallel_degree}; {serving.instance_type} has {cores} NeuronCores: use <= {cores} "
+            f"or a type with enough cores: {fits}",
+        )
+    _check_version(serving, source, path)
+    if lmi.n_positions > serving.model_context_length:
+        raise ConfigError(
+            source,
+            f"{path}.lmi.n_positions",
+            f"got {lmi.n_positions}; exceeds the model's context ({path}.model_context_length = "
+            f"{serving.model_context_length})",
+        )
+    if lmi.rolling_batch == "disable" and lmi.max_rolling_batch_size is not None:
+        raise ConfigError(
+            source,
+            f"{path}.lmi.max_rolling_batch_size",
+            f"got {lmi.max_rolling_batch_size} with rolling_batch 'disable'; set it to null or enable rolling batch",
+        )
+    timeout = serving.container_startup_health_check_timeout_seconds
+    if timeout < lmi.model_loading_timeout:
+        raise ConfigError(
+            source,
+            f"{path}.container_startup_health_check_timeout_seconds",
+            f"got {timeout}; must be >= lmi.model_loading_timeout "
+            f"({lmi.model_loading_timeout}) or SageMaker kills the container while the model still loads",
+        )
+    render_properties(serving, source, path)
+
+
+def _check_version(serving: Any, source: str, path: str) -> None:
+    version = resolved_version(serving)
+    if version is None:
+        raise ConfigError(
+            source,
+            f"{path}.lmi_version",
+            "cannot tell the LMI version from image_uri's tag; state it, e.g. lmi_version: 0.30.0",
+        )
+    if serving.image_uri is not None and serving.lmi_version is not None:
+        tagged = lmi_version_of(serving.image_uri)
+        if tagged is not None and tagged != version:
+            raise ConfigError(
+                source,
+                f"{path}.lmi_version",
+                f"got {serving.lmi_version}; image_uri's tag says {_version_text(tagged)}",
+            )
+    lmi = serving.lmi
+    rolling = lmi.rolling_batch != "disable"
+    if lmi.batch_size > 1 and rolling and version >= ROLLING_BATCH_WITH_BATCH_SIZE_FAILS_FROM:
+        raise ConfigError(
+            source,
+            f"{path}.lmi.batch_size",
+            f"got {lmi.batch_size} with rolling_batch {lmi.rolling_batch!r}; LMI {_version_text(version)} "
+            "(>= 0.26) fails with 'Dynamic batching and rolling batch cannot be enabled at the same time': "
+            "use batch_size 1 and max_rolling_batch_size, or rolling_batch: disable",
+        )
+
+
+def warnings(serving: Any, path: str) -> list[str]:
+    """The discontinuation notice, and a 7B-class runtime compile on a small host."""
+    found = [f"{path}.backend: lmi_neuronx: {LMI_DISCONTINUED}"]
+    if (
+        serving.model_parameters_billions >= SEVEN_B_CLASS
+        and serving.compiled_graph_prefix is None
+        and serving.inf2.host_memory_gb <= SMALL_HOST_GB
+    ):
+        found.append(
+            f"{path}.compiled_graph_prefix: null, so the {serving.model_parameters_billions:g}B-parameter model is "
+            f"compiled at startup on {serving.instance_type} ({serving.inf2.host_memory_gb} GB host RAM); a 7B-class "
+            "compile needs ~100 GB and will fail: set compiled_graph_prefix or use ml.inf2.8xlarge or larger"
+        )
+    return found

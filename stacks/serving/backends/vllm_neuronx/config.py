@@ -1,0 +1,123 @@
+"""What the vLLM Neuron backend accepts: its compiled shape (serving.neuron) and its cross-field rules.
+
+vLLM Neuron (Hugging Face optimum-neuron 0.4.5 + vLLM 0.11) serves a model exported ahead of time with
+`optimum-cli export neuron`, whose batch size, sequence length and tensor parallel size must equal the served
+ones (`serve` refuses a mismatch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stacks.config.errors import ConfigError
+from stacks.config.schema import setting
+
+ACCELERATOR_MEMORY_GB = {  # Inferentia2 HBM: 32 GB per chip of 2 NeuronCores
+    "ml.inf2.xlarge": 32,
+    "ml.inf2.8xlarge": 32,
+    "ml.inf2.24xlarge": 192,
+    "ml.inf2.48xlarge": 384,
+}
+HBM_GB_PER_CORE = 16
+WEIGHT_SHARE_OF_HBM = 0.8  # fp16/bf16 weights may take this share of the TP group's HBM; the rest is KV cache
+BYTES_PER_PARAMETER = 2  # the export keeps config.json's fp16/bf16 dtype
+
+
+@dataclass(frozen=True)
+class NeuronOptions:
+    """The compiled shape of the model (vllm_neuronx): the compile step exports it and the endpoint serves
+    exactly it, so the two cannot diverge; the compiled model's prefix names it (`neuron/bs4-seq4096-tp2/`)."""
+
+    batch_size: int = setting(4, ge=1, le=64, hint="concurrent sequences of the compiled graph")
+    sequence_length: int = setting(4096, ge=128, le=131072, hint="prompt + generated tokens")
+    tensor_parallel_size: int = setting(2, ge=1, le=24, hint="NeuronCores per model copy")
+
+    @property
+    def compiled_folder(self) -> str:
+        """The folder the compile step writes under (and a served prefix must contain)."""
+        return f"neuron/bs{self.batch_size}-seq{self.sequence_length}-tp{self.tensor_parallel_size}/"
+
+    def export_arguments(self) -> list[str]:
+        """The shape arguments of `optimum-cli export neuron` (always with --tensor_parallel_size)."""
+        return [
+            "--batch_size",
+            str(self.batch_size),
+            "--sequence_length",
+            str(self.sequence_length),
+            "--tensor_parallel_size",
+            str(self.tensor_parallel_size),
+        ]
+
+
+def sm_on_environment(*, model: str, served_model_name: str, neuron: NeuronOptions) -> dict[str, str]:
+    """The vLLM Neuron container's `optimum-cli neuron serve` flags as SM_ON_* variables: one mapping for the
+    endpoint (endpoint.py) and the local server (local/servers/vllm_server.py)."""
+    return {
+        "SM_ON_MODEL": model,
+        "SM_ON_SERVED_MODEL_NAME": served_model_name,
+        "SM_ON_BATCH_SIZE": str(neuron.batch_size),
+        "SM_ON_SEQUENCE_LENGTH": str(neuron.sequence_length),
+        "SM_ON_TENSOR_PARALLEL_SIZE": str(neuron.tensor_parallel_size),
+    }
+
+
+def weights_gb(parameters_billions: float) -> float:
+    return parameters_billions * BYTES_PER_PARAMETER
+
+
+def check(serving: Any, source: str, path: str) -> None:
+    """The TP, sequence, weights-in-HBM and volume rules, and the compiled prefix naming the shape."""
+    neuron = serving.neuron
+    cores = serving.inf2.neuron_cores
+    tp = neuron.tensor_parallel_size
+    if tp > cores:
+        raise ConfigError(
+            source,
+            f"{path}.neuron.tensor_parallel_size",
+            f"got {tp}; {serving.instance_type} has {cores} NeuronCores and serve needs NeuronCores >= the TP "
+            f"degree: use <= {cores} or a larger inf2 type",
+        )
+    if neuron.sequence_length > serving.model_context_length:
+        raise ConfigError(
+            source,
+            f"{path}.neuron.sequence_length",
+            f"got {neuron.sequence_length}; exceeds the model's context ({path}.model_context_length = "
+            f"{serving.model_context_length})",
+        )
+    weights = weights_gb(serving.model_parameters_billions)
+    budget = WEIGHT_SHARE_OF_HBM * tp * HBM_GB_PER_CORE
+    if weights > budget:
+        raise ConfigError(
+            source,
+            f"{path}.neuron.tensor_parallel_size",
+            f"got {tp}; {weights:g} GB of 16-bit weights exceed "
+            f"{WEIGHT_SHARE_OF_HBM:.0%} of {tp} x {HBM_GB_PER_CORE} GB NeuronCore memory (the rest is KV cache "
+            f"for batch {neuron.batch_size} x {neuron.sequence_length} tokens): raise it (instance memory "
+            f"{ACCELERATOR_MEMORY_GB[serving.instance_type]} GB)",
+        )
+    prefix = serving.model_prefix
+    if prefix is not None and f"/{neuron.compiled_folder}" not in f"/{prefix}":
+        raise ConfigError(
+            source,
+            f"{path}.model_prefix",
+            f"got {prefix!r}; vllm_neuronx serves a compiled model whose prefix names its shape: it "
+            f"must contain {neuron.compiled_folder} (serving.neuron), as the Training workflow's compile step "
+            "writes it",
+        )
+    if serving.compiled_graph_prefix is not None:
+        raise ConfigError(
+            source,
+            f"{path}.compiled_graph_prefix",
+            "only for backend lmi_neuronx; vllm_neuronx serves the compiled model at model_prefix: remove it",
+        )
+    if serving.lmi_version is not None:
+        raise ConfigError(source, f"{path}.lmi_version", "only for backend lmi_neuronx: remove it")
+    needed = 2 * weights + 10
+    if serving.volume_size_gb < needed:
+        raise ConfigError(
+            source,
+            f"{path}.volume_size_gb",
+            f"got {serving.volume_size_gb}; the compiled model is mounted from S3 onto the volume: needs >= "
+            f"{needed:g} GB (2 x {weights:g} GB weights + 10)",
+        )
