@@ -23,8 +23,8 @@ import tempfile
 from pathlib import Path
 
 import export_subnetwork
-from nas_cli import read_json, sm_default
-from nas_search_space import ModelDims, largest_config
+from pruning.cli import read_json, sm_default
+from pruning.search_space import ModelDims, largest_config
 
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import select_pareto
-from nas_cli import sm_default
-from nas_pareto import parse_objectives
+from pruning.cli import sm_default
+from pruning.pareto import parse_objectives
 
 TRIALS_FILE = "tuning_trials.json"
 SKIPPED_FILE = "skipped.json"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qlora_rows import DataError
+from .rows import DataError
 
 LLAMA2_CHAT_TEMPLATE = (
     "{%- if messages and messages[0]['role'] == 'system' -%}"

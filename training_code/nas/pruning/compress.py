@@ -15,7 +15,8 @@ import copy
 import warnings
 
 import torch
-from nas_data import Pair, batches
+
+from .data import Pair, batches
 
 METHODS = ("none", "dynamic_int8")
 

@@ -15,9 +15,10 @@ import shutil
 from pathlib import Path
 
 import torch
-from nas_pruned_bert import PrunedBertForSequenceClassification
-from nas_search_space import SubnetConfig
 from transformers import BertForSequenceClassification
+
+from .pruned_bert import PrunedBertForSequenceClassification
+from .search_space import SubnetConfig
 
 EXPORT_METADATA = "nas_export.json"
 

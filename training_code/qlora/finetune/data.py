@@ -1,6 +1,6 @@
 """Training and evaluation examples: read, render, tokenize with completion-only labels, split, pack, collate.
 
-Labels are -100 (ignored) outside the supervised spans of qlora_format, so by default the loss is on the
+Labels are -100 (ignored) outside the supervised spans of finetune.format, so by default the loss is on the
 answers (and their end-of-turn/EOS tokens) only. Packing is best-fit: whole examples go into blocks of at most
 the pack length (auto_pack_length, or --pack_length up to max_seq_length), never split, and each example's
 position_ids restart at 0 so that attention stays inside its own example (transformers builds a block-diagonal
@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from qlora_format import RenderedRow, render_rows
-from qlora_rows import DataError, read_rows
+
+from .format import RenderedRow, render_rows
+from .rows import DataError, read_rows
 
 IGNORE_INDEX = -100
 REAL_TOKENS_KEY = "num_real_tokens"  # counted by the trainer, never passed to the model
@@ -50,7 +51,7 @@ class PreparedData:
     train: list[dict[str, list[int]]]
     eval: list[dict[str, list[int]]]
     summary: dict[str, Any] = field(default_factory=dict)
-    eval_rows: list[Tokenized] = field(default_factory=list)  # the eval examples unpacked, for qlora_evaluate
+    eval_rows: list[Tokenized] = field(default_factory=list)  # the eval examples unpacked, for finetune.evaluate
 
 
 @dataclass

@@ -7,7 +7,7 @@
   (detached) with a temperature-scaled KL divergence; the full network keeps its cross-entropy.
 
 With ``sandwich`` and ``kd`` the first ``teacher_epochs`` train the full network alone; then (``rewire``)
-every layer's heads and FFN units are reordered by importance (``nas_importance``), so that the prefixes
+every layer's heads and FFN units are reordered by importance (``pruning.importance``), so that the prefixes
 sub-networks keep are the heads and units that matter, and the remaining epochs train the sub-networks
 (each phase with its own optimizer and warm-up/decay schedule).
 """
@@ -20,10 +20,11 @@ from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
-from nas_data import Pair, batches
-from nas_importance import importance_scores, rewire
-from nas_masks import SubnetworkMasks
-from nas_search_space import (
+
+from .data import Pair, batches
+from .importance import importance_scores, rewire
+from .masks import SubnetworkMasks
+from .search_space import (
     ModelDims,
     SubnetConfig,
     config_from_hyperparameters,

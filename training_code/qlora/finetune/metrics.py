@@ -19,7 +19,7 @@ METRIC_NAMES: tuple[str, ...] = (
     "grad_norm",
     "peak_memory_gb",
     "merge_max_abs_logit_diff",
-    # The held-out evaluation of qlora_evaluate: base (as loaded for the merge) vs merged, same tokens.
+    # The held-out evaluation of finetune.evaluate: base (as loaded for the merge) vs merged, same tokens.
     "eval_loss_base",
     "eval_loss_merged",
     "eval_perplexity_base",

@@ -3,12 +3,12 @@
 LoRA adapters on a random-init frozen base cannot learn (the demo answered in byte soup), and no small causal
 LM ships in any package here. So the demo and the local pipeline first build this base: a tokenizer trained
 on the corpus plus the instruction data (so the fine-tune data tokenizes well), the tiny Llama of
-qlora_tiny.py, and full (non-LoRA) training on the corpus only, so the fine-tune has something to add. The
+finetune/tiny.py, and full (non-LoRA) training on the corpus only, so the fine-tune has something to add. The
 folder is a normal Hugging Face model (safetensors + tokenizer, no chat template: train.py then renders the
 data in the Llama 2 [INST] format the seed's prompt uses) that train.py loads with --model_id or from a
 `model` channel.
 
-    python training_code/qlora/qlora_pretrain.py --out DIR [--corpus data/corpus.txt]
+    cd training_code/qlora && python -m finetune.pretrain --out DIR [--corpus data/corpus.txt]
         [--instructions data/instructions.jsonl] [--steps 300] [--seconds 60]
 
 ensure_pretrained_base(cache_root) builds it under cache_root/<hash of corpus, settings and code> once; a
@@ -22,18 +22,16 @@ import hashlib
 import json
 import math
 import shutil
-import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # sibling qlora_* modules, as train.py finds them
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 DEFAULT_CORPUS = ROOT / "data" / "corpus.txt"
 DEFAULT_INSTRUCTIONS = ROOT / "data" / "instructions.jsonl"
 REPORT = "pretrain_report.json"
-CODE = (HERE / "qlora_pretrain.py", HERE / "qlora_tiny.py")
+CODE = (HERE / "pretrain.py", HERE / "tiny.py")
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ def corpus_paragraphs(corpus: Path) -> list[str]:
 
 def instruction_texts(instructions: Path) -> list[str]:
     """Every string of every instruction row: seen by the tokenizer only, never trained on here."""
-    from qlora_tiny import texts_from_file
+    from .tiny import texts_from_file
 
     return texts_from_file(str(instructions))
 
@@ -143,8 +141,9 @@ def pretrain(
 ) -> dict:
     """Train the tokenizer and the model, save both and pretrain_report.json into out_dir; returns the report."""
     import torch
-    from qlora_tiny import tiny_llama_config, train_tokenizer
     from transformers import LlamaForCausalLM
+
+    from .tiny import tiny_llama_config, train_tokenizer
 
     paragraphs = corpus_paragraphs(corpus)
     tokenizer = train_tokenizer(paragraphs + instruction_texts(instructions), vocab_size=settings.vocab_size)
