@@ -30,13 +30,9 @@ HYPERPARAMETERS_JSON = "/opt/ml/input/config/hyperparameters.json"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tuning-job-name", required=True)
-    parser.add_argument(
-        "--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder"
-    )
+    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
     parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/pareto"))
     parser.add_argument("--output-s3-uri", default=None, help="s3://bucket/prefix/ to copy the results to")
     parser.add_argument("--search-space", default=None)

@@ -123,9 +123,7 @@ def subnetworks_for_step(settings: TrainSettings, masks: SubnetworkMasks, rng: r
     return subnets
 
 
-def training_step(
-    model, masks: SubnetworkMasks, batch: dict, settings: TrainSettings, rng: random.Random
-) -> float:
+def training_step(model, masks: SubnetworkMasks, batch: dict, settings: TrainSettings, rng: random.Random) -> float:
     """Accumulates the gradients of one step; returns the full network's cross-entropy."""
     labels = batch["labels"]
     inputs = {k: v for k, v in batch.items() if k != "labels"}
@@ -205,9 +203,7 @@ def train_epoch(
     losses = []
     limit = steps_per_epoch(len(train), settings)
     for step, batch in enumerate(
-        batches(
-            train, tokenizer, settings.batch_size, settings.max_length, shuffle_seed=settings.seed + epoch
-        )
+        batches(train, tokenizer, settings.batch_size, settings.max_length, shuffle_seed=settings.seed + epoch)
     ):
         if step >= limit:
             break

@@ -124,8 +124,9 @@ def evaluate_model(model: Any, tokenizer: Any, rows: list[Tokenized], settings: 
     }
 
 
-def evaluation_record(base: dict[str, Any], tuned: dict[str, Any], rows: int, source: str,
-                      notes: dict[str, Any]) -> dict[str, Any]:
+def evaluation_record(
+    base: dict[str, Any], tuned: dict[str, Any], rows: int, source: str, notes: dict[str, Any]
+) -> dict[str, Any]:
     """evaluation.json: both models' figures on the same held-out tokens and prompts."""
     figures = ("eval_loss", "perplexity", "rouge_l")
     generations = [

@@ -62,9 +62,7 @@ def compare_logits(
     max_diff = (reference - candidate).abs().max().item()
     scale = reference.abs().max().item()
     relative = max_diff / scale if scale > 0 else max_diff
-    return MergeCheck(
-        dtype, max_diff, scale, relative, tolerance, relative <= tolerance, list(reference.shape)
-    )
+    return MergeCheck(dtype, max_diff, scale, relative, tolerance, relative <= tolerance, list(reference.shape))
 
 
 def load_full_precision(model_id: str, dtype: str):

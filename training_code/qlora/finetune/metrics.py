@@ -31,9 +31,7 @@ METRIC_NAMES: tuple[str, ...] = (
 
 # Plain regexes (no look-arounds) so any regex engine on the scraping side accepts them. No logged key may
 # end with a metric name unless it is that metric; format_metrics enforces it.
-METRIC_DEFINITIONS: list[dict[str, str]] = [
-    {"Name": name, "Regex": rf"{name}={_NUMBER}"} for name in METRIC_NAMES
-]
+METRIC_DEFINITIONS: list[dict[str, str]] = [{"Name": name, "Regex": rf"{name}={_NUMBER}"} for name in METRIC_NAMES]
 
 
 def _format_value(value: float | int) -> str:

@@ -147,14 +147,25 @@ def pretrain(
 
     paragraphs = corpus_paragraphs(corpus)
     tokenizer = train_tokenizer(paragraphs + instruction_texts(instructions), vocab_size=settings.vocab_size)
-    config = tiny_llama_config(tokenizer, settings.hidden_size, settings.num_layers, settings.num_heads,
-                               settings.intermediate_size, max_position_embeddings=512)
+    config = tiny_llama_config(
+        tokenizer,
+        settings.hidden_size,
+        settings.num_layers,
+        settings.num_heads,
+        settings.intermediate_size,
+        max_position_embeddings=512,
+    )
     torch.manual_seed(settings.seed)
     model = LlamaForCausalLM(config)
     blocks = token_blocks(tokenizer, paragraphs, settings.seq_len)
-    report = {"settings": asdict(settings), "corpus": str(corpus), "corpus_sha256": _sha256(corpus.read_bytes()),
-              "corpus_tokens": blocks.numel(), "parameters": sum(p.numel() for p in model.parameters()),
-              **train(model, blocks, settings, max_seconds)}
+    report = {
+        "settings": asdict(settings),
+        "corpus": str(corpus),
+        "corpus_sha256": _sha256(corpus.read_bytes()),
+        "corpus_tokens": blocks.numel(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        **train(model, blocks, settings, max_seconds),
+    }
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
@@ -197,8 +208,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="folder for the model, tokenizer and pretrain_report.json")
     parser.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="general text, paragraphs split by blank lines")
-    parser.add_argument("--instructions", default=str(DEFAULT_INSTRUCTIONS),
-                        help="instruction data the tokenizer also learns from (not trained on)")
+    parser.add_argument(
+        "--instructions",
+        default=str(DEFAULT_INSTRUCTIONS),
+        help="instruction data the tokenizer also learns from (not trained on)",
+    )
     parser.add_argument("--steps", type=int, default=defaults.steps, help="optimizer steps")
     parser.add_argument("--seconds", type=float, default=None, help="stop after this many seconds of training")
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
@@ -206,9 +220,11 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     settings = replace(defaults, steps=args.steps, learning_rate=args.learning_rate, seed=args.seed)
     report = pretrain(Path(args.out), Path(args.corpus), Path(args.instructions), settings, args.seconds)
-    print(f"pretrained {report['parameters']} parameters for {report['steps']} steps in "
-          f"{report['train_seconds']} s: train loss {report['train_loss_first']} -> {report['train_loss_last10']}, "
-          f"held-out loss {report['eval_loss_before']} -> {report['eval_loss_after']}; saved to {args.out}")
+    print(
+        f"pretrained {report['parameters']} parameters for {report['steps']} steps in "
+        f"{report['train_seconds']} s: train loss {report['train_loss_first']} -> {report['train_loss_last10']}, "
+        f"held-out loss {report['eval_loss_before']} -> {report['eval_loss_after']}; saved to {args.out}"
+    )
     return report
 
 

@@ -33,23 +33,45 @@ def _load(args, report):
     tokenizer = load_tokenizer(args.model_id)
     template, template_source = resolve_chat_template(tokenizer, args.chat_template)
     tokenizer.chat_template = template  # saved with the model: serving formats prompts as training did
-    sources = DataSources(args.train_data, args.eval_data, args.eval_fraction, args.train_split, args.eval_split,
-                          args.train_files, args.eval_files, args.min_eval_rows)
-    options = DataOptions(args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template,
-                          args.pack_length)
+    sources = DataSources(
+        args.train_data,
+        args.eval_data,
+        args.eval_fraction,
+        args.train_split,
+        args.eval_split,
+        args.train_files,
+        args.eval_files,
+        args.min_eval_rows,
+    )
+    options = DataOptions(
+        args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template, args.pack_length
+    )
     data = prepare_data(tokenizer, sources, options, args.seed)
     _print_data_losses(data.summary, args.max_seq_length)
-    model = load_base_model(args.model_id, args.method, args.compute_dtype, args.double_quant, args.quant_type,
-                            args.gradient_checkpointing, args.fsdp, packed=args.packing)
+    model = load_base_model(
+        args.model_id,
+        args.method,
+        args.compute_dtype,
+        args.double_quant,
+        args.quant_type,
+        args.gradient_checkpointing,
+        args.fsdp,
+        packed=args.packing,
+    )
     weights_gb = model.get_memory_footprint() / 1024**3  # before LoRA: the base weights as stored
     linear_gb = linear_weight_bytes(model) / 1024**3
     targets = None
     if args.method != "full":
         targets = resolve_target_modules(model, args.target_modules)
         model = attach_lora(model, targets, args.lora_r, args.lora_alpha, args.lora_dropout)
-    report.set(data=data.summary, chat_template_source=template_source, target_modules=targets,
-               parameters=parameter_counts(model), base_weights_gb=round(weights_gb, 4),
-               linear_weights_gb=round(linear_gb, 4))
+    report.set(
+        data=data.summary,
+        chat_template_source=template_source,
+        target_modules=targets,
+        parameters=parameter_counts(model),
+        base_weights_gb=round(weights_gb, 4),
+        linear_weights_gb=round(linear_gb, 4),
+    )
     return tokenizer, data, model
 
 
@@ -58,10 +80,12 @@ def _print_data_losses(summary: dict[str, Any], max_seq_length: int) -> None:
     for part in ("train", "eval"):
         counts = summary[part]
         if counts["dropped_too_long"] or counts["dropped_no_supervised_tokens"] or counts["truncated_rows"]:
-            print(f"{part} data: {counts['rows']} rows, {counts['dropped_too_long']} dropped as longer than "
-                  f"max_seq_length {max_seq_length}, {counts['dropped_no_supervised_tokens']} dropped with no "
-                  f"answer token left, {counts['truncated_rows']} cut keeping their EOS (see --truncation)",
-                  flush=True)
+            print(
+                f"{part} data: {counts['rows']} rows, {counts['dropped_too_long']} dropped as longer than "
+                f"max_seq_length {max_seq_length}, {counts['dropped_no_supervised_tokens']} dropped with no "
+                f"answer token left, {counts['truncated_rows']} cut keeping their EOS (see --truncation)",
+                flush=True,
+            )
 
 
 def _fit(args, report, trainer, stop_callback) -> None:
@@ -76,14 +100,21 @@ def _fit(args, report, trainer, stop_callback) -> None:
         print(f"resuming from {resume_from}", flush=True)
     with report.timed("train"):
         train_metrics = train_model(trainer, resume_from)
-    report.set(resumed_from=resume_from, skipped_checkpoints=skipped, train_metrics=train_metrics,
-               loss_curve=loss_curve(trainer.state.log_history))  # again after the final evaluation
+    report.set(
+        resumed_from=resume_from,
+        skipped_checkpoints=skipped,
+        train_metrics=train_metrics,
+        loss_curve=loss_curve(trainer.state.log_history),
+    )  # again after the final evaluation
     if stop_callback.saved_at_step is not None:
         report.set(stopped_by_sigterm_at_step=stop_callback.saved_at_step)
         if trainer.is_world_process_zero():
             report.write(args.output_dir)
-        print(f"stopped by SIGTERM after step {stop_callback.saved_at_step}; checkpoint saved in "
-              f"{args.checkpoint_dir}, rerun to resume", flush=True)
+        print(
+            f"stopped by SIGTERM after step {stop_callback.saved_at_step}; checkpoint saved in "
+            f"{args.checkpoint_dir}, rerun to resume",
+            flush=True,
+        )
         raise SystemExit(143)
 
 
@@ -103,8 +134,14 @@ def _train(args, report, extra_callbacks) -> dict[str, Any]:
     metric_lines = MetricLinesCallback()
     stop = StopSignal().install()
     stop_callback = SaveOnSigterm(stop)
-    trainer = build_trainer(model, args, data.train, data.eval, tokenizer.pad_token_id,
-                            [metric_lines, stop_callback, *(extra_callbacks or [])])
+    trainer = build_trainer(
+        model,
+        args,
+        data.train,
+        data.eval,
+        tokenizer.pad_token_id,
+        [metric_lines, stop_callback, *(extra_callbacks or [])],
+    )
     try:
         _fit(args, report, trainer, stop_callback)
     finally:
@@ -112,8 +149,12 @@ def _train(args, report, extra_callbacks) -> dict[str, Any]:
     eval_metrics = trainer.evaluate() if data.eval else {}
     report.record_memory("train")
     throughput = metric_lines.summary()
-    report.set(eval_metrics=eval_metrics, throughput=throughput, loss_curve=loss_curve(trainer.state.log_history),
-               best_checkpoint=trainer.state.best_model_checkpoint)
+    report.set(
+        eval_metrics=eval_metrics,
+        throughput=throughput,
+        loss_curve=loss_curve(trainer.state.log_history),
+        best_checkpoint=trainer.state.best_model_checkpoint,
+    )
     trained_dir = None
     if trainer.is_fsdp_enabled:  # one full adapter file for the merge, not one shard per rank
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
@@ -155,8 +196,12 @@ def _record_evaluation(args, report, trained, base, tuned, tuned_as: str, saved:
 
     if base is None or tuned is None:
         return None
-    notes = {"tuned_model": tuned_as, "dtype": args.merge_dtype, "max_new_tokens": args.eval_max_new_tokens,
-             "base_model": args.model_id}
+    notes = {
+        "tuned_model": tuned_as,
+        "dtype": args.merge_dtype,
+        "max_new_tokens": args.eval_max_new_tokens,
+        "base_model": args.model_id,
+    }
     record = evaluation_record(base, tuned, len(trained["eval_rows"]), trained["eval_source"], notes)
     report.set(evaluation=record)
     if saved:
@@ -198,9 +243,7 @@ def _merge(args, report, trained: dict[str, Any]) -> Any:
         )
     tuned = _evaluate(args, report, trained, "merged", merged)
     with report.timed("save"):
-        saved = (
-            save_for_serving(merged, tokenizer, args.model_dir, args.max_shard_size) if check.passed else []
-        )
+        saved = save_for_serving(merged, tokenizer, args.model_dir, args.max_shard_size) if check.passed else []
     merge: dict[str, Any] = {"files": saved, "check": asdict(check)}
     if trained["trained_logits"] is not None:
         gap = compare_logits(trained["trained_logits"], merged_logits, args.merge_dtype, None)

@@ -43,9 +43,7 @@ def resolve_chat_template(tokenizer: Any, requested: str) -> tuple[str, str]:
         return BUILTIN_TEMPLATES[requested], requested
     path = Path(requested)
     if not path.is_file():
-        raise DataError(
-            f"--chat_template {requested!r}: not 'auto', {', '.join(BUILTIN_TEMPLATES)} or a Jinja file"
-        )
+        raise DataError(f"--chat_template {requested!r}: not 'auto', {', '.join(BUILTIN_TEMPLATES)} or a Jinja file")
     return path.read_text(encoding="utf-8"), str(path)
 
 

@@ -93,8 +93,9 @@ def build_tiny_llama(
 
     template = TINY_CHAT_TEMPLATE if chat_template is True else (chat_template or None)
     tokenizer = train_tokenizer(vocab_texts, vocab_size=vocab_size, chat_template=template)
-    config = tiny_llama_config(tokenizer, hidden_size, num_layers, num_heads, intermediate_size,
-                               max_position_embeddings, model_vocab_size)
+    config = tiny_llama_config(
+        tokenizer, hidden_size, num_layers, num_heads, intermediate_size, max_position_embeddings, model_vocab_size
+    )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
     out = Path(out_dir)

@@ -102,8 +102,9 @@ class QLoRATrainer(Trainer):
     every supervised eval token / their count, as the training loss is.
     """
 
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix="eval"):
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix="eval"
+    ):
         import torch
         from transformers.trainer_utils import EvalLoopOutput
 
@@ -117,8 +118,10 @@ class QLoRATrainer(Trainer):
                 per_row = row_losses(model, self._prepare_inputs(inputs))
             # gather_for_metrics drops the rows repeated to even out the ranks' last batches.
             total += self.accelerator.gather_for_metrics(per_row).sum(0).double().cpu()
-        metrics = {f"{metric_key_prefix}_loss": float(total[0] / total[1]),
-                   f"{metric_key_prefix}_label_tokens": int(total[1])}
+        metrics = {
+            f"{metric_key_prefix}_loss": float(total[0] / total[1]),
+            f"{metric_key_prefix}_label_tokens": int(total[1]),
+        }
         return EvalLoopOutput(predictions=None, label_ids=None, metrics=metrics, num_samples=len(dataloader.dataset))
 
     def compute_loss(self, model, inputs, *args, **kwargs):
