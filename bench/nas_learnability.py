@@ -40,7 +40,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def validation_groups(data_dir: Path, field: str) -> list[str]:
     """``field`` (a construction family, a number of side sentences) of every validation row (same cut as
     ``load_splits``)."""
-    from nas_data import split_train_validation
+    from pruning.data import split_train_validation
 
     rows = [json.loads(line) for line in (data_dir / "train.jsonl").read_text().splitlines() if line.strip()]
     return [str(r.get(field, "?")) for r in split_train_validation(rows, 0.3, 42)[1]]
@@ -52,8 +52,8 @@ def main(argv=None) -> int:
     import torch
     import torch.nn.functional as F
     from nas_accuracy import accuracy_by_group
-    from nas_cli import load_classifier
-    from nas_data import batches, load_splits
+    from pruning.cli import load_classifier
+    from pruning.data import batches, load_splits
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

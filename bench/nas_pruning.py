@@ -111,15 +111,15 @@ def interleaved_latency(models: dict, batch: dict, repeats: int, warmup: int = 5
 
 
 def accuracy(model, tokenizer, pairs, max_length: int) -> float:
-    from nas_training import error_rate
+    from pruning.training import error_rate
 
     return 1.0 - error_rate(model, tokenizer, pairs, max_length)
 
 
 def measure(base_dir: Path, pruned_dir: Path, data_dir: str, max_length: int, repeats: int) -> dict:
-    from nas_data import read_pairs_jsonl
-    from nas_export import count_model_parameters
     from nas_latency import timing_batches
+    from pruning.data import read_pairs_jsonl
+    from pruning.export import count_model_parameters
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     test = read_pairs_jsonl(Path(data_dir) / "test.jsonl")

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/qlora_eval.py [--max-steps 300] [--workdir /tmp/qlora_eval] [--json bench/qlora_eval.json]
 
-The base is the tiny pretrained Llama that `make demo` builds (qlora_pretrain, cached under build/pretrained);
+The base is the tiny pretrained Llama that `make demo` builds (finetune.pretrain, cached under build/pretrained);
 the data is data/instructions.jsonl; train.py runs with the demo's flags (local/demo.py TRAIN_FLAGS, copied
 here: tools/ is not imported by benchmarks) and its default hold-out (10 % of the distinct rows). Two arms,
 same flags, same seed, so the same held-out rows and tokens: `trained` (the demo's learning rate) and the
@@ -78,8 +78,8 @@ def run_arm(base: Path, workdir: Path, name: str, learning_rate: str, max_steps:
 def real_token_share(base: Path, batch: int, flags: list[str]) -> dict:
     """Real tokens / processed positions over one epoch of the Trainer's batches (sampler + collator)."""
     import torch
-    from qlora_data import REAL_TOKENS_KEY
-    from qlora_model import load_tokenizer
+    from finetune.data import REAL_TOKENS_KEY
+    from finetune.model import load_tokenizer
     from qlora_steps import batch_loader, prepared_examples, recipe_args
 
     args = recipe_args(base, DATA, 128, batch, flags)
@@ -99,7 +99,7 @@ def real_token_share(base: Path, batch: int, flags: list[str]) -> dict:
 
 def main() -> None:
     import torch
-    from qlora_pretrain import PretrainSettings, ensure_pretrained_base
+    from finetune.pretrain import PretrainSettings, ensure_pretrained_base
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-steps", type=int, default=300, help="QLoRA optimizer steps (the demo's)")
@@ -111,7 +111,7 @@ def main() -> None:
     base = ensure_pretrained_base(Path(args.cache).resolve(), settings=PretrainSettings(steps=300))
     workdir = Path(args.workdir)
     summary: dict = {
-        "base_model": "qlora_pretrain tiny Llama (300 steps, as make demo)",
+        "base_model": "finetune.pretrain tiny Llama (300 steps, as make demo)",
         "data": str(DATA.name),
         "max_steps": args.max_steps,
         "arms": {},

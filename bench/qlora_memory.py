@@ -60,7 +60,7 @@ def synthetic_rows(count: int, seed: int = 0) -> list[dict[str, str]]:
 
 
 def build_inputs(workdir: Path) -> tuple[Path, Path]:
-    from qlora_tiny import build_tiny_llama
+    from finetune.tiny import build_tiny_llama
 
     data = workdir / "train.jsonl"
     model = workdir / "model"

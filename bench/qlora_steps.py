@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
 
 
 def recipe_args(model: Path, data: Path, seq_len: int, batch: int, flags: list[str]):
-    from qlora_args import parse_args
+    from finetune.args import parse_args
 
     return parse_args(
         [
@@ -38,8 +38,8 @@ def recipe_args(model: Path, data: Path, seq_len: int, batch: int, flags: list[s
 
 
 def prepared_examples(args, tokenizer) -> tuple[list[dict], dict]:
-    from qlora_data import DataOptions, DataSources, prepare_data
-    from qlora_templates import resolve_chat_template
+    from finetune.data import DataOptions, DataSources, prepare_data
+    from finetune.templates import resolve_chat_template
 
     template, _ = resolve_chat_template(tokenizer, args.chat_template)
     options = DataOptions(
@@ -52,7 +52,7 @@ def prepared_examples(args, tokenizer) -> tuple[list[dict], dict]:
 def batch_loader(args, examples: list[dict], pad_token_id: int, gpu: bool):
     """The Trainer's sampler (length-grouped or random) and our collator, padding to 8 on a GPU as it does."""
     import torch
-    from qlora_data import CausalLMCollator, ExampleDataset
+    from finetune.data import CausalLMCollator, ExampleDataset
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
     dataset = ExampleDataset(examples)
@@ -70,7 +70,7 @@ def batch_loader(args, examples: list[dict], pad_token_id: int, gpu: bool):
 class RecipeRunner:
     def __init__(self, model: Path, data: Path, seq_len: int, batch: int, flags: list[str]) -> None:
         import torch
-        from qlora_model import attach_lora, has_gpu, load_base_model, load_tokenizer, resolve_target_modules
+        from finetune.model import attach_lora, has_gpu, load_base_model, load_tokenizer, resolve_target_modules
 
         args = recipe_args(model, data, seq_len, batch, flags)
         self.gpu = has_gpu()
@@ -108,7 +108,7 @@ class RecipeRunner:
 
     def step(self) -> None:
         import torch
-        from qlora_data import REAL_TOKENS_KEY
+        from finetune.data import REAL_TOKENS_KEY
 
         batch = self._next_batch()
         real = int(batch.pop(REAL_TOKENS_KEY))

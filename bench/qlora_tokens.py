@@ -34,7 +34,7 @@ MODEL_SHAPE = {"hidden_size": 512, "num_layers": 4, "num_heads": 8, "intermediat
 
 
 def build_inputs(workdir: Path, rows: int) -> tuple[Path, Path]:
-    from qlora_tiny import build_tiny_llama
+    from finetune.tiny import build_tiny_llama
 
     data, model = workdir / "train.jsonl", workdir / "model"
     generated = dolly_shaped_rows(rows)
@@ -46,8 +46,8 @@ def build_inputs(workdir: Path, rows: int) -> tuple[Path, Path]:
 
 
 def efficiency(model: Path, data: Path, batch: int, flags: list[str], gpu: bool) -> dict:
-    from qlora_data import REAL_TOKENS_KEY
-    from qlora_model import load_tokenizer
+    from finetune.data import REAL_TOKENS_KEY
+    from finetune.model import load_tokenizer
 
     args = recipe_args(model, data, SEQ_LEN, batch, flags)
     tokenizer = load_tokenizer(args.model_id)
@@ -68,7 +68,7 @@ def efficiency(model: Path, data: Path, batch: int, flags: list[str], gpu: bool)
 
 
 def length_profile(model: Path, data: Path) -> dict:
-    from qlora_model import load_tokenizer
+    from finetune.model import load_tokenizer
 
     args = recipe_args(model, data, SEQ_LEN, 4, ["--no-packing"])
     lengths = sorted(len(example["input_ids"]) for example in prepared_examples(args, load_tokenizer(str(model)))[0])

@@ -1,6 +1,6 @@
 """Generate data/corpus.txt: English prose paragraphs from the documentation that ships with installed packages.
 
-The text a tiny base model is pretrained on (training_code/qlora/qlora_pretrain.py) before the QLoRA demo
+The text a tiny base model is pretrained on (training_code/qlora/finetune/pretrain.py) before the QLoRA demo
 fine-tunes it on data/instructions.jsonl: docstrings of Python's standard library (PSF License), of the ML
 libraries in requirements (scikit-learn BSD-3, PyTorch BSD-3, transformers/peft/datasets Apache-2.0) and the
 SageMaker API reference in botocore (Apache-2.0). A real base model has read text like this; none of it is

@@ -3,7 +3,7 @@
     python local/demo.py [--workdir build/demo] [--max-steps 300] [--pretrain-steps 300]
 
 Everything is local and offline. A LoRA adapter on a random-init base cannot learn, so the base is first
-pretrained for about a minute on data/corpus.txt (training_code/qlora/qlora_pretrain.py; cached under
+pretrained for about a minute on data/corpus.txt (training_code/qlora/finetune/pretrain.py; cached under
 build/pretrained/, so later runs reuse it at once), then QLoRA-fine-tuned and merged by
 training_code/qlora/train.py on data/instructions.jsonl. local/servers/llm_endpoint.py serves the base and then the
 fine-tuned model with the same serving.properties, and both answer the sample prompt with the same greedy
@@ -212,13 +212,14 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def pretrained_base(cache: Path, steps: int, timings: dict[str, float]) -> Path:
-    """The cached pretrained base of qlora_pretrain.py, built on first use."""
+    """The cached pretrained base of finetune/pretrain.py, built on first use."""
     sys.path.insert(0, str(QLORA))
-    from qlora_pretrain import PretrainSettings, ensure_pretrained_base
+    from finetune.pretrain import PretrainSettings, ensure_pretrained_base
 
     started = time.perf_counter()
     print(
-        f"== pretrained base: qlora_pretrain.ensure_pretrained_base({cache}) ({steps} steps unless cached)", flush=True
+        f"== pretrained base: finetune.pretrain.ensure_pretrained_base({cache}) ({steps} steps unless cached)",
+        flush=True,
     )
     base = ensure_pretrained_base(cache, settings=PretrainSettings(steps=steps))
     timings["pretrained base"] = time.perf_counter() - started

@@ -81,10 +81,10 @@ def check_dataset(data: Path, base: Path) -> str:
     """train.py's readers and row/format checks (training_code/qlora, not a copy) with the base's tokenizer and
     chat template: a bad row fails here, with train.py's message, before any upload. Returns a summary."""
     sys.path.insert(0, str(demo.QLORA))
-    from qlora_format import render_rows
-    from qlora_model import load_tokenizer
-    from qlora_rows import DataError, read_rows
-    from qlora_templates import resolve_chat_template
+    from finetune.format import render_rows
+    from finetune.model import load_tokenizer
+    from finetune.rows import DataError, read_rows
+    from finetune.templates import resolve_chat_template
 
     tokenizer = load_tokenizer(str(base))
     template, source = resolve_chat_template(tokenizer, "auto")

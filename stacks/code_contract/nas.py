@@ -14,18 +14,18 @@ OBJECTIVE_METRIC = "validation_error"
 
 def parameter_ranges(search_space: str, num_layers: int, num_heads: int, intermediate_size: int) -> dict:
     """The tuning job's ParameterRanges from the code's own search-space module (one definition)."""
-    module = load_code_module(NAS_CODE, "nas_search_space.py")
+    module = load_code_module(NAS_CODE, "pruning/search_space.py")
     return module.sagemaker_parameter_ranges(search_space, num_layers, num_heads, intermediate_size)
 
 
 def metric_definitions() -> list[dict[str, str]]:
     """SageMaker MetricDefinitions (Name/Regex) the NAS jobs print."""
-    return [dict(d) for d in load_code_module(NAS_CODE, "nas_metrics.py").METRIC_DEFINITIONS]
+    return [dict(d) for d in load_code_module(NAS_CODE, "pruning/metrics.py").METRIC_DEFINITIONS]
 
 
 def model_dims_problem(num_layers: int, num_heads: int, intermediate_size: int, model_config: dict) -> str | None:
     """Why the typed dimensions do not match the model's config.json (the code's own check), or None."""
-    module = load_code_module(NAS_CODE, "nas_search_space.py")
+    module = load_code_module(NAS_CODE, "pruning/search_space.py")
     try:
         module.check_model_dims(module.ModelDims(num_layers, num_heads, intermediate_size), model_config)
     except ValueError as err:

@@ -1,7 +1,7 @@
 """What the QLoRA training code accepts, read from the code itself (standard library only).
 
 Config validation, the Training stack and tools/start_training.py all ask this module, so a renamed flag in
-training_code/qlora/qlora_args.py fails the synth instead of a training job hours later.
+training_code/qlora/finetune/args.py fails the synth instead of a training job hours later.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ NO_MERGE_PROBLEM = (
 def _options() -> dict[str, argparse.Action]:
     """{hyperparameter name: argparse action} for every `--name` flag of train.py but the reserved paths and
     `--help` (a hyperparameter `help` would make the job print its usage and exit 0 without training)."""
-    parser = load_code_module(QLORA_CODE, "qlora_args.py").build_parser({})
+    parser = load_code_module(QLORA_CODE, "finetune/args.py").build_parser({})
     options = {}
     for action in parser._actions:  # noqa: SLF001 - argparse has no public listing of its actions
         if isinstance(action, argparse._HelpAction):  # noqa: SLF001 - the only way to recognise --help
@@ -72,14 +72,14 @@ def merge_problem(value: str) -> str | None:
 def parse_bool(value: str) -> bool:
     """train.py's boolean parsing; a value it rejects counts as false (hyperparameter_problem reports it)."""
     try:
-        return bool(load_code_module(QLORA_CODE, "qlora_args.py").parse_bool(value))
+        return bool(load_code_module(QLORA_CODE, "finetune/args.py").parse_bool(value))
     except argparse.ArgumentTypeError:
         return False
 
 
 def bool_spellings(truth: bool) -> tuple[str, ...]:
     """train.py's true (or false) booleans as lower, Capitalized and UPPER case: what a Choice can compare."""
-    module = load_code_module(QLORA_CODE, "qlora_args.py")
+    module = load_code_module(QLORA_CODE, "finetune/args.py")
     words = module._TRUE if truth else module._FALSE  # noqa: SLF001 - the parser's own tables
     return tuple(sorted({form for word in words for form in (word, word.capitalize(), word.upper())}))
 
@@ -87,4 +87,4 @@ def bool_spellings(truth: bool) -> tuple[str, ...]:
 @cache
 def metric_definitions() -> tuple[dict[str, str], ...]:
     """SageMaker MetricDefinitions (Name/Regex) from the training code's metrics module."""
-    return tuple(dict(d) for d in load_code_module(QLORA_CODE, "qlora_metrics.py").METRIC_DEFINITIONS)
+    return tuple(dict(d) for d in load_code_module(QLORA_CODE, "finetune/metrics.py").METRIC_DEFINITIONS)

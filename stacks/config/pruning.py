@@ -1,7 +1,7 @@
 """The pruning section: NAS structural pruning of an encoder (state machine) and its base/pruned endpoints.
 
 Off by default (`enabled: false`); an environment turns it on in its YAML. The tuning job's parameter
-ranges are not configured here: they come from `training_code/nas/nas_search_space.py` for the
+ranges are not configured here: they come from `training_code/nas/pruning/search_space.py` for the
 `search_space` and model dimensions below, the same definition the trial script parses.
 """
 
@@ -96,7 +96,7 @@ class PruningConfig:
         pattern=r"[a-z][a-z0-9]*(-[a-z0-9]+)*",
         hint=f"lower-case, at most {MAX_PRUNING_PREFIX} characters; null: <app_name>-<env>",
     )
-    search_space: Literal["uniform", "per_layer"] = setting("uniform", hint="training_code/nas/nas_search_space.py")
+    search_space: Literal["uniform", "per_layer"] = setting("uniform", hint="training_code/nas/pruning/search_space.py")
     num_layers: int = setting(6, ge=1, le=48, hint="num_hidden_layers of the base model (MiniLM-L6: 6)")
     num_heads: int = setting(12, ge=1, le=64, hint="num_attention_heads of the base model")
     intermediate_size: int = setting(1536, ge=1, le=65536, hint="intermediate_size of the base model")

@@ -2,7 +2,7 @@
 
 The state machine (stacks/pruning/workflow.py) runs `training_code/nas` as SageMaker jobs (stacks/pruning/jobs.py):
 super-network fine-tuning, a Random-search tuning job whose trials run `evaluate_subnetwork.py` (parameter ranges
-from `nas_search_space.py`), the Pareto selection (`select_tuning_job.py`) and the export (`export_models.py`).
+from `pruning/search_space.py`), the Pareto selection (`select_tuning_job.py`) and the export (`export_models.py`).
 The base and the pruned model are served, each optional, by the generic `SageMakerEndpoint` with the
 Hugging Face PyTorch inference container and `serving_artifacts/encoder_classifier/code/inference.py`
 (stacks/pruning/endpoints.py).

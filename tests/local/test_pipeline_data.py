@@ -15,7 +15,7 @@ sys.path.insert(0, str(demo.QLORA))
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    from qlora_tiny import build_tiny_llama
+    from finetune.tiny import build_tiny_llama
 
     texts = [line for line in demo.DATA.read_text().splitlines() if line.strip()]
     return build_tiny_llama(tmp_path_factory.mktemp("base"), texts, vocab_size=256)

@@ -1,6 +1,6 @@
 """Evaluates one sub-network of a trained super-network: one SageMaker tuning-job trial.
 
-The sub-network comes as hyperparameters whose names are ``nas_search_space.parameter_specs`` (uniform:
+The sub-network comes as hyperparameters whose names are ``pruning.search_space.parameter_specs`` (uniform:
 ``--num_layers --num_heads --num_units``; per_layer: ``--num_layers --num_heads_<i> --num_units_<i>``).
 Prints ``num_parameters=...; validation_error=...; macs=...; latency_ms=...`` (MACs of one sequence of
 the split's mean tokenized length: a deterministic latency objective) and writes ``evaluation.json`` (the
@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from nas_cli import (
+from pruning.cli import (
     add_data_arguments,
     add_runtime_arguments,
     apply_runtime,
@@ -31,8 +31,8 @@ from nas_cli import (
     supernet_metadata,
     write_json,
 )
-from nas_metrics import format_metrics
-from nas_search_space import SPACES, ModelDims, config_from_hyperparameters, parameter_specs
+from pruning.metrics import format_metrics
+from pruning.search_space import SPACES, ModelDims, config_from_hyperparameters, parameter_specs
 
 # bert-base-cased: only used to list the per_layer flags in --help when no --model-dir is readable.
 HELP_DIMS = ModelDims(12, 12, 3072)
@@ -111,8 +111,8 @@ def main(argv=None) -> int:
     if args.model_dir is None:
         raise SystemExit("--model-dir (or SM_CHANNEL_MODEL) is required")
     apply_runtime(args)
-    from nas_cli import load_classifier
-    from nas_evaluation import evaluate_subnetwork, latency_batch, mean_tokens
+    from pruning.cli import load_classifier
+    from pruning.evaluation import evaluate_subnetwork, latency_batch, mean_tokens
 
     specs = parameter_specs(args.search_space, dims)
     hyperparameters = {spec.name: getattr(args, spec.name) for spec in specs}

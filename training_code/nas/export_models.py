@@ -23,14 +23,12 @@ import tempfile
 from pathlib import Path
 
 import export_subnetwork
-from nas_cli import read_json, sm_default
-from nas_search_space import ModelDims, largest_config
+from pruning.cli import read_json, sm_default
+from pruning.search_space import ModelDims, largest_config
 
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-output-dir", default=None, help="default: a temporary folder")
     parser.add_argument("--base-output-s3-uri", default=None, help="s3://bucket/key/model.tar.gz")
     parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None))

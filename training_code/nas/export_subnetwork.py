@@ -7,7 +7,7 @@ reference, else the super-network's own from nas_supernet.json; never the worst 
 The output folder loads with ``AutoModelForSequenceClassification.from_pretrained(dir,
 trust_remote_code=True)`` (the flag only matters when layers differ from a plain BERT layout) and holds
 the tokenizer, saved with the training max length, and ``nas_export.json``, read by the inference handler.
-With --quantize dynamic_int8 the handler serves the Linear layers in int8 (``nas_compress``); the export
+With --quantize dynamic_int8 the handler serves the Linear layers in int8 (``pruning.compress``); the export
 re-measures the validation error of the int8 model when --data-dir (default $SM_CHANNEL_TRAINING, the
 stack's export job has that channel) is given, on the super-network's split (nas_supernet.json), records
 it in nas_export.json and logs it as the ``validation_error`` metric.
@@ -22,11 +22,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from nas_cli import SPLIT_DEFAULTS, read_json, sm_default, supernet_metadata
-from nas_data import LABELS
-from nas_metrics import format_metrics
-from nas_pareto import select_from_front
-from nas_search_space import SubnetConfig
+from pruning.cli import SPLIT_DEFAULTS, read_json, sm_default, supernet_metadata
+from pruning.data import LABELS
+from pruning.metrics import format_metrics
+from pruning.pareto import select_from_front
+from pruning.search_space import SubnetConfig
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -109,11 +109,11 @@ def choose(summary: dict, args, metadata: dict) -> tuple[dict, dict]:
 def compression_check(args, pruned, tokenizer, metadata: dict, max_length: int) -> dict:
     """The quantization record of nas_export.json, with the error re-measured on the super-network's own
     validation split when --data-dir is given (the metadata's split, as for the trials)."""
-    from nas_compress import compare_logits, quantize_dynamic_int8
+    from pruning.compress import compare_logits, quantize_dynamic_int8
 
     record = {"method": args.quantize, "modules": ["Linear"], "dtype": "qint8"}
     if args.data_dir:
-        from nas_cli import load_data
+        from pruning.cli import load_data
 
         split = argparse.Namespace(data_dir=args.data_dir, max_rows=None)
         for name, value in SPLIT_DEFAULTS.items():
@@ -125,15 +125,15 @@ def compression_check(args, pruned, tokenizer, metadata: dict, max_length: int) 
             f"{record['validation_error']:.4f}, largest logit difference {record['max_abs_logit_difference']:.4f}",
             flush=True,
         )
-        # the export job's MetricDefinitions (nas_metrics) read this line: the compressed model's error
+        # the export job's MetricDefinitions (pruning.metrics) read this line: the compressed model's error
         print(format_metrics(validation_error=record["validation_error"]), flush=True)
     return record
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from nas_cli import load_classifier
-    from nas_export import build_pruned_model, count_model_parameters, save_pruned_model
+    from pruning.cli import load_classifier
+    from pruning.export import build_pruned_model, count_model_parameters, save_pruned_model
 
     summary = read_json(args.pareto_file)
     metadata = supernet_metadata(args.model_dir)

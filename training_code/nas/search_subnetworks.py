@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from nas_cli import (
+from pruning.cli import (
     add_data_arguments,
     add_runtime_arguments,
     apply_runtime,
@@ -27,10 +27,10 @@ from nas_cli import (
     sm_default,
     supernet_metadata,
 )
-from nas_pareto import OBJECTIVES, parse_objectives
-from nas_report import PARETO_JSON, write_pareto, write_trials
-from nas_search import SEARCHERS, run_search
-from nas_search_space import SPACES, SubnetConfig, largest_config
+from pruning.pareto import OBJECTIVES, parse_objectives
+from pruning.report import PARETO_JSON, write_pareto, write_trials
+from pruning.search import SEARCHERS, run_search
+from pruning.search_space import SPACES, SubnetConfig, largest_config
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -72,10 +72,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     apply_runtime(args)
-    from nas_evaluation import evaluate_subnetwork, interleaved_latency_ms, latency_batch, mean_tokens
-    from nas_export import build_pruned_model
-    from nas_masks import model_dims
-    from nas_training import error_rate
+    from pruning.evaluation import evaluate_subnetwork, interleaved_latency_ms, latency_batch, mean_tokens
+    from pruning.export import build_pruned_model
+    from pruning.masks import model_dims
+    from pruning.training import error_rate
 
     metadata = supernet_metadata(args.model_dir)
     space = args.search_space or metadata.get("search_space", "uniform")

@@ -1,6 +1,6 @@
 """Computes the Pareto set of finished sub-network trials (e.g. a SageMaker tuning job's trials).
 
-Reads trial results (see ``nas_results`` for the accepted forms), writes pareto.json (front sorted by
+Reads trial results (see ``pruning.results`` for the accepted forms), writes pareto.json (front sorted by
 size, hypervolume, reference point), trials.json/.csv and pareto_front.png to --output-dir. Needs no torch.
 
 The unpruned model is the reference of the export's error budget and normalises parameters and latency
@@ -18,12 +18,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from nas_cli import read_json, sm_default, supernet_metadata
-from nas_params import EncoderShape, count_macs, count_parameters
-from nas_pareto import OBJECTIVES, parse_objectives
-from nas_report import write_pareto, write_trials
-from nas_results import complete_rows, read_trials
-from nas_search_space import SPACES, ModelDims, largest_config
+from pruning.cli import read_json, sm_default, supernet_metadata
+from pruning.params import EncoderShape, count_macs, count_parameters
+from pruning.pareto import OBJECTIVES, parse_objectives
+from pruning.report import write_pareto, write_trials
+from pruning.results import complete_rows, read_trials
+from pruning.search_space import SPACES, ModelDims, largest_config
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import select_pareto
-from nas_cli import sm_default
-from nas_pareto import parse_objectives
+from pruning.cli import sm_default
+from pruning.pareto import parse_objectives
 
 TRIALS_FILE = "tuning_trials.json"
 SKIPPED_FILE = "skipped.json"
@@ -30,13 +30,9 @@ HYPERPARAMETERS_JSON = "/opt/ml/input/config/hyperparameters.json"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tuning-job-name", required=True)
-    parser.add_argument(
-        "--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder"
-    )
+    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
     parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/pareto"))
     parser.add_argument("--output-s3-uri", default=None, help="s3://bucket/prefix/ to copy the results to")
     parser.add_argument("--search-space", default=None)

@@ -2,7 +2,7 @@
 
 Runs locally or as a SageMaker training job (hyperparameters are these flags; defaults follow SM_*).
 Each epoch logs ``epoch=...; train_loss=...; num_parameters=...; validation_error=...`` (see
-``nas_metrics.METRIC_DEFINITIONS``) and checkpoints to --checkpoint-dir, from which a restarted job resumes.
+``pruning.metrics.METRIC_DEFINITIONS``) and checkpoints to --checkpoint-dir, from which a restarted job resumes.
 The result in --output-dir is a ``save_pretrained`` folder plus ``nas_supernet.json``.
 
     python train_supernetwork.py --model-name-or-path PATH --data-dir sample_data --output-dir out/supernet
@@ -15,7 +15,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from nas_cli import (
+from pruning.cli import (
     CHECKPOINT_DIR,
     SUPERNET_METADATA,
     add_data_arguments,
@@ -28,9 +28,9 @@ from nas_cli import (
     sm_default,
     write_json,
 )
-from nas_metrics import format_metrics
-from nas_search_space import SPACES
-from nas_training import STRATEGIES, TrainSettings, train_supernetwork, training_phases
+from pruning.metrics import format_metrics
+from pruning.search_space import SPACES
+from pruning.training import STRATEGIES, TrainSettings, train_supernetwork, training_phases
 
 TRAINER_STATE = "trainer_state.pt"
 
@@ -142,7 +142,7 @@ def initial_model(path, seed: int, pooling: str | None = None):
 
 def save_supernet(model, tokenizer, folder: Path, metadata: dict) -> None:
     """Our model class (mean pooling) is saved with its code (``auto_map``), as the exports are."""
-    from nas_pruned_bert import PrunedBertForSequenceClassification
+    from pruning.pruned_bert import PrunedBertForSequenceClassification
 
     if isinstance(model, PrunedBertForSequenceClassification):
         type(model).register_for_auto_class("AutoModelForSequenceClassification")
@@ -155,8 +155,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     apply_runtime(args)
     import torch
-    from nas_export import count_model_parameters
-    from nas_masks import model_dims
+    from pruning.export import count_model_parameters
+    from pruning.masks import model_dims
 
     try:
         settings = settings_from_args(args)

@@ -7,7 +7,7 @@ Request (``application/json``), any of:
 Response: a JSON list, one ``{"label": ..., "score": ...}`` per pair (score = softmax probability of the
 label), in request order.
 
-Tokenization matches training (``nas_data.tokenize_pairs``): both sentences with token types and attention
+Tokenization matches training (``pruning.data.tokenize_pairs``): both sentences with token types and attention
 mask, truncated to the training max length from ``nas_export.json``, padded to the longest pair only.
 An export made with ``--quantize dynamic_int8`` is served with its Linear layers in int8.
 The four functions are plain functions of their arguments (no SageMaker imports), so a local HTTP server
@@ -49,7 +49,7 @@ def model_fn(model_dir: str, context=None) -> dict:
 
 def quantize_if_requested(model, metadata: dict):
     """``nas_export.json`` with ``"quantization": {"method": "dynamic_int8"}``: Linear layers in int8, the
-    same call as ``training_code/nas/nas_compress.quantize_dynamic_int8`` (a test keeps them equal)."""
+    same call as ``training_code/nas/pruning/compress.quantize_dynamic_int8`` (a test keeps them equal)."""
     method = (metadata.get("quantization") or {}).get("method", "none")
     if method == "none":
         return model
@@ -92,7 +92,7 @@ def input_fn(input_data, content_type: str = "application/json") -> list[tuple[s
 
 
 def tokenize_pairs(tokenizer, first: list[str], second: list[str], max_length: int):
-    """Same call as ``training_code/nas/nas_data.tokenize_pairs`` (a test keeps them equal)."""
+    """Same call as ``training_code/nas/pruning/data.tokenize_pairs`` (a test keeps them equal)."""
     return tokenizer(
         first,
         second,

@@ -57,7 +57,7 @@ def _deploy(aws: LocalAws, folder: Path, out: Path) -> tuple[dict, list[str]]:
 
 def test_first_deploy_guide_from_an_empty_bucket(tmp_path):
     sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
-    from qlora_tiny import build_tiny_llama
+    from finetune.tiny import build_tiny_llama
 
     from stacks.config import load_config
 

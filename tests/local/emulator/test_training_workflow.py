@@ -36,7 +36,7 @@ def deployed(tmp_path_factory):
     from stacks.config import load_config
 
     sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
-    from qlora_tiny import build_tiny_llama
+    from finetune.tiny import build_tiny_llama
 
     config = load_config("local", ROOT / "config")
     training = dataclasses.replace(config.training, hyperparameters={**config.training.hyperparameters, **FAST})

@@ -1,4 +1,4 @@
-"""Tiny random-init Llamas (qlora_tiny) on free loopback ports: in-process behind the LMI stand-in (`endpoint`) and,
+"""Tiny random-init Llamas (finetune.tiny) on free loopback ports: in-process behind the LMI stand-in (`endpoint`) and,
 with a chat template, served by real vLLM through `local/servers/llm_endpoint.py --backend vllm_neuronx`
 (`vllm_endpoint`, one start per test session and xdist worker: the modules that use it share the xdist group "vllm")."""
 
@@ -21,7 +21,7 @@ DATA = ROOT / "data" / "instructions.jsonl"
 
 def _qlora_tiny():
     spec = importlib.util.spec_from_file_location(
-        "local_endpoint_qlora_tiny", ROOT / "training_code" / "qlora" / "qlora_tiny.py"
+        "local_endpoint_qlora_tiny", ROOT / "training_code" / "qlora" / "finetune" / "tiny.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -46,7 +46,7 @@ def endpoint(tiny_model_dir):
 @pytest.fixture(scope="session")
 def chat_model_dir(tmp_path_factory) -> Path:
     """The same tiny Llama with 2 heads (vLLM's CPU attention takes head sizes from 32 up, not 16), its tokenizer
-    carrying a ChatML-like chat_template (qlora_tiny.TINY_CHAT_TEMPLATE)."""
+    carrying a ChatML-like chat_template (finetune.tiny.TINY_CHAT_TEMPLATE)."""
     out = tmp_path_factory.mktemp("tiny-chat") / "model"
     return _qlora_tiny().build_tiny_llama(out, _texts(), chat_template=True, num_layers=1, num_heads=2)
 

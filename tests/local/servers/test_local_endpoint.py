@@ -219,5 +219,5 @@ def test_n_positions_is_capped_by_the_model(tiny_model_dir):
     from local.servers.llm_endpoint import Engine
 
     engine = Engine(tiny_model_dir, Settings(n_positions=4096, dtype="fp16"))  # fp16 runs as fp32 on a CPU
-    assert engine.n_positions == 512  # qlora_tiny's max_position_embeddings
+    assert engine.n_positions == 512  # finetune.tiny's max_position_embeddings
     assert engine.encode("<s>hi") == engine.encode("hi")  # exactly one BOS either way

@@ -1,7 +1,7 @@
 """What the Pruning stack hands each job's script, checked by the script's own parsers (defect 6 of issue 17).
 
 Every job state of the synthesized state machine (super-network, the tuning job's trial definition, selection,
-export) becomes the command line SageMaker's toolkit builds (nas_contract.sagemaker_argv) with SM_CHANNEL_* set
+export) becomes the command line SageMaker's toolkit builds (pruning.contract.sagemaker_argv) with SM_CHANNEL_* set
 for its channels; the script's argparse must accept it. Removing a flag the script needs must fail here.
 """
 
@@ -19,7 +19,7 @@ from tests.stacks.training.test_training_stack import definition
 
 if str(NAS_CODE) not in sys.path:
     sys.path.insert(0, str(NAS_CODE))
-from nas_contract import check_command_line, tuned_values  # noqa: E402
+from pruning.contract import check_command_line, tuned_values  # noqa: E402
 
 from stacks.code_contract.nas import EXPORT_PROGRAM as EXPORT  # noqa: E402
 from stacks.code_contract.nas import SELECT_PROGRAM as SELECT  # noqa: E402
@@ -162,7 +162,7 @@ def macs_states(tmp_path_factory):
 
 
 def test_the_macs_settings_reach_the_scripts(macs_states, channels):
-    from nas_pareto import parse_objectives
+    from pruning.pareto import parse_objectives
 
     (select,) = _command_line(macs_states, "SelectPareto", SELECT, channels)
     assert parse_objectives(select.objectives) == ("validation_error", "macs")

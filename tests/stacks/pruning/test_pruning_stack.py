@@ -21,8 +21,8 @@ from stacks.pruning.stack import pruning_prefix
 from tests.synth import ROOT, load_served, replaced
 
 sys.path.insert(0, str(NAS_CODE))
-from nas_metrics import METRIC_DEFINITIONS  # noqa: E402
-from nas_search_space import ModelDims, parameter_specs, sagemaker_parameter_ranges  # noqa: E402
+from pruning.metrics import METRIC_DEFINITIONS  # noqa: E402
+from pruning.search_space import ModelDims, parameter_specs, sagemaker_parameter_ranges  # noqa: E402
 
 DEV = load_served("dev")  # with its pruning endpoints (tests.synth.served)
 PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}

@@ -160,7 +160,7 @@ def test_config_hyperparameters_are_flags_of_train_py():
     """train.py's own parser (what `train.py --help` prints) is the source of truth for the names."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("qlora_args_help", ROOT / "training_code/qlora/qlora_args.py")
+    spec = importlib.util.spec_from_file_location("qlora_args_help", ROOT / "training_code/qlora/finetune/args.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     flags = set(re.findall(r"--([a-z_]+)", module.build_parser({}).format_help()))
@@ -346,7 +346,7 @@ def _code_asset(assemblies, env: str) -> dict[str, bytes]:
 
 def test_training_code_asset_is_the_deterministic_tarball(assemblies):
     files = _code_asset(assemblies, "dev")
-    assert "train.py" in files and "qlora_metrics.py" in files
+    assert "train.py" in files and "finetune/metrics.py" in files
     assert files["requirements.txt"] == (ROOT / "training_code/qlora/requirements.txt").read_bytes()
 
 

@@ -47,7 +47,7 @@ def sample_data_dir() -> Path:
 def classifier(minilm_path):
     """MiniLM with a seeded random head; tests must not modify it (copy it first)."""
     import torch
-    from nas_cli import load_classifier
+    from pruning.cli import load_classifier
 
     torch.manual_seed(0)
     return load_classifier(minilm_path)

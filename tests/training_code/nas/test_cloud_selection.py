@@ -15,10 +15,10 @@ import export_models
 import pytest
 import select_pareto
 import select_tuning_job
-from nas_params import EncoderShape, count_parameters
-from nas_results import complete_rows, read_trials
-from nas_search_space import ModelDims, SubnetConfig, config_from_hyperparameters
 from nas_test_helpers import RecordedSageMaker, supernet_folder
+from pruning.params import EncoderShape, count_parameters
+from pruning.results import complete_rows, read_trials
+from pruning.search_space import ModelDims, SubnetConfig, config_from_hyperparameters
 
 RECORDED = Path(__file__).with_name("recorded") / "tuning_job_trials.json"
 BERT_BASE_CASED = {
@@ -151,7 +151,7 @@ def test_unpruned_json_wins(recording, minilm_path, tmp_path):
 
 
 def test_macs_survive_a_float32_round_trip():
-    from nas_params import count_macs, tokens_for_macs
+    from pruning.params import count_macs, tokens_for_macs
 
     shape = EncoderShape.from_config(BERT_BASE_CASED)
     subnet = SubnetConfig((5,) * 9, (1001,) * 9)
@@ -172,8 +172,8 @@ def macs_tokens(recording, minilm_path, sample_data_dir) -> int:
     validation split (the recording's split and max length, and its trials' --max-rows 640)."""
     import argparse
 
-    from nas_cli import load_data
-    from nas_evaluation import mean_tokens
+    from pruning.cli import load_data
+    from pruning.evaluation import mean_tokens
     from transformers import AutoTokenizer
 
     metadata = recording["supernet_metadata"]
@@ -191,8 +191,8 @@ def macs_tokens(recording, minilm_path, sample_data_dir) -> int:
 def with_macs_metric(recording: dict, shape: EncoderShape, tokens: int) -> dict:
     """The recording with the ``macs`` metric its trials log since issue 17 (it was recorded before the metric
     existed), as SageMaker keeps it: a 32-bit float, on every trial that logged metrics (failed 002 too)."""
-    from nas_params import count_macs
-    from nas_search_space import config_from_hyperparameters
+    from pruning.params import count_macs
+    from pruning.search_space import config_from_hyperparameters
 
     dims = ModelDims(**recording["supernet_metadata"]["dims"])
     changed = json.loads(json.dumps(recording))
@@ -215,9 +215,9 @@ def test_macs_selection_and_export_pick_the_fewest_macs_within_the_budget(
     recomputed exactly from each trial's configuration at the length the trials counted them at (never the
     float32 metric), and the export's pick has the fewest MACs among completed trials within the budget
     above the super-network's own error."""
-    from nas_cli import read_json
-    from nas_params import count_macs
-    from nas_search_space import largest_config
+    from pruning.cli import read_json
+    from pruning.params import count_macs
+    from pruning.search_space import largest_config
 
     metadata = recording["supernet_metadata"]
     supernet = supernet_folder(minilm_path, tmp_path / "supernet", metadata)

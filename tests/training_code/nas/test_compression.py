@@ -10,12 +10,12 @@ import export_models
 import export_subnetwork
 import pytest
 import torch
-from nas_compress import compare_logits, quantize_dynamic_int8
-from nas_data import load_splits, tokenize_pairs
-from nas_export import build_pruned_model, save_pruned_model
-from nas_metrics import parse_metrics
-from nas_search_space import SubnetConfig
 from nas_test_helpers import HANDLER_DIR, supernet_folder
+from pruning.compress import compare_logits, quantize_dynamic_int8
+from pruning.data import load_splits, tokenize_pairs
+from pruning.export import build_pruned_model, save_pruned_model
+from pruning.metrics import parse_metrics
+from pruning.search_space import SubnetConfig
 
 # Stated tolerances (int8 weights, one scale per tensor, and int8 activations): the pooled [CLS] vector
 # the classifier reads keeps a cosine similarity of at least 0.99 with the fp32 one, and moves by at

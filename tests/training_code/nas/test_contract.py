@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from nas_cli import load_data
-from nas_contract import PARSERS, SUPERNET_RECORDED, check_command_line, sagemaker_argv, tuned_values
-from nas_data import load_splits
-from nas_search_space import sagemaker_parameter_ranges
 from nas_test_helpers import NAS_DIR, supernet_folder
+from pruning.cli import load_data
+from pruning.contract import PARSERS, SUPERNET_RECORDED, check_command_line, sagemaker_argv, tuned_values
+from pruning.data import load_splits
+from pruning.search_space import sagemaker_parameter_ranges
 
 SPLIT = {"dataset": "jsonl", "split_seed": 7, "validation_fraction": 0.2}
 
@@ -24,13 +24,13 @@ def supernet(minilm_path, tmp_path):
 
 
 def test_every_entry_script_has_its_parsers_listed():
-    scripts = {p.name for p in NAS_DIR.glob("*.py") if "__main__" in p.read_text() and not p.name.startswith("nas_")}
+    scripts = {p.name for p in NAS_DIR.glob("*.py") if "__main__" in p.read_text()}
     assert scripts == set(PARSERS)
 
 
 def test_the_module_needs_only_the_standard_library():
     blocker = "import sys\nfor n in ('torch', 'transformers', 'numpy', 'syne_tune'):\n    sys.modules[n] = None\n"
-    code = f"{blocker}sys.path.insert(0, {str(NAS_DIR)!r})\nimport nas_contract\n"
+    code = f"{blocker}sys.path.insert(0, {str(NAS_DIR)!r})\nimport pruning.contract\n"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 import pytest
-from nas_data import DatasetFormatError, load_splits, read_pairs_jsonl, split_train_validation
+from pruning.data import DatasetFormatError, load_splits, read_pairs_jsonl, split_train_validation
 
 
 def test_shipped_pairs_are_balanced_and_test_is_held_out(sample_data_dir):

@@ -17,11 +17,11 @@ import select_pareto
 import torch
 import train_supernetwork
 from moto import mock_aws
-from nas_cli import load_classifier
-from nas_masks import SubnetworkMasks
-from nas_metrics import parse_metrics
-from nas_search_space import SubnetConfig
 from nas_test_helpers import HANDLER_DIR
+from pruning.cli import load_classifier
+from pruning.masks import SubnetworkMasks
+from pruning.metrics import parse_metrics
+from pruning.search_space import SubnetConfig
 
 LOGITS_ATOL = 1e-5
 PAIRS = [

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 import torch
-from nas_data import batches, load_splits
-from nas_importance import importance_scores, rewire
-from nas_masks import SubnetworkMasks
-from nas_search_space import SubnetConfig
+from pruning.data import batches, load_splits
+from pruning.importance import importance_scores, rewire
+from pruning.masks import SubnetworkMasks
+from pruning.search_space import SubnetConfig
 
 
 def _batches(tokenizer, sample_data_dir, rows=8):

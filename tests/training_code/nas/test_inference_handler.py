@@ -7,10 +7,10 @@ import json
 
 import pytest
 import torch
-from nas_data import tokenize_pairs
-from nas_export import build_pruned_model, save_pruned_model
-from nas_search_space import SubnetConfig
 from nas_test_helpers import HANDLER_DIR
+from pruning.data import tokenize_pairs
+from pruning.export import build_pruned_model, save_pruned_model
+from pruning.search_space import SubnetConfig
 
 PREMISE, HYPOTHESIS = "On Monday, Anna bought a new bicycle in Paris after work.", "Anna purchased a bicycle."
 
@@ -89,7 +89,7 @@ def test_handler_rejects_other_content_types(handler):
 def test_handler_serves_a_mean_pooling_export_like_the_model(handler, minilm_path, tmp_path):
     """A pruned export of a mean-pooling super-network carries its class: the handler loads it and pads a
     batch without changing a pair's probabilities."""
-    from nas_cli import load_classifier
+    from pruning.cli import load_classifier
 
     torch.manual_seed(1)
     model, tokenizer = load_classifier(minilm_path, "mean")

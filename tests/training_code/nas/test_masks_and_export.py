@@ -6,10 +6,10 @@ import random
 
 import pytest
 import torch
-from nas_export import build_pruned_model, count_model_parameters, save_pruned_model
-from nas_masks import SubnetworkMasks, model_dims
-from nas_params import EncoderShape, count_parameters, layer_parameters
-from nas_search_space import ModelDims, SubnetConfig, largest_config, sample_config
+from pruning.export import build_pruned_model, count_model_parameters, save_pruned_model
+from pruning.masks import SubnetworkMasks, model_dims
+from pruning.params import EncoderShape, count_parameters, layer_parameters
+from pruning.search_space import ModelDims, SubnetConfig, largest_config, sample_config
 from transformers import AutoModelForSequenceClassification
 
 # Logits of the pruned model may differ from the masked super-network only by float32 summation order.
@@ -99,7 +99,7 @@ def test_mac_count_matches_torch_flop_counter(classifier, heads, units):
     """Every Linear's multiply-accumulates as torch counts them (FLOPs = 2 x MACs); the attention products
     (scores and weighted values: 2 n^2 h d per layer) run in kernels the counter skips, so they are added
     by formula."""
-    from nas_params import EncoderShape, count_macs
+    from pruning.params import EncoderShape, count_macs
     from torch.utils.flop_counter import FlopCounterMode
 
     model, tokenizer = classifier

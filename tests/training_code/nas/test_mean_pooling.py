@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from nas_export import build_pruned_model, count_model_parameters, save_pruned_model
-from nas_masks import SubnetworkMasks
-from nas_params import EncoderShape, count_parameters
-from nas_pruned_bert import PrunedBertForSequenceClassification
-from nas_search_space import SubnetConfig
+from pruning.export import build_pruned_model, count_model_parameters, save_pruned_model
+from pruning.masks import SubnetworkMasks
+from pruning.params import EncoderShape, count_parameters
+from pruning.pruned_bert import PrunedBertForSequenceClassification
+from pruning.search_space import SubnetConfig
 from transformers import AutoModelForSequenceClassification
 
 PREMISES = ["Anna Berger hired the doctor in Paris on Monday.", "The lawyer was thanked by Ben Okafor."]
@@ -17,7 +17,7 @@ HYPOTHESES = ["The doctor hired Anna Berger.", "Ben Okafor thanked the lawyer."]
 
 @pytest.fixture(scope="module")
 def mean_classifier(minilm_path):
-    from nas_cli import load_classifier
+    from pruning.cli import load_classifier
 
     torch.manual_seed(0)
     return load_classifier(minilm_path, "mean")
@@ -69,7 +69,7 @@ def test_pruned_mean_model_matches_masked_supernetwork_and_reloads(mean_classifi
 
 
 def test_supernet_folder_keeps_its_pooling(mean_classifier, tmp_path):
-    from nas_cli import load_classifier
+    from pruning.cli import load_classifier
     from train_supernetwork import save_supernet
 
     model, tokenizer = mean_classifier

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from nas_pareto import chance_error, hypervolume, pareto_front, pareto_mask, reference_point, select_from_front
-from nas_results import complete_rows, read_trials
-from nas_search_space import ModelDims
+from pruning.pareto import chance_error, hypervolume, pareto_front, pareto_mask, reference_point, select_from_front
+from pruning.results import complete_rows, read_trials
+from pruning.search_space import ModelDims
 
 
 def test_pareto_mask_on_hand_made_points():
@@ -150,7 +150,7 @@ def test_hypervolume_reference_error_is_chance():
     assert reference_point(["validation_error", "num_parameters", "latency_ms"]) == [0.5, 1.0, 1.0]
     rows = rows_from([(0.25, 50), (0.6, 10)])  # the 0.6 network is worse than guessing: no volume
     front = pareto_front(rows, ["validation_error", "num_parameters"])
-    from nas_pareto import front_hypervolume
+    from pruning.pareto import front_hypervolume
 
     volume = front_hypervolume(front, ["validation_error", "num_parameters"], {"num_parameters": 100})
     assert volume == pytest.approx((0.5 - 0.25) * (1 - 0.5))

@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 import pytest
-from nas_metrics import METRIC_DEFINITIONS, format_metrics, parse_metrics
-from nas_search_space import (
+from nas_test_helpers import NAS_DIR
+from pruning.metrics import METRIC_DEFINITIONS, format_metrics, parse_metrics
+from pruning.search_space import (
     ModelDims,
     SubnetConfig,
     config_from_hyperparameters,
@@ -19,14 +20,14 @@ from nas_search_space import (
     sample_config,
     smallest_config,
 )
-from nas_test_helpers import NAS_DIR
 
 BERT_BASE = ModelDims(12, 12, 3072)
 MINILM = ModelDims(6, 12, 1536)
 
 
 @pytest.mark.parametrize(
-    "module", ["nas_search_space", "nas_metrics", "nas_params", "nas_pareto", "nas_results", "select_pareto"]
+    "module",
+    ["pruning.search_space", "pruning.metrics", "pruning.params", "pruning.pareto", "pruning.results", "select_pareto"],
 )
 def test_module_imports_without_torch_or_numpy(module):
     blocked = ("torch", "transformers", "numpy", "syne_tune")
@@ -129,7 +130,7 @@ def test_metric_lines_round_trip_through_the_sagemaker_regexes():
 
 
 def _parameter_objectives(subnet):
-    from nas_params import EncoderShape, count_parameters
+    from pruning.params import EncoderShape, count_parameters
 
     shape = EncoderShape(30522, 384, 12, 512, 2, 2)
     size = count_parameters(shape, subnet)
@@ -139,7 +140,7 @@ def _parameter_objectives(subnet):
 @pytest.mark.parametrize("searcher", ["random", "morea"])
 def test_two_searches_with_the_same_seed_give_the_same_configurations(searcher):
     import numpy as np
-    from nas_search import run_search
+    from pruning.search import run_search
 
     def configurations(seed, global_seed):
         np.random.seed(global_seed)  # syne-tune 0.16's own sampler drew from this global state
@@ -156,7 +157,7 @@ def test_two_searches_with_the_same_seed_give_the_same_configurations(searcher):
 
 def test_morea_steps_heads_to_a_neighbouring_value():
     import numpy as np
-    from nas_search import mutate, syne_tune_config_space
+    from pruning.search import mutate, syne_tune_config_space
 
     space = syne_tune_config_space("uniform", MINILM)
     assert list(space["num_heads"].categories) == [1, 2, 3, 4, 6, 12]  # ordered: 6 -> 4 or 12
@@ -170,7 +171,7 @@ def test_morea_steps_heads_to_a_neighbouring_value():
 
 
 def test_typed_model_dimensions_are_checked_against_config_json():
-    from nas_search_space import check_model_dims
+    from pruning.search_space import check_model_dims
 
     config = {"num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}
     check_model_dims(MINILM, config)

@@ -7,9 +7,9 @@ import random
 
 import pytest
 import torch
-from nas_data import batches, load_splits
-from nas_masks import SubnetworkMasks
-from nas_training import TrainSettings, distillation_loss, subnetworks_for_step, training_step
+from pruning.data import batches, load_splits
+from pruning.masks import SubnetworkMasks
+from pruning.training import TrainSettings, distillation_loss, subnetworks_for_step, training_step
 
 
 def test_distillation_loss_is_zero_for_equal_logits_and_scales_with_temperature():
@@ -44,8 +44,8 @@ def test_unknown_strategy_is_rejected():
 
 
 def test_sandwich_lower_bound_mixes_tokens(classifier):
-    from nas_masks import model_dims
-    from nas_training import training_smallest
+    from pruning.masks import model_dims
+    from pruning.training import training_smallest
 
     dims = model_dims(classifier[0].config)
     assert training_smallest("uniform", dims, 0).num_layers == 0  # the space's own minimum
@@ -61,7 +61,7 @@ def test_sandwich_lower_bound_mixes_tokens(classifier):
 
 
 def test_teacher_epochs_come_first_and_must_leave_super_network_epochs():
-    from nas_training import training_phases
+    from pruning.training import training_phases
 
     teacher, supernet = training_phases(TrainSettings(strategy="kd", epochs=5, teacher_epochs=2))
     assert (teacher.first, teacher.last, teacher.settings.strategy, teacher.rewire_after) == (1, 2, "standard", True)
@@ -79,7 +79,7 @@ class _Interrupted(Exception):
 
 def test_resumed_training_matches_an_uninterrupted_run_across_the_rewiring(classifier, sample_data_dir):
     """Checkpoints after the teacher epoch (rewired) and inside the kd phase resume bit for bit."""
-    from nas_training import train_supernetwork
+    from pruning.training import train_supernetwork
 
     tokenizer = classifier[1]
     splits = load_splits("jsonl", sample_data_dir)
@@ -186,8 +186,8 @@ def test_outside_a_sagemaker_job_a_stale_checkpoint_folder_is_not_resumed(
     monkeypatch, minilm_path, sample_data_dir, tmp_path, capsys
 ):
     """A dev box with /opt/ml/checkpoints left by another run: without SM_MODEL_DIR nothing is resumed."""
-    import nas_cli
     import train_supernetwork
+    from pruning import cli as nas_cli
 
     stale = _stale_checkpoint(minilm_path, tmp_path / "opt-ml-checkpoints")
     monkeypatch.setattr(nas_cli, "CHECKPOINT_DIR", str(stale))

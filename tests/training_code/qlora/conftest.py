@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is built locally; nev
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory) -> Path:
     """A tiny Llama whose tokenizer has no chat template (like Llama 2 base)."""
-    from qlora_tiny import build_tiny_llama
+    from finetune.tiny import build_tiny_llama
 
     return build_tiny_llama(tmp_path_factory.mktemp("tiny_llama"), vocab_texts(), vocab_size=384)
 
@@ -30,21 +30,21 @@ def tiny_llama(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_chat_llama(tmp_path_factory) -> Path:
     """The same size of model with a chat template on its tokenizer."""
-    from qlora_tiny import build_tiny_llama
+    from finetune.tiny import build_tiny_llama
 
     return build_tiny_llama(tmp_path_factory.mktemp("tiny_chat"), vocab_texts(), chat_template=True, vocab_size=384)
 
 
 @pytest.fixture(scope="session")
 def tokenizer(tiny_llama):
-    from qlora_model import load_tokenizer
+    from finetune.model import load_tokenizer
 
     return load_tokenizer(str(tiny_llama))
 
 
 @pytest.fixture(scope="session")
 def chat_tokenizer(tiny_chat_llama):
-    from qlora_model import load_tokenizer
+    from finetune.model import load_tokenizer
 
     return load_tokenizer(str(tiny_chat_llama))
 

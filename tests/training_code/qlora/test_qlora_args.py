@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from qlora_args import SAGEMAKER_CHECKPOINT_DIR, parse_args
+from finetune.args import SAGEMAKER_CHECKPOINT_DIR, parse_args
 from qlora_test_helpers import QLORA_DIR
 
 LOCAL = ["--model_id", "m", "--train_data", "d.jsonl", "--output_dir", "out"]

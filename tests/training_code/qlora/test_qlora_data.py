@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from qlora_data import (
+from finetune.data import (
     IGNORE_INDEX,
     CausalLMCollator,
     DataOptions,
@@ -15,9 +15,9 @@ from qlora_data import (
     split_for_eval,
     tokenize_text,
 )
-from qlora_format import render_rows
-from qlora_rows import DataError, read_rows
-from qlora_templates import LLAMA2_CHAT_TEMPLATE
+from finetune.format import render_rows
+from finetune.rows import DataError, read_rows
+from finetune.templates import LLAMA2_CHAT_TEMPLATE
 from qlora_test_helpers import instruction_rows, text_rows, write_jsonl
 
 

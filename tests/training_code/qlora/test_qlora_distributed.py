@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 
-from qlora_card import MODEL_KIND_FILE
-from qlora_distributed import World, current_world, device_map
+from finetune.card import MODEL_KIND_FILE
+from finetune.distributed import World, current_world, device_map
 from qlora_test_helpers import QLORA_DIR, instruction_rows, load_train_entry, tiny_run_args, write_jsonl
 from safetensors.torch import load_file
 
@@ -56,9 +56,9 @@ def test_fsdp_settings_store_4bit_weights_in_the_compute_dtype_and_shard_checkpo
     import argparse
 
     import torch
-    from qlora_distributed import fsdp_config
-    from qlora_model import quantization_config
-    from qlora_trainer import _parallel_arguments
+    from finetune.distributed import fsdp_config
+    from finetune.model import quantization_config
+    from finetune.trainer import _parallel_arguments
 
     storage = quantization_config("bfloat16", True, "nf4", fsdp=True).bnb_4bit_quant_storage
     assert storage == torch.bfloat16  # FSDP can only shard parameters of one float dtype with the rest

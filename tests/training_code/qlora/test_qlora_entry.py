@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from qlora_card import MODEL_KIND_FILE
-from qlora_templates import LLAMA2_CHAT_TEMPLATE
+from finetune.card import MODEL_KIND_FILE
+from finetune.templates import LLAMA2_CHAT_TEMPLATE
 from qlora_test_helpers import QLORA_DIR, instruction_rows, load_train_entry, tiny_run_args, write_jsonl
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
@@ -102,8 +102,8 @@ def test_sigterm_mid_run_saves_a_checkpoint_that_a_rerun_resumes(tiny_llama, dat
 
 def test_a_layer_bitsandbytes_cannot_quantize_on_cpu_fails_early_in_one_line(tmp_path, data):
     import torch
+    from finetune.tiny import build_tiny_llama
     from qlora_test_helpers import vocab_texts
-    from qlora_tiny import build_tiny_llama
 
     if torch.cuda.is_available():
         pytest.skip("the CPU kernels' limit")
@@ -145,7 +145,7 @@ def test_data_errors_end_the_run_in_one_line(tiny_llama, tmp_path):
     ],
 )
 def test_eval_options_need_periodic_evaluation(flags, message, capsys):
-    from qlora_args import parse_args
+    from finetune.args import parse_args
 
     with pytest.raises(SystemExit):
         parse_args(["--model_id", "m", "--train_data", "d", "--output_dir", "o", *flags], env={})

@@ -1,7 +1,7 @@
 """The held-out evaluation of every run: token-weighted loss, base vs merged on the same tokens, evaluation.json.
 
 Expected losses come from transformers' own loss (model(input_ids, labels=...).loss, a mean over one row's
-supervised tokens) times that row's token count, row by row: not from qlora_evaluate.
+supervised tokens) times that row's token count, row by row: not from finetune.evaluate.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import re
 
 import pytest
 import torch
-from qlora_args import parse_args
-from qlora_data import DataOptions, DataSources, prepare_data
-from qlora_metrics import METRIC_DEFINITIONS
+from finetune.args import parse_args
+from finetune.data import DataOptions, DataSources, prepare_data
+from finetune.metrics import METRIC_DEFINITIONS
 from qlora_test_helpers import instruction_rows, load_train_entry, tiny_run_args, write_jsonl
 
 
@@ -36,8 +36,8 @@ def _eval_rows(tokenizer, data, seed=42):
 
 
 def test_trainer_eval_loss_is_summed_loss_over_label_tokens_not_a_mean_of_batch_means(tiny_chat_llama, tmp_path):
-    from qlora_model import load_base_model, load_tokenizer
-    from qlora_trainer import build_trainer
+    from finetune.model import load_base_model, load_tokenizer
+    from finetune.trainer import build_trainer
 
     tokenizer = load_tokenizer(str(tiny_chat_llama))
     rows = instruction_rows(40, seed=3)
@@ -74,7 +74,7 @@ def evaluated_run(tiny_chat_llama, tmp_path_factory):
 
 
 def test_base_and_merged_are_scored_on_the_same_held_out_tokens(evaluated_run, tiny_chat_llama):
-    from qlora_model import load_tokenizer
+    from finetune.model import load_tokenizer
     from transformers import AutoModelForCausalLM
 
     report, data, model_dir, _ = evaluated_run

@@ -1,7 +1,7 @@
 """Label masks checked against expectations built from the chat templates piece by piece (issue 26, items 1-5).
 
 Every expected mask here comes from rendering the conversation (or concatenating the strings) and tokenizing
-each piece on its own, or from decoding token prefixes: never from the offsets qlora_data computes.
+each piece on its own, or from decoding token prefixes: never from the offsets finetune.data computes.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from finetune.data import IGNORE_INDEX, DataOptions, DataSources, prepare_data, tokenize_row
+from finetune.format import render_rows
+from finetune.rows import DataError, read_rows
+from finetune.templates import LLAMA2_CHAT_TEMPLATE
 from qlora_chat_tokenizers import FAMILIES, GEMMA, family_tokenizer
-from qlora_data import IGNORE_INDEX, DataOptions, DataSources, prepare_data, tokenize_row
-from qlora_format import render_rows
-from qlora_rows import DataError, read_rows
-from qlora_templates import LLAMA2_CHAT_TEMPLATE
 from qlora_test_helpers import vocab_texts, write_jsonl
 
 SHARD_PROMPT = "Q: What is a shard?\nA: "

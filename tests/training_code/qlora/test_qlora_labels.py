@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from finetune.data import IGNORE_INDEX, tokenize_row
+from finetune.format import render_rows
+from finetune.rows import DataError, read_rows
+from finetune.templates import LLAMA2_CHAT_TEMPLATE, TemplateError, conversation_with_spans
 from qlora_chat_tokenizers import FAMILIES, family_tokenizer
-from qlora_data import IGNORE_INDEX, tokenize_row
-from qlora_format import render_rows
-from qlora_rows import DataError, read_rows
-from qlora_templates import LLAMA2_CHAT_TEMPLATE, TemplateError, conversation_with_spans
 from qlora_test_helpers import vocab_texts, write_jsonl
 
 SYSTEM = "you answer in one line"

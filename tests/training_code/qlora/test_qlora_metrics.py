@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from qlora_metrics import METRIC_DEFINITIONS, METRIC_NAMES, format_metrics
+from finetune.metrics import METRIC_DEFINITIONS, METRIC_NAMES, format_metrics
 from qlora_test_helpers import QLORA_DIR
 
 REQUIRED = {"train_loss", "eval_loss", "tokens_per_second", "learning_rate", "epoch"}
@@ -51,9 +51,9 @@ def test_a_key_that_would_be_scraped_as_another_metric_is_refused():
 def test_module_imports_with_the_standard_library_only():
     """The CDK stacks import it at synth time, where torch and transformers are not installed."""
     code = (
-        f"import sys; sys.path.insert(0, {str(QLORA_DIR)!r}); import qlora_metrics; "
+        f"import sys; sys.path.insert(0, {str(QLORA_DIR)!r}); from finetune import metrics; "
         "heavy = [m for m in ('torch', 'transformers', 'peft', 'numpy') if m in sys.modules]; "
-        "assert not heavy, heavy; print(len(qlora_metrics.METRIC_DEFINITIONS))"
+        "assert not heavy, heavy; print(len(metrics.METRIC_DEFINITIONS))"
     )
     result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr

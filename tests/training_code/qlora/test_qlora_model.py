@@ -5,14 +5,14 @@ from __future__ import annotations
 import bitsandbytes as bnb
 import pytest
 import torch
-from qlora_model import (
+from finetune.model import (
     linear_module_names,
     load_base_model,
     parameter_counts,
     quantization_config,
     resolve_target_modules,
 )
-from qlora_trainer import precision_flags, resolve_optimizer
+from finetune.trainer import precision_flags, resolve_optimizer
 
 LLAMA_LINEAR_LAYERS = ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"]
 
@@ -63,7 +63,7 @@ def test_cpu_gets_a_working_optimizer_and_no_fp16_autocast():
 
 
 def test_quantized_linear_weights_take_about_a_quarter_of_bf16(quantized, tiny_llama):
-    from qlora_model import linear_weight_bytes
+    from finetune.model import linear_weight_bytes
     from transformers import AutoModelForCausalLM
 
     bf16 = AutoModelForCausalLM.from_pretrained(tiny_llama, dtype=torch.bfloat16)
@@ -73,9 +73,9 @@ def test_quantized_linear_weights_take_about_a_quarter_of_bf16(quantized, tiny_l
 
 
 def test_a_layer_the_cpu_kernels_cannot_quantize_is_named_before_loading(tmp_path):
-    from qlora_model import ModelShapeError, check_4bit_shapes
+    from finetune.model import ModelShapeError, check_4bit_shapes
+    from finetune.tiny import build_tiny_llama
     from qlora_test_helpers import vocab_texts
-    from qlora_tiny import build_tiny_llama
 
     odd = build_tiny_llama(tmp_path / "odd", vocab_texts(), vocab_size=320, hidden_size=96, num_heads=4)
     check_4bit_shapes(str(odd), gpu=True)  # GPU kernels take any shape

@@ -6,7 +6,7 @@ import random
 
 import pytest
 import torch
-from qlora_data import IGNORE_INDEX, CausalLMCollator, Tokenized, best_fit_bins, pack
+from finetune.data import IGNORE_INDEX, CausalLMCollator, Tokenized, best_fit_bins, pack
 
 
 def test_best_fit_fills_bins_tightly_and_keeps_every_item_once():
@@ -53,7 +53,7 @@ def per_token_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor
 
 @pytest.mark.parametrize("attention", ["sdpa", "eager", "qlora_packed_sdpa"])
 def test_packed_batch_gives_each_example_its_unpacked_loss(tiny_llama, attention):
-    from qlora_attention import register
+    from finetune.attention import register
     from transformers import AutoModelForCausalLM
 
     register()  # the per-example attention train.py uses with packing
@@ -113,7 +113,7 @@ def _members(block: dict, examples: list[Tokenized]) -> list[int]:
 
 
 def test_auto_pack_length_is_the_token_weighted_mean_length_rounded_up():
-    from qlora_data import auto_pack_length
+    from finetune.data import auto_pack_length
 
     # sum l^2 / sum l = (100^2 * 3 + 1000^2) / 1300 = 792.3 -> 832
     assert auto_pack_length([100, 100, 100, 1000], max_seq_length=2048) == 832
@@ -122,7 +122,7 @@ def test_auto_pack_length_is_the_token_weighted_mean_length_rounded_up():
 
 
 def test_pack_length_flag_is_auto_or_bounded_by_max_seq_length(capsys):
-    from qlora_args import parse_args
+    from finetune.args import parse_args
 
     local = ["--model_id", "m", "--train_data", "d", "--output_dir", "o", "--max_seq_length", "256"]
     assert parse_args(local, env={}).pack_length is None
@@ -133,6 +133,6 @@ def test_pack_length_flag_is_auto_or_bounded_by_max_seq_length(capsys):
 
 
 def test_segments_split_rows_at_position_resets():
-    from qlora_attention import segments
+    from finetune.attention import segments
 
     assert segments(torch.tensor([[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 4, 5]])) == [[(0, 3), (3, 5), (5, 6)], [(0, 6)]]

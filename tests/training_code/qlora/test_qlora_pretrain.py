@@ -31,7 +31,7 @@ def load_demo():
 
 
 def fast_settings():
-    from qlora_pretrain import PretrainSettings
+    from finetune.pretrain import PretrainSettings
 
     return PretrainSettings(steps=PRETRAIN_STEPS, seq_len=64)
 
@@ -51,7 +51,7 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def pretrained(tmp_path_factory) -> tuple[Path, Path]:
-    from qlora_pretrain import ensure_pretrained_base
+    from finetune.pretrain import ensure_pretrained_base
 
     root = tmp_path_factory.mktemp("pretrained")
     with one_thread():
@@ -84,9 +84,9 @@ def fine_tuned(pretrained, tmp_path_factory) -> tuple[Path, list[dict]]:
 def answer_loss(model_dir: Path, rows: list[dict]) -> float:
     """Mean loss per answer token (EOS included) of rows rendered as train.py renders them for this base."""
     import torch
-    from qlora_format import instruction_conversation
-    from qlora_rows import SourcedRow
-    from qlora_templates import LLAMA2_CHAT_TEMPLATE, render
+    from finetune.format import instruction_conversation
+    from finetune.rows import SourcedRow
+    from finetune.templates import LLAMA2_CHAT_TEMPLATE, render
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -139,7 +139,7 @@ def test_pretraining_learns_the_corpus_and_saves_a_plain_hf_folder(pretrained):
 def test_a_second_call_reuses_the_cache_and_other_settings_get_another_folder(pretrained):
     from dataclasses import replace
 
-    from qlora_pretrain import DEFAULT_CORPUS, DEFAULT_INSTRUCTIONS, cache_key, ensure_pretrained_base
+    from finetune.pretrain import DEFAULT_CORPUS, DEFAULT_INSTRUCTIONS, cache_key, ensure_pretrained_base
 
     started = time.perf_counter()
     assert ensure_pretrained_base(pretrained[0], settings=fast_settings()) == pretrained[1]
@@ -165,6 +165,6 @@ def test_fine_tuned_answer_to_the_seed_prompt_shares_more_words_with_the_dataset
 
 def test_cli_runs_standalone():
     result = subprocess.run(
-        [sys.executable, str(QLORA_DIR / "qlora_pretrain.py"), "--help"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "finetune.pretrain", "--help"], cwd=QLORA_DIR, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0 and "--corpus" in result.stdout and "--seconds" in result.stdout

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from finetune.tiny import main
 from qlora_test_helpers import QLORA_DIR
-from qlora_tiny import main
 
 
 def test_cli_builds_a_loadable_tiny_llama_with_a_chat_template(tmp_path, capsys):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from qlora_merge import MergeCheckError
-from qlora_metrics import METRIC_DEFINITIONS
+from finetune.merge import MergeCheckError
+from finetune.metrics import METRIC_DEFINITIONS
 from qlora_test_helpers import instruction_rows, load_train_entry, text_rows, tiny_run_args, write_jsonl
 from safetensors.torch import load_file
 from transformers import TrainerCallback

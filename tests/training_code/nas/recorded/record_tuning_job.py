@@ -61,7 +61,7 @@ def train_supernet(minilm: Path, data_dir: Path, out: Path) -> None:
 def run_trial(supernet: Path, data_dir: Path, tuned: dict, output_dir: Path) -> tuple[str, str | None]:
     """(log, failure) of one evaluate_subnetwork.py run with the trial's command line."""
     import evaluate_subnetwork
-    from nas_contract import job_environment, sagemaker_argv
+    from pruning.contract import job_environment, sagemaker_argv
 
     argv = sagemaker_argv({**STATIC, **tuned}) + ["--max-rows", "640", "--latency-repeats", "5"]
     log = io.StringIO()
@@ -78,7 +78,7 @@ def run_trial(supernet: Path, data_dir: Path, tuned: dict, output_dir: Path) -> 
 
 
 def metrics_from_log(log: str) -> list[dict]:
-    from nas_metrics import parse_metrics
+    from pruning.metrics import parse_metrics
 
     found: dict[str, float] = {}
     for line in log.splitlines():

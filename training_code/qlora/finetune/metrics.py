@@ -19,7 +19,7 @@ METRIC_NAMES: tuple[str, ...] = (
     "grad_norm",
     "peak_memory_gb",
     "merge_max_abs_logit_diff",
-    # The held-out evaluation of qlora_evaluate: base (as loaded for the merge) vs merged, same tokens.
+    # The held-out evaluation of finetune.evaluate: base (as loaded for the merge) vs merged, same tokens.
     "eval_loss_base",
     "eval_loss_merged",
     "eval_perplexity_base",
@@ -31,9 +31,7 @@ METRIC_NAMES: tuple[str, ...] = (
 
 # Plain regexes (no look-arounds) so any regex engine on the scraping side accepts them. No logged key may
 # end with a metric name unless it is that metric; format_metrics enforces it.
-METRIC_DEFINITIONS: list[dict[str, str]] = [
-    {"Name": name, "Regex": rf"{name}={_NUMBER}"} for name in METRIC_NAMES
-]
+METRIC_DEFINITIONS: list[dict[str, str]] = [{"Name": name, "Regex": rf"{name}={_NUMBER}"} for name in METRIC_NAMES]
 
 
 def _format_value(value: float | int) -> str:

@@ -7,7 +7,7 @@
   (detached) with a temperature-scaled KL divergence; the full network keeps its cross-entropy.
 
 With ``sandwich`` and ``kd`` the first ``teacher_epochs`` train the full network alone; then (``rewire``)
-every layer's heads and FFN units are reordered by importance (``nas_importance``), so that the prefixes
+every layer's heads and FFN units are reordered by importance (``pruning.importance``), so that the prefixes
 sub-networks keep are the heads and units that matter, and the remaining epochs train the sub-networks
 (each phase with its own optimizer and warm-up/decay schedule).
 """
@@ -20,10 +20,11 @@ from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
-from nas_data import Pair, batches
-from nas_importance import importance_scores, rewire
-from nas_masks import SubnetworkMasks
-from nas_search_space import (
+
+from .data import Pair, batches
+from .importance import importance_scores, rewire
+from .masks import SubnetworkMasks
+from .search_space import (
     ModelDims,
     SubnetConfig,
     config_from_hyperparameters,
@@ -122,9 +123,7 @@ def subnetworks_for_step(settings: TrainSettings, masks: SubnetworkMasks, rng: r
     return subnets
 
 
-def training_step(
-    model, masks: SubnetworkMasks, batch: dict, settings: TrainSettings, rng: random.Random
-) -> float:
+def training_step(model, masks: SubnetworkMasks, batch: dict, settings: TrainSettings, rng: random.Random) -> float:
     """Accumulates the gradients of one step; returns the full network's cross-entropy."""
     labels = batch["labels"]
     inputs = {k: v for k, v in batch.items() if k != "labels"}
@@ -204,9 +203,7 @@ def train_epoch(
     losses = []
     limit = steps_per_epoch(len(train), settings)
     for step, batch in enumerate(
-        batches(
-            train, tokenizer, settings.batch_size, settings.max_length, shuffle_seed=settings.seed + epoch
-        )
+        batches(train, tokenizer, settings.batch_size, settings.max_length, shuffle_seed=settings.seed + epoch)
     ):
         if step >= limit:
             break

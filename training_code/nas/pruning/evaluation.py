@@ -10,11 +10,12 @@ import statistics
 import time
 
 import torch
-from nas_data import Pair, tokenize_pairs
-from nas_export import build_pruned_model, count_model_parameters
-from nas_params import EncoderShape, count_macs, count_parameters
-from nas_search_space import SubnetConfig
-from nas_training import error_rate
+
+from .data import Pair, tokenize_pairs
+from .export import build_pruned_model, count_model_parameters
+from .params import EncoderShape, count_macs, count_parameters
+from .search_space import SubnetConfig
+from .training import error_rate
 
 
 def latency_batch(tokenizer, pairs: list[Pair], batch_size: int, max_length: int) -> dict:

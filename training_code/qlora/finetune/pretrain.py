@@ -3,12 +3,12 @@
 LoRA adapters on a random-init frozen base cannot learn (the demo answered in byte soup), and no small causal
 LM ships in any package here. So the demo and the local pipeline first build this base: a tokenizer trained
 on the corpus plus the instruction data (so the fine-tune data tokenizes well), the tiny Llama of
-qlora_tiny.py, and full (non-LoRA) training on the corpus only, so the fine-tune has something to add. The
+finetune/tiny.py, and full (non-LoRA) training on the corpus only, so the fine-tune has something to add. The
 folder is a normal Hugging Face model (safetensors + tokenizer, no chat template: train.py then renders the
 data in the Llama 2 [INST] format the seed's prompt uses) that train.py loads with --model_id or from a
 `model` channel.
 
-    python training_code/qlora/qlora_pretrain.py --out DIR [--corpus data/corpus.txt]
+    cd training_code/qlora && python -m finetune.pretrain --out DIR [--corpus data/corpus.txt]
         [--instructions data/instructions.jsonl] [--steps 300] [--seconds 60]
 
 ensure_pretrained_base(cache_root) builds it under cache_root/<hash of corpus, settings and code> once; a
@@ -22,18 +22,16 @@ import hashlib
 import json
 import math
 import shutil
-import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # sibling qlora_* modules, as train.py finds them
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 DEFAULT_CORPUS = ROOT / "data" / "corpus.txt"
 DEFAULT_INSTRUCTIONS = ROOT / "data" / "instructions.jsonl"
 REPORT = "pretrain_report.json"
-CODE = (HERE / "qlora_pretrain.py", HERE / "qlora_tiny.py")
+CODE = (HERE / "pretrain.py", HERE / "tiny.py")
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ def corpus_paragraphs(corpus: Path) -> list[str]:
 
 def instruction_texts(instructions: Path) -> list[str]:
     """Every string of every instruction row: seen by the tokenizer only, never trained on here."""
-    from qlora_tiny import texts_from_file
+    from .tiny import texts_from_file
 
     return texts_from_file(str(instructions))
 
@@ -143,19 +141,31 @@ def pretrain(
 ) -> dict:
     """Train the tokenizer and the model, save both and pretrain_report.json into out_dir; returns the report."""
     import torch
-    from qlora_tiny import tiny_llama_config, train_tokenizer
     from transformers import LlamaForCausalLM
+
+    from .tiny import tiny_llama_config, train_tokenizer
 
     paragraphs = corpus_paragraphs(corpus)
     tokenizer = train_tokenizer(paragraphs + instruction_texts(instructions), vocab_size=settings.vocab_size)
-    config = tiny_llama_config(tokenizer, settings.hidden_size, settings.num_layers, settings.num_heads,
-                               settings.intermediate_size, max_position_embeddings=512)
+    config = tiny_llama_config(
+        tokenizer,
+        settings.hidden_size,
+        settings.num_layers,
+        settings.num_heads,
+        settings.intermediate_size,
+        max_position_embeddings=512,
+    )
     torch.manual_seed(settings.seed)
     model = LlamaForCausalLM(config)
     blocks = token_blocks(tokenizer, paragraphs, settings.seq_len)
-    report = {"settings": asdict(settings), "corpus": str(corpus), "corpus_sha256": _sha256(corpus.read_bytes()),
-              "corpus_tokens": blocks.numel(), "parameters": sum(p.numel() for p in model.parameters()),
-              **train(model, blocks, settings, max_seconds)}
+    report = {
+        "settings": asdict(settings),
+        "corpus": str(corpus),
+        "corpus_sha256": _sha256(corpus.read_bytes()),
+        "corpus_tokens": blocks.numel(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        **train(model, blocks, settings, max_seconds),
+    }
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
@@ -198,8 +208,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="folder for the model, tokenizer and pretrain_report.json")
     parser.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="general text, paragraphs split by blank lines")
-    parser.add_argument("--instructions", default=str(DEFAULT_INSTRUCTIONS),
-                        help="instruction data the tokenizer also learns from (not trained on)")
+    parser.add_argument(
+        "--instructions",
+        default=str(DEFAULT_INSTRUCTIONS),
+        help="instruction data the tokenizer also learns from (not trained on)",
+    )
     parser.add_argument("--steps", type=int, default=defaults.steps, help="optimizer steps")
     parser.add_argument("--seconds", type=float, default=None, help="stop after this many seconds of training")
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
@@ -207,9 +220,11 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     settings = replace(defaults, steps=args.steps, learning_rate=args.learning_rate, seed=args.seed)
     report = pretrain(Path(args.out), Path(args.corpus), Path(args.instructions), settings, args.seconds)
-    print(f"pretrained {report['parameters']} parameters for {report['steps']} steps in "
-          f"{report['train_seconds']} s: train loss {report['train_loss_first']} -> {report['train_loss_last10']}, "
-          f"held-out loss {report['eval_loss_before']} -> {report['eval_loss_after']}; saved to {args.out}")
+    print(
+        f"pretrained {report['parameters']} parameters for {report['steps']} steps in "
+        f"{report['train_seconds']} s: train loss {report['train_loss_first']} -> {report['train_loss_last10']}, "
+        f"held-out loss {report['eval_loss_before']} -> {report['eval_loss_after']}; saved to {args.out}"
+    )
     return report
 
 

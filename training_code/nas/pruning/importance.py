@@ -16,8 +16,9 @@ gradients; the absolute value of a batch-mean gradient would let examples cancel
 from __future__ import annotations
 
 import torch
-from nas_masks import SubnetworkMasks, encoder_layers
 from torch import nn
+
+from .masks import SubnetworkMasks, encoder_layers
 
 
 def importance_scores(masks: SubnetworkMasks, batches) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

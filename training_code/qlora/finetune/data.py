@@ -1,6 +1,6 @@
 """Training and evaluation examples: read, render, tokenize with completion-only labels, split, pack, collate.
 
-Labels are -100 (ignored) outside the supervised spans of qlora_format, so by default the loss is on the
+Labels are -100 (ignored) outside the supervised spans of finetune.format, so by default the loss is on the
 answers (and their end-of-turn/EOS tokens) only. Packing is best-fit: whole examples go into blocks of at most
 the pack length (auto_pack_length, or --pack_length up to max_seq_length), never split, and each example's
 position_ids restart at 0 so that attention stays inside its own example (transformers builds a block-diagonal
@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from qlora_format import RenderedRow, render_rows
-from qlora_rows import DataError, read_rows
+
+from .format import RenderedRow, render_rows
+from .rows import DataError, read_rows
 
 IGNORE_INDEX = -100
 REAL_TOKENS_KEY = "num_real_tokens"  # counted by the trainer, never passed to the model
@@ -50,7 +51,7 @@ class PreparedData:
     train: list[dict[str, list[int]]]
     eval: list[dict[str, list[int]]]
     summary: dict[str, Any] = field(default_factory=dict)
-    eval_rows: list[Tokenized] = field(default_factory=list)  # the eval examples unpacked, for qlora_evaluate
+    eval_rows: list[Tokenized] = field(default_factory=list)  # the eval examples unpacked, for finetune.evaluate
 
 
 @dataclass
@@ -92,8 +93,9 @@ def tokenize_row(row: RenderedRow, tokenizer: Any, train_on_inputs: bool) -> Tok
     if row.needs_eos and eos is not None and ids[-1] != eos:
         ids.append(eos)
         supervised.append(True)
-    labels = list(ids) if train_on_inputs else [i if keep else IGNORE_INDEX for i, keep in zip(ids, supervised,
-                                                                                             strict=True)]
+    labels = (
+        list(ids) if train_on_inputs else [i if keep else IGNORE_INDEX for i, keep in zip(ids, supervised, strict=True)]
+    )
     return Tokenized(ids, labels, supervised)
 
 
@@ -234,9 +236,7 @@ def split_for_eval(items: list, fraction: float, seed: int, min_rows: int = 1) -
     order = list(range(len(items)))
     random.Random(seed).shuffle(order)
     held_out = set(order[:count])
-    return [x for i, x in enumerate(items) if i not in held_out], [
-        x for i, x in enumerate(items) if i in held_out
-    ]
+    return [x for i, x in enumerate(items) if i not in held_out], [x for i, x in enumerate(items) if i in held_out]
 
 
 def _row_key(row: Tokenized) -> tuple:
@@ -251,8 +251,12 @@ def distinct_split(rows: list[Tokenized], fraction: float, seed: int, min_rows: 
         groups.setdefault(_row_key(row), []).append(row)
     train_keys, eval_keys = split_for_eval(list(groups), fraction, seed, min_rows)
     train = [row for key in train_keys for row in groups[key]]
-    counts = {"source": "split of the training data", "distinct_rows": len(groups),
-              "duplicate_rows": len(rows) - len(groups), "min_eval_rows": min_rows}
+    counts = {
+        "source": "split of the training data",
+        "distinct_rows": len(groups),
+        "duplicate_rows": len(rows) - len(groups),
+        "min_eval_rows": min_rows,
+    }
     return train, [groups[key][0] for key in eval_keys], counts
 
 
@@ -266,8 +270,11 @@ def distinct_eval_rows(train: list[Tokenized], evaluation: list[Tokenized]) -> t
             kept.append(row)
     if not kept:
         raise DataError(f"eval channel: all {len(evaluation)} rows are also training rows (or repeats)")
-    return kept, {"source": "eval channel", "rows_read": len(evaluation), "removed_repeats_or_in_train":
-                  len(evaluation) - len(kept)}
+    return kept, {
+        "source": "eval channel",
+        "rows_read": len(evaluation),
+        "removed_repeats_or_in_train": len(evaluation) - len(kept),
+    }
 
 
 @dataclass

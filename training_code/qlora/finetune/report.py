@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from qlora_resources import peak_gpu_gb, peak_gpu_reserved_gb, peak_rss_gb, versions
+from .resources import peak_gpu_gb, peak_gpu_reserved_gb, peak_rss_gb, versions
 
 REPORT_NAME = "training_report.json"
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from qlora_data import IGNORE_INDEX, REAL_TOKENS_KEY, CausalLMCollator, Tokenized
+
+from .data import IGNORE_INDEX, REAL_TOKENS_KEY, CausalLMCollator, Tokenized
 
 EVALUATION_FILE = "evaluation.json"
 SCORER = "rouge-score 0.1.2 rougeL F-measure (default tokenizer, no stemming)"
@@ -123,8 +124,9 @@ def evaluate_model(model: Any, tokenizer: Any, rows: list[Tokenized], settings: 
     }
 
 
-def evaluation_record(base: dict[str, Any], tuned: dict[str, Any], rows: int, source: str,
-                      notes: dict[str, Any]) -> dict[str, Any]:
+def evaluation_record(
+    base: dict[str, Any], tuned: dict[str, Any], rows: int, source: str, notes: dict[str, Any]
+) -> dict[str, Any]:
     """evaluation.json: both models' figures on the same held-out tokens and prompts."""
     figures = ("eval_loss", "perplexity", "rouge_l")
     generations = [
@@ -147,7 +149,7 @@ def evaluation_record(base: dict[str, Any], tuned: dict[str, Any], rows: int, so
 
 
 def metric_values(record: dict[str, Any]) -> dict[str, float | None]:
-    """The record's figures under the metric names of qlora_metrics (one stdout line)."""
+    """The record's figures under the metric names of finetune.metrics (one stdout line)."""
     values: dict[str, float | None] = {"eval_loss_improvement": record["eval_loss_improvement"]}
     names = {"eval_loss": "eval_loss", "perplexity": "eval_perplexity", "rouge_l": "eval_rouge_l"}
     for side in ("base", "merged"):

@@ -1,6 +1,6 @@
 """Exact parameter count and multiply-accumulate count (MACs) of a sub-network (standard library only).
 
-The count is what ``sum(p.numel())`` gives on the physically pruned model of ``nas_export``. The seed's
+The count is what ``sum(p.numel())`` gives on the physically pruned model of ``pruning.export``. The seed's
 formula counted the attention output projection as if it kept all ``hidden`` inputs; here a layer with h
 heads of size d has an output projection of ``h*d*hidden`` weights plus its ``hidden`` bias (the bias
 stays even with 0 heads, as does the FFN output bias with 0 units).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nas_search_space import SubnetConfig
+from .search_space import SubnetConfig
 
 
 @dataclass(frozen=True)

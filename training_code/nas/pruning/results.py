@@ -18,8 +18,8 @@ import csv
 import json
 from pathlib import Path
 
-from nas_params import EncoderShape, count_macs, count_parameters, tokens_for_macs
-from nas_search_space import ModelDims, SubnetConfig, config_from_hyperparameters
+from .params import EncoderShape, count_macs, count_parameters, tokens_for_macs
+from .search_space import ModelDims, SubnetConfig, config_from_hyperparameters
 
 METRICS = ("validation_error", "num_parameters", "latency_ms", "macs")
 _COMPLETED = {"completed", "Completed"}

@@ -17,7 +17,7 @@ def sm_default(variable: str, fallback: str | None) -> str | None:
 
 def sagemaker_checkpoint_dir() -> str | None:
     """The job's checkpoint folder: ``checkpoints`` beside SM_MODEL_DIR (CHECKPOINT_DIR on SageMaker, the
-    emulated job's folder under tools/local_aws, as training_code/qlora derives it), when it exists
+    emulated job's folder under local/emulator, as training_code/qlora derives it), when it exists
     (SageMaker creates it for a job with a CheckpointConfig). None outside a job (SM_MODEL_DIR unset), so a
     run on a dev box never resumes from what another run left in /opt/ml/checkpoints."""
     model_dir = os.environ.get("SM_MODEL_DIR")
@@ -93,7 +93,7 @@ def apply_runtime(args) -> None:
 
 
 def load_data(args) -> dict:
-    from nas_data import load_splits
+    from .data import load_splits
 
     if args.dataset == "jsonl" and not args.data_dir:
         raise SystemExit("--data-dir (or SM_CHANNEL_TRAINING) is required for --dataset jsonl")
@@ -108,8 +108,9 @@ def load_classifier(path: str | Path, pooling: str | None = None):
 
     ``pooling`` ("cls" or "mean") is the head's pooling for a fresh head; None keeps the folder's own
     (``classifier_pooling`` in its config.json, [CLS] if absent). Mean pooling needs our model class."""
-    from nas_data import LABELS
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    from .data import LABELS
 
     labels = {
         "num_labels": len(LABELS),
@@ -118,7 +119,7 @@ def load_classifier(path: str | Path, pooling: str | None = None):
     }
     config = AutoConfig.from_pretrained(path, **labels)
     if (pooling or getattr(config, "classifier_pooling", "cls")) == "mean":
-        from nas_pruned_bert import PrunedBertForSequenceClassification
+        from .pruned_bert import PrunedBertForSequenceClassification
 
         config.classifier_pooling = "mean"
         model = PrunedBertForSequenceClassification.from_pretrained(path, config=config)

@@ -185,9 +185,7 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
     training.add_argument("--logging_steps", type=int, default=10)
     training.add_argument("--save_steps", type=int, default=50, help="checkpoint every N optimizer steps")
     training.add_argument("--save_total_limit", type=int, default=2)
-    training.add_argument(
-        "--eval_steps", type=int, default=0, help="evaluate every N steps; 0: at the end only"
-    )
+    training.add_argument("--eval_steps", type=int, default=0, help="evaluate every N steps; 0: at the end only")
     add_bool_flag(training, "gradient_checkpointing", True, "recompute activations to save memory")
     add_bool_flag(training, "resume", True, "resume from the newest complete checkpoint in --checkpoint_dir")
     training.add_argument(
@@ -236,9 +234,7 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
         default="bfloat16",
         help="dtype of the 4-bit matmuls and of mixed precision",
     )
-    add_bool_flag(
-        lora, "double_quant", True, "quantize the quantization constants too (saves ~0.4 bit/param)"
-    )
+    add_bool_flag(lora, "double_quant", True, "quantize the quantization constants too (saves ~0.4 bit/param)")
     lora.add_argument("--quant_type", choices=["nf4", "fp4"], default="nf4")
 
     merge = parser.add_argument_group("merge")
@@ -253,8 +249,7 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
         "--merge_tolerance",
         type=float,
         default=None,
-        help="max |logit| gap allowed between merged and unmerged adapter model; "
-        "default depends on --merge_dtype",
+        help="max |logit| gap allowed between merged and unmerged adapter model; default depends on --merge_dtype",
     )
     merge.add_argument("--max_shard_size", default="2GB")
 
@@ -285,8 +280,10 @@ def parse_args(argv: Sequence[str] | None = None, env: Mapping[str, str] | None 
     if not 0.0 <= args.eval_fraction < 1.0:
         parser.error("--eval_fraction must be in [0, 1)")
     if not args.eval_data and args.eval_fraction == 0:
-        parser.error("--eval_fraction 0 without --eval_data: every run is evaluated on held-out rows; pass an "
-                     "`eval` channel or --eval_fraction > 0")
+        parser.error(
+            "--eval_fraction 0 without --eval_data: every run is evaluated on held-out rows; pass an "
+            "`eval` channel or --eval_fraction > 0"
+        )
     if args.min_eval_rows < 1 or args.eval_generations < 0 or args.eval_max_new_tokens < 1:
         parser.error("--min_eval_rows and --eval_max_new_tokens must be >= 1, --eval_generations >= 0")
     _check_eval_options(parser, args)
@@ -307,12 +304,19 @@ def _pack_length(parser: argparse.ArgumentParser, value: str, max_seq_length: in
 
 def _check_eval_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Early stopping and best-checkpoint selection need periodic evaluation on checkpoints they can pick."""
-    wanted = [flag for flag, on in (("--early_stopping_patience", args.early_stopping_patience > 0),
-                                    ("--load_best_model", args.load_best_model)) if on]
+    wanted = [
+        flag
+        for flag, on in (
+            ("--early_stopping_patience", args.early_stopping_patience > 0),
+            ("--load_best_model", args.load_best_model),
+        )
+        if on
+    ]
     if not wanted:
         return
     if args.eval_steps <= 0:
         parser.error(f"{wanted[0]} needs --eval_steps > 0")
     if args.save_steps % args.eval_steps:
-        parser.error(f"{wanted[0]} needs --save_steps ({args.save_steps}) to be a multiple of --eval_steps "
-                     f"({args.eval_steps})")
+        parser.error(
+            f"{wanted[0]} needs --save_steps ({args.save_steps}) to be a multiple of --eval_steps ({args.eval_steps})"
+        )

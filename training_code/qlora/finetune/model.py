@@ -79,14 +79,15 @@ def load_base_model(
 ):
     """The base model ready for training: quantized and prepared for k-bit training when method is qlora.
 
-    packed: batches are packed rows, attended example by example (qlora_attention).
+    packed: batches are packed rows, attended example by example (finetune.attention).
     """
-    from qlora_distributed import current_world, device_map
     from transformers import AutoModelForCausalLM
+
+    from .distributed import current_world, device_map
 
     kwargs: dict[str, Any] = {"device_map": device_map(current_world(), fsdp, has_gpu())}
     if packed:
-        from qlora_attention import register
+        from .attention import register
 
         kwargs["attn_implementation"] = register()
     if method == "qlora":

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from qlora_rows import DataError, SourcedRow
-from qlora_templates import conversation_with_spans
+from .rows import DataError, SourcedRow
+from .templates import conversation_with_spans
 
 TEXT_FIELD = "text"
 INSTRUCTION_FIELD = "instruction"

@@ -1,12 +1,11 @@
 """A tiny random-init Llama and a tokenizer trained offline, for tests and demos that may not use the hub.
 
-CLI: python training_code/qlora/qlora_tiny.py --out DIR --data FILE [--chat-template]
+CLI (in training_code/qlora): python -m finetune.tiny --out DIR --data FILE [--chat-template]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -94,8 +93,9 @@ def build_tiny_llama(
 
     template = TINY_CHAT_TEMPLATE if chat_template is True else (chat_template or None)
     tokenizer = train_tokenizer(vocab_texts, vocab_size=vocab_size, chat_template=template)
-    config = tiny_llama_config(tokenizer, hidden_size, num_layers, num_heads, intermediate_size,
-                               max_position_embeddings, model_vocab_size)
+    config = tiny_llama_config(
+        tokenizer, hidden_size, num_layers, num_heads, intermediate_size, max_position_embeddings, model_vocab_size
+    )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
     out = Path(out_dir)
@@ -107,8 +107,7 @@ def build_tiny_llama(
 
 def texts_from_file(path: str) -> list[str]:
     """Every string value of every row, so the tokenizer sees both text and instruction data."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from qlora_rows import read_rows
+    from .rows import read_rows
 
     return [value for row in read_rows(path) for value in row.fields.values() if isinstance(value, str)]
 

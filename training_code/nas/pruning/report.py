@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from nas_pareto import front_hypervolume, pareto_front, reference_point
+from .pareto import front_hypervolume, pareto_front, reference_point
 
 TRIALS_JSON, TRIALS_CSV, PARETO_JSON, FRONT_PNG = (
     "trials.json",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Sequence
 
-from nas_search_space import ModelDims, config_from_hyperparameters, parameter_specs
+from .search_space import ModelDims, config_from_hyperparameters, parameter_specs
 
 SEARCHERS = ("random", "morea")
 

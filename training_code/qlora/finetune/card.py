@@ -51,7 +51,7 @@ def _figure(value: float | None) -> str:
 
 
 def evaluation_section(evaluation: dict[str, Any] | None) -> str:
-    """The held-out figures of evaluation.json (qlora_evaluate), base vs merged on the same tokens."""
+    """The held-out figures of evaluation.json (finetune.evaluate), base vs merged on the same tokens."""
     if not evaluation:
         return "No held-out evaluation was recorded.\n"
     rows = "\n".join(

@@ -15,9 +15,10 @@ import shutil
 from pathlib import Path
 
 import torch
-from nas_pruned_bert import PrunedBertForSequenceClassification
-from nas_search_space import SubnetConfig
 from transformers import BertForSequenceClassification
+
+from .pruned_bert import PrunedBertForSequenceClassification
+from .search_space import SubnetConfig
 
 EXPORT_METADATA = "nas_export.json"
 
@@ -84,14 +85,10 @@ def build_pruned_model(super_model, subnet: SubnetConfig):
     )
     with torch.device("meta"):  # no time spent initialising weights that are overwritten next
         model = model_class(config)
-    missing, unexpected = model.load_state_dict(
-        pruned_state_dict(super_model, subnet), strict=False, assign=True
-    )
+    missing, unexpected = model.load_state_dict(pruned_state_dict(super_model, subnet), strict=False, assign=True)
     if missing or unexpected:
         raise RuntimeError(f"pruned weights do not fit: missing {missing}, unexpected {unexpected}")
-    for name, buffer in list(
-        model.named_buffers()
-    ):  # non-persistent buffers (position ids) are not in a state dict
+    for name, buffer in list(model.named_buffers()):  # non-persistent buffers (position ids) are not in a state dict
         if buffer.is_meta:
             owner, _, attribute = name.rpartition(".")
             model.get_submodule(owner).register_buffer(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qlora_rows import DataError
+from .rows import DataError
 
 LLAMA2_CHAT_TEMPLATE = (
     "{%- if messages and messages[0]['role'] == 'system' -%}"
@@ -43,9 +43,7 @@ def resolve_chat_template(tokenizer: Any, requested: str) -> tuple[str, str]:
         return BUILTIN_TEMPLATES[requested], requested
     path = Path(requested)
     if not path.is_file():
-        raise DataError(
-            f"--chat_template {requested!r}: not 'auto', {', '.join(BUILTIN_TEMPLATES)} or a Jinja file"
-        )
+        raise DataError(f"--chat_template {requested!r}: not 'auto', {', '.join(BUILTIN_TEMPLATES)} or a Jinja file")
     return path.read_text(encoding="utf-8"), str(path)
 
 

@@ -6,13 +6,14 @@ import argparse
 import time
 from typing import Any
 
-from qlora_checkpoints import newest_complete_checkpoint
-from qlora_data import REAL_TOKENS_KEY, CausalLMCollator, ExampleDataset
-from qlora_distributed import current_world, ddp_backend, fsdp_config
-from qlora_metrics import format_metrics
-from qlora_model import has_gpu
-from qlora_resources import peak_memory_gb
 from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments
+
+from .checkpoints import newest_complete_checkpoint
+from .data import REAL_TOKENS_KEY, CausalLMCollator, ExampleDataset
+from .distributed import current_world, ddp_backend, fsdp_config
+from .metrics import format_metrics
+from .model import has_gpu
+from .resources import peak_memory_gb
 
 
 def resolve_optimizer(requested: str) -> str:
@@ -72,7 +73,7 @@ def training_arguments(args: argparse.Namespace, has_eval: bool) -> TrainingArgu
         lr_scheduler_type=args.lr_scheduler_type,
         warmup_steps=args.warmup_ratio,  # a float below 1 is a ratio of the total steps
         optim=resolve_optimizer(args.optim),
-        activation_checkpointing=False,  # already enabled on the model by qlora_model.load_base_model
+        activation_checkpointing=False,  # already enabled on the model by finetune.model.load_base_model
         train_sampling_strategy="group_by_length" if args.group_by_length else "random",
         logging_steps=args.logging_steps,
         logging_first_step=True,
@@ -101,11 +102,13 @@ class QLoRATrainer(Trainer):
     every supervised eval token / their count, as the training loss is.
     """
 
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix="eval"):
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix="eval"
+    ):
         import torch
-        from qlora_evaluate import row_losses
         from transformers.trainer_utils import EvalLoopOutput
+
+        from .evaluate import row_losses
 
         model = self.model_wrapped if self.is_fsdp_enabled else self.model  # FSDP: every rank runs forward
         model.eval()
@@ -115,8 +118,10 @@ class QLoRATrainer(Trainer):
                 per_row = row_losses(model, self._prepare_inputs(inputs))
             # gather_for_metrics drops the rows repeated to even out the ranks' last batches.
             total += self.accelerator.gather_for_metrics(per_row).sum(0).double().cpu()
-        metrics = {f"{metric_key_prefix}_loss": float(total[0] / total[1]),
-                   f"{metric_key_prefix}_label_tokens": int(total[1])}
+        metrics = {
+            f"{metric_key_prefix}_loss": float(total[0] / total[1]),
+            f"{metric_key_prefix}_label_tokens": int(total[1]),
+        }
         return EvalLoopOutput(predictions=None, label_ids=None, metrics=metrics, num_samples=len(dataloader.dataset))
 
     def compute_loss(self, model, inputs, *args, **kwargs):
@@ -134,7 +139,7 @@ class QLoRATrainer(Trainer):
 
 
 class MetricLinesCallback(TrainerCallback):
-    """Prints each log as a regex-parsable line (see qlora_metrics) and measures this session's throughput.
+    """Prints each log as a regex-parsable line (see finetune.metrics) and measures this session's throughput.
 
     Tokens are the non-padding input tokens of this session (a resumed run counts only its own steps). The
     first step carries one-off costs (allocations, kernel selection), so further figures run from the end of

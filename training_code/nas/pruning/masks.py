@@ -4,7 +4,7 @@ transformers 5.x dropped BERT's ``head_mask``, so heads are masked here by zeroi
 attention context right before the output projection (a forward pre-hook on ``attention.output.dense``);
 FFN units are masked the same way before ``output.dense``; dropped layers are taken out of the encoder's
 ``ModuleList`` for the duration of the forward pass. This computes exactly what the physically pruned
-model of ``nas_export`` computes (a block with nothing kept still adds its output bias).
+model of ``pruning.export`` computes (a block with nothing kept still adds its output bias).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 
 import torch
-from nas_search_space import ModelDims, SubnetConfig
 from torch import nn
+
+from .search_space import ModelDims, SubnetConfig
 
 
 def model_dims(config) -> ModelDims:
@@ -66,7 +67,7 @@ class SubnetworkMasks:
     @contextlib.contextmanager
     def scaled(self, head_factors: list[torch.Tensor], unit_factors: list[torch.Tensor]):
         """Within the block, each layer's head contexts and FFN units are multiplied by per-head and per-unit
-        factors (gates that autograd can differentiate: ``nas_importance`` reads their gradients). Factors
+        factors (gates that autograd can differentiate: ``pruning.importance`` reads their gradients). Factors
         are ``[heads]``/``[units]`` for the whole batch or ``[batch, heads]``/``[batch, units]`` per example."""
         for i in range(self.dims.num_layers):
             heads = head_factors[i].repeat_interleave(self.head_size, dim=-1)

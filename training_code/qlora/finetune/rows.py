@@ -136,9 +136,7 @@ def data_files(folder: Path, pattern: str, role: str) -> list[Path]:
     return candidates
 
 
-def read_rows(
-    location: str | Path, split: str = "auto", files: str = "auto", role: str = "train"
-) -> list[SourcedRow]:
+def read_rows(location: str | Path, split: str = "auto", files: str = "auto", role: str = "train") -> list[SourcedRow]:
     """Rows of a file, of a folder's selected files (sorted), or of a saved dataset's split, for `role`."""
     path = Path(location)
     if not path.exists():

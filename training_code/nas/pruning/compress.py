@@ -15,7 +15,8 @@ import copy
 import warnings
 
 import torch
-from nas_data import Pair, batches
+
+from .data import Pair, batches
 
 METHODS = ("none", "dynamic_int8")
 
@@ -24,9 +25,7 @@ def quantize_dynamic_int8(model: torch.nn.Module) -> torch.nn.Module:
     """An int8 copy of ``model`` (Linear layers only); ``model`` is left as it is."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.ao deprecation notices, once per layer
-        return torch.ao.quantization.quantize_dynamic(
-            copy.deepcopy(model).eval(), {torch.nn.Linear}, dtype=torch.qint8
-        )
+        return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model).eval(), {torch.nn.Linear}, dtype=torch.qint8)
 
 
 @torch.inference_mode()

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from qlora_data import CausalLMCollator
-from qlora_model import DTYPES, has_gpu
+
+from .data import CausalLMCollator
+from .model import DTYPES, has_gpu
 
 # Largest allowed max|merged - unmerged logits| / max|unmerged logits| per dtype. Merging rounds W + s*B@A
 # once into the dtype while the unmerged path rounds W@x and s*B@(A@x) separately, so the gap scales with the
@@ -61,9 +62,7 @@ def compare_logits(
     max_diff = (reference - candidate).abs().max().item()
     scale = reference.abs().max().item()
     relative = max_diff / scale if scale > 0 else max_diff
-    return MergeCheck(
-        dtype, max_diff, scale, relative, tolerance, relative <= tolerance, list(reference.shape)
-    )
+    return MergeCheck(dtype, max_diff, scale, relative, tolerance, relative <= tolerance, list(reference.shape))
 
 
 def load_full_precision(model_id: str, dtype: str):
