@@ -16,6 +16,43 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 ENVIRONMENTS = ("dev", "prod", "staging")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with the tests that name no xdist_group kept together by module, as `--dist loadscope`
+    does, so each module's fixtures are built once on one worker; units go out in collection order (which
+    pytest_collection_modifyitems starts with the slow ones), not sorted by their number of tests."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ByGroupThenModule(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return nodeid.split("::", 1)[0] if scope == nodeid else scope
+
+    config.option.loadscopereorder = False
+    return ByGroupThenModule(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On a `--dist loadgroup` worker: name each test's xdist_group in its node id, as pytest-xdist 3.8 does by
+    appending `@group` to `item._nodeid`, which pytest 9.2's structured node ids no longer read
+    (pytest-dev/pytest-xdist#1386: every group was spread over the workers, each building the group's fixtures);
+    and put the slow tests first (a stable sort), so the longest units start first and none is left for the end."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        marks = item.iter_markers("xdist_group")
+        names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default")) for mark in marks})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def assemblies(tmp_path_factory):
     """{env: CloudAssembly} synthesized with cdk-nag on; synth itself fails on any unacknowledged finding.

@@ -17,6 +17,8 @@ import pytest
 
 from tests.synth import ROOT, cli_context
 
+pytestmark = pytest.mark.slow
+
 
 def _synth_process(outdir: Path, env_name: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)

@@ -37,6 +37,10 @@ LOCAL_OVERRIDES = {
     "--dtype": ("float32", "CPU; on Neuron the dtype is the compiled one, from config.json"),
 }
 LOCAL_DROPPED = {"--task": "vLLM 0.32 has no --task; a generative model generates"}
+LOCAL_ADDED = {
+    "--enforce-eager": "no torch.compile warm-up (~70 s of a ~80 s start on 2 cores); on Neuron the graph is compiled "
+    "ahead of time"
+}
 KV_CACHE_GIB = "1"  # VLLM_CPU_KVCACHE_SPACE: a tiny model needs little, and the machine is shared
 START_TIMEOUT_S = 600.0
 
@@ -109,6 +113,9 @@ def local_arguments(container: list[str], port: int, host: str = "127.0.0.1") ->
             notes.append(f"{flag} {value} -> {local} ({why})")
             value = local
         out += [flag] + ([value] if value is not None else [])
+    for flag, why in LOCAL_ADDED.items():
+        notes.append(f"{flag}: added ({why})")
+        out.append(flag)
     return out + ["--host", host], notes
 
 

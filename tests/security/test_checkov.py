@@ -12,6 +12,8 @@ import yaml
 
 from tests.synth import ROOT
 
+pytestmark = pytest.mark.slow
+
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
 SKIPS = yaml.safe_load((ROOT / "security" / "checkov-skips.yaml").read_text())
 

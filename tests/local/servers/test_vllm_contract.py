@@ -68,6 +68,7 @@ def test_started_with_the_containers_arguments(vllm_endpoint):
     """The log names what changed from the container's command line, and the engine runs the SM_ON_* shape."""
     log = vllm_endpoint.log.read_text()
     assert "local change: --tensor-parallel-size 2 -> 1" in log and "local change: --task generate: dropped" in log
+    assert "local change: --enforce-eager: added" in log and "'enforce_eager': True" in log  # no compile warm-up
     assert f"'max_model_len': {N_POSITIONS}" in log and f"'max_num_seqs': {MAX_BATCH}" in log  # vLLM's own log
     assert "vllm_neuronx contract; listening on" in log
 

@@ -37,7 +37,9 @@ def test_the_staging_templates_environment_becomes_the_containers_vllm_command(t
         "--task generate",
         "--tensor-parallel-size 2",
         "--dtype float16",
+        "--enforce-eager",
     ]
+    assert "--enforce-eager" in local
 
 
 def test_the_entrypoint_turns_each_sm_on_variable_into_a_flag():

@@ -12,6 +12,7 @@ import boto3
 import evaluate_subnetwork
 import export_models
 import export_subnetwork
+import pytest
 import search_subnetworks
 import select_pareto
 import torch
@@ -40,6 +41,9 @@ with torch.no_grad():
     print(json.dumps({"logits": model(**batch).logits.tolist(), "class": type(model).__name__,
                       "parameters": sum(p.numel() for p in model.parameters())}))
 """
+
+
+pytestmark = pytest.mark.slow
 
 
 def metric_lines(text: str) -> list[dict]:

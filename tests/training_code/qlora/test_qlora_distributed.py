@@ -7,10 +7,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 from finetune.card import MODEL_KIND_FILE
 from finetune.distributed import World, current_world, device_map
 from qlora_test_helpers import QLORA_DIR, instruction_rows, load_train_entry, tiny_run_args, write_jsonl
 from safetensors.torch import load_file
+
+pytestmark = pytest.mark.slow
 
 
 def test_world_comes_from_torchrun_variables_and_places_the_model():

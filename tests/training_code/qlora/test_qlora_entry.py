@@ -17,6 +17,9 @@ from qlora_test_helpers import QLORA_DIR, instruction_rows, load_train_entry, ti
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 
 
+pytestmark = pytest.mark.slow
+
+
 def run(argv: list[str]) -> dict:
     return load_train_entry().main(argv)
 

@@ -23,6 +23,9 @@ DATA = ROOT / "data" / "instructions.jsonl"
 PRETRAIN_STEPS, FINE_TUNE_STEPS = 120, 120
 
 
+pytestmark = pytest.mark.slow
+
+
 def load_demo():
     spec = importlib.util.spec_from_file_location("demo_under_test", ROOT / "tools" / "demo.py")
     module = importlib.util.module_from_spec(spec)
