@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from aws_cdk import Acknowledgment, App, Stack, Token, Validations
 from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NIST80053R5Checks
-from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
 from constructs import IConstruct
+
+from .control_tower import ControlTowerChecks
 
 RULE_PACKS = (AwsSolutionsChecks, HIPAASecurityChecks, NIST80053R5Checks)
 
@@ -339,9 +340,9 @@ ACKNOWLEDGED += (
 
 
 def add_rule_packs(app: App) -> None:
-    """Run every pack at synth, and the AWS Control Tower proactive controls (cfn-guard, offline);
-    an unacknowledged finding makes `app.synth()` fail."""
-    Validations.of(app).add_plugins(*(pack(app) for pack in RULE_PACKS), CfnGuardValidator())
+    """Run every pack at synth, and the AWS Control Tower proactive controls (cfn-guard, offline; the rules
+    that can match a resource of the templates); an unacknowledged finding makes `app.synth()` fail."""
+    Validations.of(app).add_plugins(*(pack(app) for pack in RULE_PACKS), ControlTowerChecks())
 
 
 def _find(stack: Stack, path: str) -> IConstruct | None:
