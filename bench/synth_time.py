@@ -5,8 +5,10 @@
 The naive baseline is the smallest real CDK app: one Python stack with one S3 bucket, run by the same
 aws-cdk-lib in the same `.venv-app` through the same `node_modules/.bin/cdk`, from a temp folder. The two
 synths alternate (baseline first, then this app, N times), so load from other work on the machine hits both
-alike; the ratio of the two medians comes from the same run. Both write to a fresh temp `--output` folder,
-with the same environment (CDK telemetry off, the Node version warning silenced). Prints JSON.
+alike; the ratio of the two medians comes from the same run. CPU seconds (user + system of the whole
+process tree) are reported beside wall time: they barely move with load, wall time does. Both write to a
+fresh temp `--output` folder, with the same environment (CDK telemetry off, the Node version warning
+silenced). Prints JSON.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,15 +46,21 @@ def write_baseline(folder: Path) -> None:
     (folder / "cdk.json").write_text(json.dumps(cdk_json), encoding="utf-8")
 
 
-def timed_synth(cwd: Path, args: list[str], out: Path) -> float:
-    """Seconds one `cdk synth` takes; a failing synth stops the benchmark (its time would mean nothing)."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_synth(cwd: Path, args: list[str], out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system of the CLI, the app and everything they start) of one `cdk synth`.
+    CPU time barely moves with other load on the machine; a failing synth stops the benchmark."""
     argv = [str(CDK), "synth", "--all", *args, "--output", str(out)]
-    start = time.perf_counter()
+    cpu, start = _children_cpu(), time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"synth in {cwd} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return seconds
+    return seconds, _children_cpu() - cpu
 
 
 def measure(pairs: int, env: str) -> dict:
@@ -64,17 +73,21 @@ def measure(pairs: int, env: str) -> dict:
         for index in range(pairs):
             baseline.append(timed_synth(baseline_dir, [], work / f"base-{index}"))
             app.append(timed_synth(ROOT, ["-c", f"env={env}"], work / f"app-{index}"))
-    base_median, app_median = statistics.median(baseline), statistics.median(app)
+    base_median, app_median = (statistics.median(wall for wall, _ in runs) for runs in (baseline, app))
+    base_cpu, app_cpu = (statistics.median(cpu for _, cpu in runs) for runs in (baseline, app))
     return {
         "command": f"npx cdk synth -c env={env} --all",
         "baseline": "one-bucket Python app, same aws-cdk-lib, .venv-app and CLI",
         "pairs": pairs,
-        "one_bucket_seconds": [round(s, 2) for s in baseline],
-        "app_seconds": [round(s, 2) for s in app],
+        "one_bucket_seconds": [round(wall, 2) for wall, _ in baseline],
+        "app_seconds": [round(wall, 2) for wall, _ in app],
         "one_bucket_median_s": round(base_median, 2),
         "app_median_s": round(app_median, 2),
         "ratio_of_medians": round(app_median / base_median, 2),
-        "pair_ratios": [round(a / b, 2) for a, b in zip(app, baseline, strict=True)],
+        "pair_ratios": [round(a[0] / b[0], 2) for a, b in zip(app, baseline, strict=True)],
+        "one_bucket_cpu_median_s": round(base_cpu, 2),
+        "app_cpu_median_s": round(app_cpu, 2),
+        "cpu_ratio_of_medians": round(app_cpu / base_cpu, 2),
         "load_average_1m_at_end": round(os.getloadavg()[0], 2),
     }
 
