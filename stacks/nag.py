@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from aws_cdk import Acknowledgment, App, Stack, Token, Validations
 from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NIST80053R5Checks
-from cdklabs.cdk_validator_cfnguard import CfnGuardValidator
 from constructs import IConstruct
+
+from .control_tower import ControlTowerChecks
 
 RULE_PACKS = (AwsSolutionsChecks, HIPAASecurityChecks, NIST80053R5Checks)
 
@@ -339,9 +340,9 @@ ACKNOWLEDGED += (
 
 
 def add_rule_packs(app: App) -> None:
-    """Run every pack at synth, and the AWS Control Tower proactive controls (cfn-guard, offline);
-    an unacknowledged finding makes `app.synth()` fail."""
-    Validations.of(app).add_plugins(*(pack(app) for pack in RULE_PACKS), CfnGuardValidator())
+    """Run every pack at synth, and the AWS Control Tower proactive controls (cfn-guard, offline; the rules
+    that can match a resource of the templates); an unacknowledged finding makes `app.synth()` fail."""
+    Validations.of(app).add_plugins(*(pack(app) for pack in RULE_PACKS), ControlTowerChecks())
 
 
 def _find(stack: Stack, path: str) -> IConstruct | None:
@@ -356,11 +357,12 @@ def _find(stack: Stack, path: str) -> IConstruct | None:
 
 def apply_acknowledgments(stacks: dict[str, Stack]) -> None:
     """Attach each table entry to its construct; an entry whose construct is gone is an error."""
+    pseudo = {unit: _pseudo_values(stack) for unit, stack in stacks.items()}  # read once per stack, not per entry
     for entry in ACKNOWLEDGED:
         stack = stacks.get(entry.unit)
         if stack is None:
             continue
-        rule = rule_id(entry, stack)
+        rule = rule_id(entry, stack, pseudo[entry.unit])
         if rule is None:  # a `{name}` detail that this environment does not have (e.g. no endpoints)
             continue
         target = _find(stack, entry.path)
@@ -369,21 +371,31 @@ def apply_acknowledgments(stacks: dict[str, Stack]) -> None:
         Validations.of(target).acknowledge(Acknowledgment(id=rule, reason=entry.reason))
 
 
-def rule_id(entry: Acknowledged, stack: Stack) -> str | None:
-    """`{prefix}` in a finding detail is the environment's `<app>-<env>` (the stack name without its unit).
-
-    Other `{name}` fields come from the stack's `nag_details` (config values such as the pinned model
-    prefix); an entry whose field is None there does not apply to this environment.
-    """
-    rule = entry.rule.replace("{prefix}", stack.stack_name.removesuffix(f"-{entry.unit}"))
-    # cdk-nag prints a pseudo parameter as `<AWS::Region>` only while it is a token; a stack with a concrete
-    # region (config `region`, `account`) prints the value itself, and so does the partition derived from it.
+def _pseudo_values(stack: Stack) -> dict[str, str]:
+    """The stack's name and its concrete pseudo parameters, by placeholder (each a jsii round trip)."""
+    values = {"{stack_name}": stack.stack_name}
     for placeholder, value in (
         ("<AWS::Partition>", stack.partition),
         ("<AWS::Region>", stack.region),
         ("<AWS::AccountId>", stack.account),
     ):
         if not Token.is_unresolved(value):
+            values[placeholder] = value
+    return values
+
+
+def rule_id(entry: Acknowledged, stack: Stack, pseudo: dict[str, str] | None = None) -> str | None:
+    """`{prefix}` in a finding detail is the environment's `<app>-<env>` (the stack name without its unit).
+
+    Other `{name}` fields come from the stack's `nag_details` (config values such as the pinned model
+    prefix); an entry whose field is None there does not apply to this environment.
+    """
+    pseudo = pseudo if pseudo is not None else _pseudo_values(stack)
+    rule = entry.rule.replace("{prefix}", pseudo["{stack_name}"].removesuffix(f"-{entry.unit}"))
+    # cdk-nag prints a pseudo parameter as `<AWS::Region>` only while it is a token; a stack with a concrete
+    # region (config `region`, `account`) prints the value itself, and so does the partition derived from it.
+    for placeholder, value in pseudo.items():
+        if placeholder.startswith("<"):
             rule = rule.replace(placeholder, value)
     for name, value in getattr(stack, "nag_details", {}).items():
         if f"{{{name}}}" in rule:

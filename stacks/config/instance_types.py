@@ -20,8 +20,8 @@ PROCESSING = "ProcessingInstanceType"  # CreateProcessingJob ClusterConfig
 
 
 @cache
-def valid_types(shape: str) -> tuple[str, ...]:
-    """The enum of `shape` in the SageMaker service model botocore ships (loaded once, only when needed). The
+def _sagemaker_shapes() -> dict:
+    """The shapes of the SageMaker service model botocore ships (parsed once per synth, only when needed). The
     file is read directly: botocore.loaders would import urllib3 and its optional codecs into the synth."""
     import botocore
 
@@ -29,7 +29,13 @@ def valid_types(shape: str) -> tuple[str, ...]:
     newest = versions[-1]
     plain, packed = newest / "service-2.json", newest / "service-2.json.gz"
     text = plain.read_text(encoding="utf-8") if plain.exists() else gzip.decompress(packed.read_bytes()).decode()
-    return tuple(json.loads(text)["shapes"][shape]["enum"])
+    return json.loads(text)["shapes"]
+
+
+@cache
+def valid_types(shape: str) -> tuple[str, ...]:
+    """The enum of `shape` in botocore's SageMaker model."""
+    return tuple(_sagemaker_shapes()[shape]["enum"])
 
 
 def check_instance_type(value: str, shape: str, source: str, field: str) -> None:

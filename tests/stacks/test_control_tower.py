@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from stacks.nag import ACKNOWLEDGED
 
 GUARD = "cdk-validator-cfnguard::"
@@ -52,3 +54,29 @@ def test_the_data_key_limits_grants_to_aws_resources(templates):
         assert deny["Condition"] == {
             "BoolIfExists": {"kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false"}
         }
+
+
+def test_the_narrowed_rules_keep_every_rule_for_a_present_type_and_drop_only_absent_ones(tmp_path):
+    """Control Tower's CT.S3.PR.2 (ct-s3-pr-2: server access logging) checks AWS::S3::Bucket; an RDS rule
+    (ct-rds-pr-*) cannot match a template that has no database."""
+    from stacks.control_tower import inapplicable_rules, rule_types
+
+    template = tmp_path / "t.template.json"
+    template.write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket", "Properties": {}}}}))
+    skipped = set(inapplicable_rules([str(template)]))
+    assert "AWS::S3::Bucket" in rule_types()["ct-s3-pr-2"] and "ct-s3-pr-2" not in skipped
+    assert {name for name in rule_types() if name.startswith("ct-rds-pr-")} <= skipped
+    assert all("AWS::S3::Bucket" not in rule_types()[name] for name in skipped)
+
+
+def test_the_narrowed_plugin_still_fails_the_synth_on_a_finding(tmp_path):
+    from aws_cdk import App, Stack, Validations
+    from aws_cdk import aws_s3 as s3
+
+    from stacks.control_tower import ControlTowerChecks
+
+    app = App(outdir=str(tmp_path / "out"))
+    s3.CfnBucket(Stack(app, "Bare"), "Bucket")  # no logging, no KMS encryption
+    Validations.of(app).add_plugins(ControlTowerChecks())
+    with pytest.raises(Exception, match="s3_bucket_logging_enabled_check"):
+        app.synth()

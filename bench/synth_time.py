@@ -1,0 +1,109 @@
+"""Wall time of `npx cdk synth -c env=ENV --all` for this app against a one-bucket app, through the same CLI.
+
+    python bench/synth_time.py [--pairs 5] [--env dev] [--output bench/synth_time.json]
+
+The naive baseline is the smallest real CDK app: one Python stack with one S3 bucket, run by the same
+aws-cdk-lib in the same `.venv-app` through the same `node_modules/.bin/cdk`, from a temp folder. The two
+synths alternate (baseline first, then this app, N times), so load from other work on the machine hits both
+alike; the ratio of the two medians comes from the same run. CPU seconds (user + system of the whole
+process tree) are reported beside wall time: they barely move with load, wall time does. Both write to a
+fresh temp `--output` folder, with the same environment (CDK telemetry off, the Node version warning
+silenced). Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CDK = ROOT / "node_modules" / ".bin" / "cdk"
+PYTHON = ROOT / ".venv-app" / "bin" / "python"
+
+ONE_BUCKET_APP = """\
+from aws_cdk import App, Stack, aws_s3 as s3
+
+app = App()
+stack = Stack(app, "OneBucket")
+s3.Bucket(stack, "Bucket")
+app.synth()
+"""
+
+ENV = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK_DISABLE_CLI_TELEMETRY": "true"}
+
+
+def write_baseline(folder: Path) -> None:
+    (folder / "app.py").write_text(ONE_BUCKET_APP, encoding="utf-8")
+    cdk_json = {"app": f"{PYTHON} app.py", "versionReporting": False, "notices": False}
+    (folder / "cdk.json").write_text(json.dumps(cdk_json), encoding="utf-8")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_synth(cwd: Path, args: list[str], out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system of the CLI, the app and everything they start) of one `cdk synth`.
+    CPU time barely moves with other load on the machine; a failing synth stops the benchmark."""
+    argv = [str(CDK), "synth", "--all", *args, "--output", str(out)]
+    cpu, start = _children_cpu(), time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"synth in {cwd} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return seconds, _children_cpu() - cpu
+
+
+def measure(pairs: int, env: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="synth-bench-") as tmp:
+        work = Path(tmp)
+        baseline_dir = work / "one-bucket"
+        baseline_dir.mkdir()
+        write_baseline(baseline_dir)
+        baseline, app = [], []
+        for index in range(pairs):
+            baseline.append(timed_synth(baseline_dir, [], work / f"base-{index}"))
+            app.append(timed_synth(ROOT, ["-c", f"env={env}"], work / f"app-{index}"))
+    base_median, app_median = (statistics.median(wall for wall, _ in runs) for runs in (baseline, app))
+    base_cpu, app_cpu = (statistics.median(cpu for _, cpu in runs) for runs in (baseline, app))
+    return {
+        "command": f"npx cdk synth -c env={env} --all",
+        "baseline": "one-bucket Python app, same aws-cdk-lib, .venv-app and CLI",
+        "pairs": pairs,
+        "one_bucket_seconds": [round(wall, 2) for wall, _ in baseline],
+        "app_seconds": [round(wall, 2) for wall, _ in app],
+        "one_bucket_median_s": round(base_median, 2),
+        "app_median_s": round(app_median, 2),
+        "ratio_of_medians": round(app_median / base_median, 2),
+        "pair_ratios": [round(a[0] / b[0], 2) for a, b in zip(app, baseline, strict=True)],
+        "one_bucket_cpu_median_s": round(base_cpu, 2),
+        "app_cpu_median_s": round(app_cpu, 2),
+        "cpu_ratio_of_medians": round(app_cpu / base_cpu, 2),
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--env", default="dev")
+    parser.add_argument("--output", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    result = json.dumps(measure(args.pairs, args.env), indent=2)
+    print(result)
+    if args.output:
+        args.output.write_text(result + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
