@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 
 def load_demo():
-    spec = importlib.util.spec_from_file_location("demo_under_test", ROOT / "tools" / "demo.py")
+    spec = importlib.util.spec_from_file_location("demo_under_test", ROOT / "local" / "demo.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
