@@ -121,6 +121,25 @@ def record_outcome(job: Any, outcome: JobOutcome, metric_definitions: list) -> N
     ]
 
 
+def sync_task_failed(task: StateTaskServiceCallback, env, description: dict) -> FailureEventException:
+    """`.sync` on a job that ended Failed: States.TaskFailed with the job's description as the cause."""
+    return FailureEventException(
+        FailureEvent(
+            env=env,
+            error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(
+                taskFailedEventDetails=TaskFailedEventDetails(
+                    resource=task._get_sfn_resource(),
+                    resourceType=task._get_sfn_resource_type(),
+                    error=StatesErrorNameType.StatesTaskFailed.to_name(),
+                    cause=to_json_str(description),
+                )
+            ),
+        )
+    )
+
+
 class SageMakerTasks(StateTaskServiceCallback):
     """`arn:aws:states:::sagemaker:<action>[.sync]` states; `.sync` for training and tuning jobs."""
 
@@ -175,23 +194,6 @@ class SageMakerTasks(StateTaskServiceCallback):
     def _job(part, name: str) -> Any:
         return _backend(part.account, part.region).training_jobs[name]
 
-    def _task_failed(self, env, description: dict) -> FailureEventException:
-        return FailureEventException(
-            FailureEvent(
-                env=env,
-                error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
-                event_type=HistoryEventType.TaskFailed,
-                event_details=EventDetails(
-                    taskFailedEventDetails=TaskFailedEventDetails(
-                        resource=self._get_sfn_resource(),
-                        resourceType=self._get_sfn_resource_type(),
-                        error=StatesErrorNameType.StatesTaskFailed.to_name(),
-                        cause=to_json_str(description),
-                    )
-                ),
-            )
-        )
-
     def _build_sync_resolver(
         self, env, resource_runtime_part, normalised_parameters: dict, state_credentials
     ) -> Callable[[], Any] | None:
@@ -205,7 +207,7 @@ class SageMakerTasks(StateTaskServiceCallback):
             description, failed = run(resource_runtime_part, normalised_parameters, lambda: not env.is_running())
             description = json.loads(to_json_str(description))
             if failed:
-                raise self._task_failed(env, description)
+                raise sync_task_failed(self, env, description)
             return description
 
         return resolve

@@ -16,22 +16,16 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from moto.sagemaker import models as sagemaker_models
-from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
-from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-    FailureEvent,
-    FailureEventException,
-)
-from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
-from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import StatesErrorNameType
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_factory
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_factory
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import ResourceCondition
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
     StateTaskServiceCallback,
 )
-from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+
+from local.emulator.sagemaker_sync import sync_task_failed
 
 COMPLETED = {"status": "Completed", "secondary": "Completed", "message": "Training job completed"}
 # SageMaker's end for a job that runs past StoppingCondition.MaxRuntimeInSeconds.
@@ -73,21 +67,7 @@ class _Outcomes(StateTaskServiceCallback):
                 description, failed = self._end_tuning_job(backend, normalised_parameters)
             description = json.loads(to_json_str(description))
             if failed:
-                raise FailureEventException(
-                    FailureEvent(
-                        env=env,
-                        error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
-                        event_type=HistoryEventType.TaskFailed,
-                        event_details=EventDetails(
-                            taskFailedEventDetails=TaskFailedEventDetails(
-                                resource=self._get_sfn_resource(),
-                                resourceType=self._get_sfn_resource_type(),
-                                error="States.TaskFailed",
-                                cause=to_json_str(description),
-                            )
-                        ),
-                    )
-                )
+                raise sync_task_failed(self, env, description)
             return description
 
         return resolve
