@@ -4,7 +4,7 @@ and guarded by the serving config."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -42,8 +42,13 @@ def llm_hosting(
     inference_ami_version: str | None = None,
 ) -> SageMakerEndpoint:
     """`Hosting` under `scope` for either backend's container: the same id, so switching backends (or promoting
-    a model) replaces Model and EndpointConfig and updates the same Endpoint."""
-    serving = props.serving
+    a model) replaces Model and EndpointConfig and updates the same Endpoint. In isolated mode the container
+    runs in `props.isolated_placement`'s subnets and security groups, whatever the backend."""
+    serving, placement = props.serving, props.isolated_placement
+    if placement is not None:
+        container = replace(
+            container, vpc_subnet_ids=placement.subnet_ids, vpc_security_group_ids=placement.security_group_ids
+        )
     return SageMakerEndpoint(
         scope,
         "Hosting",

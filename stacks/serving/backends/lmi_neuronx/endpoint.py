@@ -66,12 +66,12 @@ class LmiNeuronxEndpoint(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, props: EndpointProps) -> None:
         super().__init__(scope, construct_id)
-        serving, placement = props.serving, props.isolated_placement
+        serving = props.serving
         self.serving_properties = render_properties(serving).encode("utf-8")
         tarball = build_content_addressed(
             template_path(serving.model_name).parent, extra_files={PROPERTIES: self.serving_properties}
         )
-        isolated = placement is not None
+        isolated = props.isolated_placement is not None
         # Isolated: no tarball (ModelDataSource and ModelDataUrl exclude each other); its hash still fingerprints.
         self.model_asset = None if isolated else s3_assets.Asset(self, "ModelTarball", path=str(tarball))
         if isolated:
@@ -88,8 +88,6 @@ class LmiNeuronxEndpoint(Construct):
             model_data_url=None if self.model_asset is None else self.model_asset.s3_object_url,
             model_data_source_uri=props.model_uri if isolated else None,
             network_isolation=isolated,
-            vpc_subnet_ids=placement.subnet_ids if placement else (),
-            vpc_security_group_ids=placement.security_group_ids if placement else (),
         )
         self.hosting = llm_hosting(
             self,

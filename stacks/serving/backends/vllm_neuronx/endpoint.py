@@ -43,15 +43,13 @@ class VllmNeuronxEndpoint(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, props: EndpointProps) -> None:
         super().__init__(scope, construct_id)
         self.model_asset = None  # the weights and tokenizer come mounted from model_uri
-        serving, placement = props.serving, props.isolated_placement
+        serving = props.serving
         container = ContainerSpec(
             image_uri=props.image_uri,
             environment=vllm_environment(serving),
             model_data_source_uri=props.model_uri,
             # Everything is mounted from S3 (weights, tokenizer, compiled graphs): the container needs no network.
             network_isolation=True,
-            vpc_subnet_ids=placement.subnet_ids if placement else (),
-            vpc_security_group_ids=placement.security_group_ids if placement else (),
         )
         self.hosting = llm_hosting(
             self,
