@@ -9,7 +9,6 @@ its model points at objects that exist. Only train.py's step count is cut (FAST)
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -20,19 +19,11 @@ import yaml
 
 from local.emulator import LocalAws
 from local.emulator import workflow_run as run
+from tests.local.emulator.tiny_training import FAST, ROWS
 from tests.synth import ROOT, synth
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("first-deploy")]
 ENV = "local"
-FAST = {
-    "max_steps": "2",
-    "lora_r": "8",
-    "lora_alpha": "16",
-    "per_device_batch_size": "4",
-    "logging_steps": "1",
-    "max_seq_length": "64",
-}
-ROWS = [json.dumps({"instruction": f"What is item {i}?", "response": f"Item {i} is a thing."}) for i in range(24)]
 PREFIX_LINE = re.compile(r"^  model_prefix: .*$", re.MULTILINE)
 
 

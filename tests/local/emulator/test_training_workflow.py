@@ -17,18 +17,10 @@ import pytest
 from local.emulator import LocalAws
 from local.emulator import workflow_run as run
 from local.emulator.faults import Drill, FaultPlan
+from tests.local.emulator.tiny_training import FAST, ROWS
 from tests.synth import ROOT, replaced, synth
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("training-workflow")]
-FAST = {
-    "max_steps": "2",
-    "lora_r": "8",
-    "lora_alpha": "16",
-    "per_device_batch_size": "4",
-    "logging_steps": "1",
-    "max_seq_length": "64",
-}
-ROWS = [json.dumps({"instruction": f"What is item {i}?", "response": f"Item {i} is a thing."}) for i in range(24)]
 
 
 @pytest.fixture(scope="module")
