@@ -9,12 +9,12 @@ the three, since it runs inside a SageMaker container with only its own folder.
 
 from __future__ import annotations
 
-import ast
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.import_reader import imported_names
 from tests.synth import ROOT
 
 SOURCEDIRS = sorted(p for p in (ROOT / "training_code").iterdir() if p.is_dir())
@@ -43,37 +43,23 @@ def _module_file(name: str, roots: list[Path]) -> Path | None:
     return None
 
 
-def _package_of(path: Path) -> list[str]:
-    """The dotted package `path` is in, relative to the root its own imports resolve against."""
-    root = _roots_for(path)[0] if any(d in path.parents for d in SOURCEDIRS) else ROOT
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return parts if path.name == "__init__.py" else parts[:-1]
-
-
 def _imported_names(path: Path) -> list[str]:
-    """Every dotted name `path` imports; `from a import b` yields a.b (a submodule) and a (a name in a)."""
-    package = _package_of(path)
-    names = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            module = ".".join([*base, *([node.module] if node.module else [])])
-            names += [f"{module}.{alias.name}" if module else alias.name for alias in node.names]
-            names.append(module)
-    return [n for n in names if n and n != "__future__"]
+    """Relative imports resolve inside the package below the sourcedir (training code) or the repository root."""
+    sourcedir = next((d for d in SOURCEDIRS if d in path.parents), ROOT)
+    return imported_names(path, sourcedir)
 
 
 def _edges(path: Path) -> set[Path]:
-    """The repository files `path` imports: the most specific module each name resolves to."""
+    """The repository files `path` imports: the most specific module each name resolves to. `from pkg import sub`
+    ties `path` to the submodule, not to pkg/__init__.py (Python has started pkg before any of its modules runs)."""
     roots = _roots_for(path)
-    found = set()
-    for name in _imported_names(path):
-        target = _module_file(name, roots)
-        if target is not None and target != path:
-            found.add(target)
-    return found
+    resolved = {name: _module_file(name, roots) for name in _imported_names(path)}
+    modules = {name for name, target in resolved.items() if target is not None}
+    return {
+        target
+        for name, target in resolved.items()
+        if target is not None and target != path and not any(other.startswith(f"{name}.") for other in modules)
+    }
 
 
 def _graph() -> dict[Path, set[Path]]:
@@ -170,6 +156,8 @@ def test_a_lazy_import_is_an_edge(graph):
 
 
 def test_relative_imports_resolve_inside_their_package(graph):
-    emulator = ROOT / "local" / "emulator" / "emulator.py"
-    assert ROOT / "local" / "emulator" / "job_runner.py" in graph[emulator]
-    assert ROOT / "local" / "cloud_assembly.py" in graph[emulator]
+    emulator = ROOT / "local" / "emulator"
+    assert emulator / "job_runner.py" in graph[emulator / "emulator.py"]
+    assert ROOT / "local" / "cloud_assembly.py" in graph[emulator / "emulator.py"]
+    assert emulator / "emulator.py" in graph[emulator / "__init__.py"]  # a package's own relative imports count
+    assert graph[emulator / "sagemaker_sync.py"] >= {emulator / "tuning.py", emulator / "job_runner.py"}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.import_reader import imported_names
 from tests.synth import ROOT
 
 STACKS = ROOT / "stacks"
@@ -17,16 +17,8 @@ STDLIB_ONLY = ("paths.py", "image_table.py", "code_contract")
 
 
 def _imports(path: Path) -> list[str]:
-    """Every module `path` imports, relative imports resolved to `stacks.<...>` names."""
-    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            found.append(".".join([*base, node.module] if node.module else base))
-    return found
+    """Every module (and name) `path` imports, relative imports resolved to `stacks.<...>` names."""
+    return imported_names(path, ROOT)
 
 
 def _modules(*parts: str) -> list[Path]:
