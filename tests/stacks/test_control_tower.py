@@ -80,3 +80,22 @@ def test_the_narrowed_plugin_still_fails_the_synth_on_a_finding(tmp_path):
     Validations.of(app).add_plugins(ControlTowerChecks())
     with pytest.raises(Exception, match="s3_bucket_logging_enabled_check"):
         app.synth()
+
+
+def test_a_rule_that_names_no_resource_type_stops_the_narrowing(tmp_path, monkeypatch):
+    """A rule with no type could match anything: the plugin refuses to narrow, with one line naming the package."""
+    import io
+    import tarfile
+
+    from stacks import control_tower
+
+    tarball = tmp_path / "plugin.jsii.tgz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        for name, text in (("ct-s3-pr-2", "let b = Resources.*[ Type == 'AWS::S3::Bucket' ]"), ("ct-any", "rule x {}")):
+            data = text.encode()
+            member = tarfile.TarInfo(f"{control_tower._RULES}{name}.guard")
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    monkeypatch.setattr(control_tower, "_package_tarball", lambda: tarball)
+    with pytest.raises(LookupError, match=r"^cfn-guard rules without a resource type in .*plugin\.jsii\.tgz; cannot"):
+        control_tower.rule_types.__wrapped__()

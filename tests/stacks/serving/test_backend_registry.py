@@ -290,3 +290,20 @@ def test_its_local_server_and_invoke_contract_come_from_the_registry(toy_tree, t
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_folder_whose_record_names_another_backend_is_refused(tmp_path, monkeypatch):
+    """The folder's name is serving.backend's value: a record that says otherwise fails with one line."""
+    import importlib
+    import sys
+
+    from stacks.serving import backends
+
+    folder = tmp_path / "misnamed_neuronx"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("from types import SimpleNamespace\nBACKEND = SimpleNamespace(name='other')\n")
+    monkeypatch.setattr(backends, "__path__", [str(tmp_path)])
+    monkeypatch.delitem(sys.modules, f"{backends.__name__}.misnamed_neuronx", raising=False)
+    importlib.invalidate_caches()
+    with pytest.raises(ValueError, match=r"^stacks/serving/backends/misnamed_neuronx/ declares backend 'other'$"):
+        backends.backends.__wrapped__()
