@@ -14,6 +14,10 @@ import sys
 from stacks.config import ConfigError, load_config
 
 DEFAULT_ENV = "dev"
+# The jsii kernel's node process runs single-use code (the constructs, the WebAssembly template validator): V8's
+# worker threads spend more CPU compiling and collecting it in the background than they save, on every synth
+# (bench/synth_time.py: see bench/README.md). Set before aws_cdk is imported, which starts that process.
+KERNEL_NODE_OPTION = "--v8-pool-size=0"
 
 
 def read_context() -> dict:
@@ -30,7 +34,15 @@ def read_context() -> dict:
 
 
 def main() -> int:
+    kernel_node_options(os.environ)
     return run(read_context())
+
+
+def kernel_node_options(environ: dict) -> None:
+    """Add KERNEL_NODE_OPTION to NODE_OPTIONS (which the jsii kernel inherits) unless a pool size is set."""
+    options = environ.get("NODE_OPTIONS", "")
+    if "--v8-pool-size" not in options:
+        environ["NODE_OPTIONS"] = f"{options} {KERNEL_NODE_OPTION}".strip()
 
 
 def run(cli_context: dict, **app_props) -> int:
