@@ -108,14 +108,23 @@ def run_name(described: dict) -> str:
     return json.loads(described.get("output") or "{}").get("job_name", "")
 
 
-def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(deployed):
+@pytest.fixture(scope="module")
+def sharded(deployed):
+    """The run that three shards and their marker start through S3 events: the normal run, which the gate's test
+    reads as its passing arm (one job less than running it again by hand)."""
     aws, machine = deployed["aws"], deployed["training"]["StateMachineArn"]
     before = {e["executionArn"] for e in run.executions(aws, machine)}
     _upload_dataset(deployed, "datasets/sharded/", marker=True)
     time.sleep(1)
     started = [e for e in run.executions(aws, machine) if e["executionArn"] not in before]
-    assert len(started) == 1, "three shards and one marker must start exactly one run"
-    described = run.follow(aws, started[0]["executionArn"], say=lambda line: None, timeout_s=600)
+    described = run.follow(aws, started[0]["executionArn"], say=lambda line: None, timeout_s=600) if started else {}
+    return {"started": started, "described": described}
+
+
+def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(deployed, sharded):
+    aws = deployed["aws"]
+    assert len(sharded["started"]) == 1, "three shards and one marker must start exactly one run"
+    described = sharded["described"]
     assert described["status"] == "SUCCEEDED", described.get("cause")
     output = json.loads(described["output"])
     assert output["train_data"] == f"s3://{deployed['bucket']}/datasets/sharded/"
@@ -133,9 +142,10 @@ def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(
     described_job = aws.client("sagemaker").describe_training_job(TrainingJobName=output["job_name"])
     assert described_job["TrainingJobStatus"] == "Completed"
     assert {m["MetricName"] for m in described_job["FinalMetricDataList"]} >= {"train_loss"}
-    _check_registered(
-        deployed, output, [f"datasets/sharded/{n}" for n in ("_READY", *(f"train-{i}.jsonl" for i in range(3)))]
-    )
+    _check_registered(deployed, output, SHARDED_KEYS)
+
+
+SHARDED_KEYS = [f"datasets/sharded/{n}" for n in ("_READY", *(f"train-{i}.jsonl" for i in range(3)))]
 
 
 def _check_registered(deployed, output: dict, dataset_keys: list[str]) -> dict:
@@ -168,15 +178,16 @@ def _logs_gate_metric() -> bool:
 
 
 @pytest.mark.skipif(not _logs_gate_metric(), reason="train.py does not log eval_loss_improvement yet")
-def test_the_gate_rejects_a_run_with_learning_rate_0_and_passes_the_normal_run(deployed):
+def test_the_gate_rejects_a_run_with_learning_rate_0_and_passes_the_normal_run(deployed, sharded):
     statuses = {}
-    for name, hyperparameters in (("gate-lr0", {"learning_rate": "0"}), ("gate-normal", {})):
-        described = start(deployed, name=name, hyperparameters=hyperparameters, dataset="datasets/gate/", timeout_s=600)
-        assert described["status"] == "SUCCEEDED", described.get("cause")
-        output = json.loads(described["output"])
-        statuses[name] = _check_registered(deployed, output, [f"datasets/gate/train-{i}.jsonl" for i in range(3)])[
-            "ModelApprovalStatus"
-        ]
+    described = start(deployed, name="gate-lr0", hyperparameters={"learning_rate": "0"}, dataset="datasets/gate/")
+    for name, run_described, keys in (
+        ("gate-lr0", described, [f"datasets/gate/train-{i}.jsonl" for i in range(3)]),
+        ("gate-normal", sharded["described"], SHARDED_KEYS),
+    ):
+        assert run_described["status"] == "SUCCEEDED", run_described.get("cause")
+        output = json.loads(run_described["output"])
+        statuses[name] = _check_registered(deployed, output, keys)["ModelApprovalStatus"]
     assert statuses == {"gate-lr0": "Rejected", "gate-normal": "PendingManualApproval"}
 
 
@@ -201,19 +212,33 @@ def test_a_bad_input_notifies_and_fails_without_starting_a_job(deployed, hyperpa
     assert message["error"]["Error"] == described["error"]
 
 
-def test_a_capacity_error_waits_and_retries_under_a_new_name_with_the_same_checkpoints(deployed, drills):
-    drills.append(Drill("capacity", tries=(1,)))
-    waits_before = len(deployed["aws"].clock.waits)
-    described = start(deployed, name="capacity")
+@pytest.fixture(scope="module")
+def retried(deployed):
+    """One run down both retry paths (one job less than a run each): its first CreateTrainingJob is throttled
+    (the Train state's API retry), then the job that call created hits CapacityError (the capacity loop: a wait,
+    then a new job under a new name with the same checkpoints)."""
+    aws = deployed["aws"]
+    aws.job_runner.faults = FaultPlan([Drill("throttle", tries=(1,)), Drill("capacity", tries=(1,))])
+    waits_before = len(aws.clock.waits)
+    try:
+        described = start(deployed, name="retried")
+    finally:
+        aws.job_runner.faults = FaultPlan()
+    history = aws.client("stepfunctions").get_execution_history(executionArn=described["executionArn"])["events"]
+    return {"described": described, "waits": aws.clock.waits[waits_before:], "history": history}
+
+
+def test_a_capacity_error_waits_and_retries_under_a_new_name_with_the_same_checkpoints(deployed, retried):
+    described = retried["described"]
     assert described["status"] == "SUCCEEDED", described.get("cause")
     name = run_name(described)
     run_id = name.rsplit("-", 2)[0]
     tries = requests_of(deployed, run_id)
-    assert [r["TrainingJobName"] for r in tries] == [f"{run_id}-0-0", f"{run_id}-1-0"] and name == f"{run_id}-1-0"
+    assert [r["TrainingJobName"] for r in tries] == [f"{run_id}-0-1", f"{run_id}-1-0"] and name == f"{run_id}-1-0"
     assert tries[0]["CheckpointConfig"]["S3Uri"] == tries[1]["CheckpointConfig"]["S3Uri"]
     assert tries[0]["CheckpointConfig"]["S3Uri"].endswith(f"/checkpoints/{run_id}/")
     backoff = deployed["config"].training.capacity_backoff_seconds
-    assert ("wait", backoff) in deployed["aws"].clock.waits[waits_before:]
+    assert ("wait", backoff) in retried["waits"]
 
 
 def test_any_other_job_failure_notifies_and_fails(deployed, drills):
@@ -227,20 +252,16 @@ def test_any_other_job_failure_notifies_and_fails(deployed, drills):
     assert len(notifications(deployed)) == 1
 
 
-def test_a_throttled_create_training_job_is_retried(deployed, drills):
-    drills.append(Drill("throttle", tries=(1,)))
-    waits_before = len(deployed["aws"].clock.waits)
-    described = start(deployed, name="throttled")
+def test_a_throttled_create_training_job_is_retried(deployed, retried):
+    described = retried["described"]
     assert described["status"] == "SUCCEEDED", described.get("cause")
-    assert run_name(described).endswith("-0-1")  # attempt 0, the state's first API retry
-    history = (
-        deployed["aws"].client("stepfunctions").get_execution_history(executionArn=described["executionArn"])["events"]
-    )
+    run_id = run_name(described).rsplit("-", 2)[0]
+    assert requests_of(deployed, run_id)[0]["TrainingJobName"].endswith("-0-1")  # attempt 0, the first API retry
     # ThrottlingException is no error class of SageMaker's model: Step Functions raises the service's base one.
-    assert [e["taskFailedEventDetails"]["error"] for e in history if e["type"] == "TaskFailed"] == [
-        "SageMaker.AmazonSageMakerException"
-    ]
-    assert [kind for kind, _ in deployed["aws"].clock.waits[waits_before:]] == ["retry"]
+    failed = [e["taskFailedEventDetails"]["error"] for e in retried["history"] if e["type"] == "TaskFailed"]
+    assert failed == ["SageMaker.AmazonSageMakerException", "States.TaskFailed"]  # then the CapacityError job
+    assert [kind for kind, _ in retried["waits"]] == ["retry", "wait"], retried["waits"]  # the API retry, then the
+    # capacity loop's wait
 
 
 def test_the_capacity_retry_loop_ends(deployed, drills):
