@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +96,20 @@ def synth_served(env_name: str, outdir: Path) -> CloudAssembly:
 def templates(assembly: CloudAssembly) -> dict[str, dict]:
     """Templates by stack unit name ('Data', 'Training', ...)."""
     return {stack.stack_name.rsplit("-", 1)[-1]: stack.template for stack in assembly.stacks}
+
+
+def shared_assembly(tmp_path_factory, name: str, build: Callable[[Path], CloudAssembly]) -> CloudAssembly:
+    """`build(folder)` once per test run: under pytest-xdist every worker reads the one folder the first worker to
+    ask synthesized (under a file lock in the run's shared temp root, as pytest-xdist's docs share session data),
+    instead of each worker synthesizing its own. For assemblies the tests only read."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    folder, done = root / name, root / f"{name}.done"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return CloudAssembly(str(folder))
+        assembly = build(folder)
+        done.touch()
+        return assembly
