@@ -16,7 +16,7 @@ from stacks.config import ConfigError, load_config
 DEFAULT_ENV = "dev"
 # The jsii kernel's node process runs single-use code (the constructs, the WebAssembly template validator): V8's
 # worker threads spend more CPU compiling and collecting it in the background than they save, on every synth
-# (bench/synth_time.py: see bench/README.md). Set before aws_cdk is imported, which starts that process.
+# (bench/synth_time.py, in README.md's benchmark table). Set before aws_cdk is imported, which starts that process.
 KERNEL_NODE_OPTION = "--v8-pool-size=0"
 
 
