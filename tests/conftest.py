@@ -65,23 +65,17 @@ def assemblies(tmp_path_factory):
     """{env: CloudAssembly} synthesized with cdk-nag on; synth itself fails on any unacknowledged finding.
     Each environment serves (tests.synth.served: after docs/aws.md's first-deploy steps); the files as they
     ship, with nothing served yet, are `shipped_assemblies`."""
-    from tests.synth import shared_assembly, synth_served
+    from tests.synth import served_assembly
 
-    return {
-        env: shared_assembly(tmp_path_factory, f"cdk-{env}", lambda folder, env=env: synth_served(env, folder))
-        for env in ENVIRONMENTS
-    }
+    return {env: served_assembly(tmp_path_factory, env) for env in ENVIRONMENTS}
 
 
 @pytest.fixture(scope="session")
 def shipped_assemblies(tmp_path_factory):
     """{env: CloudAssembly} of config/<env>.yaml as it ships: a first deploy into an empty account."""
-    from tests.synth import shared_assembly, synth_env
+    from tests.synth import shipped_assembly
 
-    return {
-        env: shared_assembly(tmp_path_factory, f"cdk-shipped-{env}", lambda folder, env=env: synth_env(env, folder))
-        for env in ENVIRONMENTS
-    }
+    return {env: shipped_assembly(tmp_path_factory, env) for env in ENVIRONMENTS}
 
 
 @pytest.fixture(scope="session")

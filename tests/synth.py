@@ -113,3 +113,13 @@ def shared_assembly(tmp_path_factory, name: str, build: Callable[[Path], CloudAs
         assembly = build(folder)
         done.touch()
         return assembly
+
+
+def shipped_assembly(tmp_path_factory, env_name: str) -> CloudAssembly:
+    """`synth_env(env_name)`, shared across the run's workers (one folder name for every fixture that asks)."""
+    return shared_assembly(tmp_path_factory, f"cdk-shipped-{env_name}", lambda folder: synth_env(env_name, folder))
+
+
+def served_assembly(tmp_path_factory, env_name: str) -> CloudAssembly:
+    """`synth_served(env_name)`, shared across the run's workers."""
+    return shared_assembly(tmp_path_factory, f"cdk-{env_name}", lambda folder: synth_served(env_name, folder))

@@ -10,11 +10,10 @@ _EXTRA: dict[str, dict[str, dict]] = {}
 
 def all_templates(templates: dict, tmp_path_factory) -> dict[str, dict[str, dict]]:
     """{env: {unit: template}} for ALL_ENVIRONMENTS, reusing the session's `templates` fixture."""
-    from tests.synth import shared_assembly, synth_env
+    from tests.synth import shipped_assembly
     from tests.synth import templates as by_unit
 
     for env in ALL_ENVIRONMENTS:
         if env not in templates and env not in _EXTRA:
-            folder = f"cdk-shipped-{env}"
-            _EXTRA[env] = by_unit(shared_assembly(tmp_path_factory, folder, lambda out, env=env: synth_env(env, out)))
+            _EXTRA[env] = by_unit(shipped_assembly(tmp_path_factory, env))
     return {env: templates[env] if env in templates else _EXTRA[env] for env in ALL_ENVIRONMENTS}
