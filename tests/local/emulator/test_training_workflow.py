@@ -21,6 +21,7 @@ from tests.local.emulator.tiny_training import FAST, ROWS
 from tests.synth import ROOT, replaced, synth
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("training-workflow")]
+SHARDED_KEYS = [f"datasets/sharded/{n}" for n in ("_READY", *(f"train-{i}.jsonl" for i in range(3)))]
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +144,6 @@ def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(
     assert described_job["TrainingJobStatus"] == "Completed"
     assert {m["MetricName"] for m in described_job["FinalMetricDataList"]} >= {"train_loss"}
     _check_registered(deployed, output, SHARDED_KEYS)
-
-
-SHARDED_KEYS = [f"datasets/sharded/{n}" for n in ("_READY", *(f"train-{i}.jsonl" for i in range(3)))]
 
 
 def _check_registered(deployed, output: dict, dataset_keys: list[str]) -> dict:
