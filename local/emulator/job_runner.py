@@ -12,7 +12,7 @@ synced back, a failed job's FailureReason is `AlgorithmError: <first 1,024 chara
 exit code: N`, and a job past MaxRuntimeInSeconds is stopped (SIGTERM) and ends `Stopped` with SecondaryStatus
 `MaxRuntimeExceeded`, its model uploaded as SageMaker does after a stop.
 
-What differs: .venv stands in for the image (requirements.txt is installed from it with pip's --no-index), one
+What differs: .venv stands in for the image (requirements.txt is checked against it: pip --no-index --no-deps), one
 process without GPUs, a temporary base dir instead of /opt/ml, no network isolation. A job that is not script
 mode (a ContainerEntrypoint, such as the Neuron compile step's `optimum-cli export neuron`) needs its image's
 own programs and is failed with a FailureReason that says so: it runs only on AWS.

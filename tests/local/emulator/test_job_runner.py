@@ -47,13 +47,19 @@ PYTORCH_IMAGE = (
 METRICS = [{"Name": n, "Regex": rf"{n}=([0-9.eE+-]+)"} for n in ("epoch", "train_loss", "num_parameters")]
 
 
-def _code_tarball() -> bytes:
+# requirements.txt files the image (.venv here) cannot satisfy: a pin it does not have, a package it lacks.
+UNMET_REQUIREMENTS = {"wrong-pin": "transformers==0.0.1\n", "not-installed": "a-package-no-image-has==1.0\n"}
+
+
+def _code_tarball(requirements: str | None = None) -> bytes:
+    files = {"entry.py": ENTRY, **({"requirements.txt": requirements} if requirements is not None else {})}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        data = ENTRY.encode()
-        info = tarfile.TarInfo("entry.py")
-        info.size = len(data)
-        archive.addfile(info, io.BytesIO(data))
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 
 
@@ -63,6 +69,8 @@ def aws(tmp_path_factory):
         s3 = emulator.client("s3")
         s3.create_bucket(Bucket=BUCKET)
         s3.put_object(Bucket=BUCKET, Key="code/sourcedir.tar.gz", Body=_code_tarball())
+        for name, requirements in UNMET_REQUIREMENTS.items():
+            s3.put_object(Bucket=BUCKET, Key=f"code/{name}.tar.gz", Body=_code_tarball(requirements))
         for name in ("a.jsonl", "b.jsonl"):
             s3.put_object(Bucket=BUCKET, Key=f"datasets/set/{name}", Body=b'{"text": "x"}\n')
         s3.put_object(Bucket=BUCKET, Key="checkpoints/run/step-1", Body=b"earlier")
@@ -77,6 +85,7 @@ def request(
     data: str = "datasets/set/",
     extra: dict | None = None,
     max_runtime: int = 120,
+    code: str = "sourcedir",
 ) -> dict:
     hyperparameters = {
         "epochs": "2",
@@ -85,7 +94,7 @@ def request(
         "lora_r": "16",
         "sagemaker_program": '"entry.py"',
         **(extra or {}),
-        "sagemaker_submit_directory": f'"s3://{BUCKET}/code/sourcedir.tar.gz"',
+        "sagemaker_submit_directory": f'"s3://{BUCKET}/code/{code}.tar.gz"',
     }
     if fail:
         hyperparameters["fail"] = fail
@@ -200,6 +209,20 @@ def test_a_failing_script_gives_sagemakers_failure_reason(aws):
     # The toolkit reads stderr in fixed-size chunks and strips " :" around each piece, so a line that straddles
     # two reads comes back as "RuntimeError\n xxx..." (as it would in SageMaker): the name, then the message.
     assert re.search(r"RuntimeError(: |\n )?x{20}", detail), detail[:300]
+
+
+@pytest.mark.parametrize("code", sorted(UNMET_REQUIREMENTS))
+def test_requirements_the_image_cannot_meet_fail_the_job_and_leave_the_image_alone(aws, code):
+    """The toolkit pip-installs requirements.txt; here only from what .venv (the image) has, so an unmet pin or a
+    missing package is the toolkit's InstallRequirementsError, and transformers is still the version installed."""
+    from importlib.metadata import version
+
+    installed = version("transformers")
+    outcome = aws.job_runner.run(request(f"req-{code}", code=code), job_arn="arn")
+    assert outcome.status == "Failed", outcome
+    assert outcome.failure_reason.startswith("AlgorithmError: InstallRequirementsError:"), outcome.failure_reason
+    assert outcome.failure_reason.endswith(", exit code: 1")
+    assert version("transformers") == installed
 
 
 def test_a_job_past_max_runtime_is_stopped_as_sagemaker_stops_it(aws):
