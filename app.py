@@ -12,12 +12,26 @@ import os
 import sys
 
 from stacks.config import ConfigError, load_config
+from stacks.paths import KERNEL_PRELOAD
 
 DEFAULT_ENV = "dev"
-# The jsii kernel's node process runs single-use code (the constructs, the WebAssembly template validator): V8's
-# worker threads spend more CPU compiling and collecting it in the background than they save, on every synth
-# (bench/synth_time.py, in README.md's benchmark table). Set before aws_cdk is imported, which starts that process.
-KERNEL_NODE_OPTION = "--v8-pool-size=0"
+
+
+def node_options_quoted(value: str) -> str:
+    """`value` as one NODE_OPTIONS word: double-quoted, `\\` and `"` escaped (node's own parsing rules)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# Options for the jsii kernel's node process, which runs single-use code (the constructs, aws-cdk-lib's WebAssembly
+# template validator) on every synth (bench/synth_time.py, in README.md's benchmark table). Set in NODE_OPTIONS
+# before aws_cdk is imported, which starts that process. Each is keyed by what shows the user already set it:
+# - V8's worker threads spent more CPU compiling and collecting that code in the background than they saved;
+# - the preload keeps WebAssembly on V8's baseline compiler: node's exit waited ~1.1 s for a background TurboFan
+#   compile of the validator's hottest function (stacks/kernel_preload.cjs).
+KERNEL_NODE_OPTIONS = {
+    "--v8-pool-size": "--v8-pool-size=0",
+    str(KERNEL_PRELOAD): "--require " + node_options_quoted(str(KERNEL_PRELOAD)),
+}
 
 
 def read_context() -> dict:
@@ -39,10 +53,11 @@ def main() -> int:
 
 
 def kernel_node_options(environ: dict) -> None:
-    """Add KERNEL_NODE_OPTION to NODE_OPTIONS (which the jsii kernel inherits) unless a pool size is set."""
+    """Add each of KERNEL_NODE_OPTIONS to NODE_OPTIONS (which the jsii kernel inherits) unless its key is there."""
     options = environ.get("NODE_OPTIONS", "")
-    if "--v8-pool-size" not in options:
-        environ["NODE_OPTIONS"] = f"{options} {KERNEL_NODE_OPTION}".strip()
+    added = [option for key, option in KERNEL_NODE_OPTIONS.items() if key not in options]
+    if added:
+        environ["NODE_OPTIONS"] = " ".join([options, *added]).strip()
 
 
 def run(cli_context: dict, **app_props) -> int:

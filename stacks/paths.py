@@ -11,6 +11,7 @@ NAS_CODE = ROOT / "training_code" / "nas"
 SERVING_ARTIFACTS = ROOT / "serving_artifacts"
 ENCODER_CODE = SERVING_ARTIFACTS / "encoder_classifier" / "code"
 IMAGES_JSON = ROOT / "stacks" / "images.json"
+KERNEL_PRELOAD = ROOT / "stacks" / "kernel_preload.cjs"
 ASSET_BUILD_DIR = ROOT / "build" / "assets"
 
 
