@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from stacks.config import ConfigError, load_config
 from stacks.paths import KERNEL_PRELOAD
@@ -24,14 +25,17 @@ def node_options_quoted(value: str) -> str:
 
 # Options for the jsii kernel's node process, which runs single-use code (the constructs, aws-cdk-lib's WebAssembly
 # template validator) on every synth (bench/synth_time.py, in README.md's benchmark table). Set in NODE_OPTIONS
-# before aws_cdk is imported, which starts that process. Each is keyed by what shows the user already set it:
+# before aws_cdk is imported, which starts that process. Each is keyed by what shows it is already set:
 # - V8's worker threads spent more CPU compiling and collecting that code in the background than they saved;
 # - the preload keeps WebAssembly on V8's baseline compiler: node's exit waited ~1.1 s for a background TurboFan
 #   compile of the validator's hottest function (stacks/kernel_preload.cjs).
-KERNEL_NODE_OPTIONS = {
-    "--v8-pool-size": "--v8-pool-size=0",
-    str(KERNEL_PRELOAD): "--require " + node_options_quoted(str(KERNEL_PRELOAD)),
-}
+def kernel_node_option_table(preload: Path) -> dict[str, str]:
+    """Option by the text that shows it is set; the preload's key is its quoted path, the very word added."""
+    preload_word = node_options_quoted(str(preload))
+    return {"--v8-pool-size": "--v8-pool-size=0", preload_word: f"--require {preload_word}"}
+
+
+KERNEL_NODE_OPTIONS = kernel_node_option_table(KERNEL_PRELOAD)
 
 
 def read_context() -> dict:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app import KERNEL_NODE_OPTIONS, kernel_node_options, node_options_quoted
+import app
+from app import KERNEL_NODE_OPTIONS, kernel_node_option_table, kernel_node_options, node_options_quoted
 from stacks.paths import KERNEL_PRELOAD
 
 ALL_OPTIONS = " ".join(KERNEL_NODE_OPTIONS.values())
@@ -36,6 +37,15 @@ def test_the_options_are_added_after_the_users_options():
     assert environ["NODE_OPTIONS"] == f"--max-http-header-size=16384 {ALL_OPTIONS}"
     kernel_node_options(environ)
     assert environ["NODE_OPTIONS"] == f"--max-http-header-size=16384 {ALL_OPTIONS}", "a second call adds nothing"
+
+
+def test_a_preload_path_node_must_unescape_is_still_added_once(monkeypatch):
+    odd = Path('/opt/a b"c\\d/kernel_preload.cjs')
+    monkeypatch.setattr(app, "KERNEL_NODE_OPTIONS", kernel_node_option_table(odd))
+    environ: dict = {}
+    kernel_node_options(environ)
+    kernel_node_options(environ)
+    assert environ == {"NODE_OPTIONS": '--v8-pool-size=0 --require "/opt/a b\\"c\\\\d/kernel_preload.cjs"'}
 
 
 def test_a_pool_size_the_user_set_is_kept_and_the_preload_still_added():
