@@ -181,7 +181,7 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         "Training",
         "Workflow/Policy/Resource",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:model-package/"
-        "{model_package_group}/*]",
+        "{prefix}-Data:ModelPackageGroupName/*]",  # the group's name, imported from the Data stack's export
         "SageMaker numbers the versions of a package group itself; only versions in this environment's group, "
         "and only as PendingManualApproval or Rejected (condition sagemaker:ModelApprovalStatus).",
     ),

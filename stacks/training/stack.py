@@ -88,13 +88,13 @@ class TrainingStack(Stack):
         **kwargs,
     ) -> None:
         """`placement`: isolated mode (network.isolated): the job runs in these subnets, network-isolated;
-        `model_package_group_name`: the DataStack's registry group every run is registered in."""
+        `model_package_group_name`: the DataStack's registry group every run is registered in (its export's
+        import: the name is generated per Data stack)."""
         super().__init__(scope, construct_id, **kwargs)
         training = config.training
         self.job_name_prefix = prefix = job_name_prefix(config)
         compiles = config.compiles_for_neuron
-        # stacks/nag.py: the CompileRole entries, the registry group's package versions
-        self.nag_details = {"compile": "" if compiles else None, "model_package_group": model_package_group_name}
+        self.nag_details = {"compile": "" if compiles else None}  # stacks/nag.py: the CompileRole entries
         serving_image = [config.serving.image_name] if config.serving is not None else []
         images = ContainerImages(
             self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else []), *serving_image]

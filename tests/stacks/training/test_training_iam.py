@@ -8,6 +8,7 @@ import pytest
 
 from stacks import nag
 from stacks.config import load_config
+from tests.stacks.policy_documents import Resolver
 from tests.synth import ROOT
 
 ENVS = ("dev", "prod")
@@ -172,13 +173,17 @@ def test_the_registry_statements_register_only_unapproved_versions_in_this_group
     """CreateModelPackage (service authorization reference: resource types model-package and
     model-package-group, condition key sagemaker:ModelApprovalStatus) on this environment's group only, never
     Approved; ListBucketVersions under datasets/; PutObject of lineage manifests only."""
-    group = templates[env]["Data"]["Resources"]["ModelPackageGroup"]["Properties"]["ModelPackageGroupName"]
+    stacks = {f"llm-inf2-{env}-{unit}": templates[env][unit] for unit in ("Data", "Training")}
+    data = templates[env]["Data"]
+    group = Resolver(stacks).resolve(f"llm-inf2-{env}-Data", data["Outputs"]["ModelPackageGroupName"]["Value"])
     register = statement(templates[env]["Training"], "WorkflowPolicy", "RegisterModelPackages")
     assert register["Action"] == "sagemaker:CreateModelPackage"
-    resources = [_text(r) for r in register["Resource"]]
+    imported = _text({"Fn::ImportValue": f"llm-inf2-{env}-Data:ModelPackageGroupName"})
+    assert all(imported in _text(r) for r in register["Resource"]), "the group's name is the Data stack's export"
+    resources = Resolver(stacks).resolve(f"llm-inf2-{env}-Training", register["Resource"])
     assert len(resources) == 2
-    assert sum(f':model-package/{group}/*"' in r for r in resources) == 1
-    assert sum(f':model-package-group/{group}"' in r for r in resources) == 1
+    assert sum(r.endswith(f":model-package/{group}/*") for r in resources) == 1
+    assert sum(r.endswith(f":model-package-group/{group}") for r in resources) == 1
     assert register["Condition"] == {
         "StringEquals": {"sagemaker:ModelApprovalStatus": ["PendingManualApproval", "Rejected"]}
     }
