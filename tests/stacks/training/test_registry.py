@@ -20,7 +20,7 @@ from botocore.validate import ParamValidator
 from moto import mock_aws
 from moto.sagemaker import models as sagemaker_models
 
-from local.emulator.execution_patches import aws_sdk_timestamps_as_strings
+from local.emulator.execution_patches import aws_sdk_answers_as_json
 from tests.stacks.botocore_limits import limit_violations
 from tests.stacks.job_outcomes import run_execution
 from tests.stacks.training.test_training_stack import definition
@@ -50,7 +50,7 @@ def _registry_machine(template: dict) -> tuple[dict, str]:
 @pytest.fixture(scope="module")
 def aws(templates):
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    aws_sdk_timestamps_as_strings()  # as AWS answers (local/emulator/execution_patches.py)
+    aws_sdk_answers_as_json()  # as AWS answers (local/emulator/execution_patches.py)
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         clients = {n: boto3.client(n, region_name=REGION) for n in ("s3", "sagemaker", "stepfunctions", "sns")}
         asl, group = _registry_machine(templates["dev"]["Training"])

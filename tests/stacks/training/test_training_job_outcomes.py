@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from local.emulator.execution_patches import aws_sdk_timestamps_as_strings
+from local.emulator.execution_patches import aws_sdk_answers_as_json
 from tests.stacks.job_outcomes import (
     MAX_RUNTIME_EXCEEDED,
     deploy_state_machine,
@@ -27,7 +27,7 @@ REGION = "us-east-1"
 @pytest.fixture(scope="module")
 def aws():
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    aws_sdk_timestamps_as_strings()  # aws-sdk results carry timestamps as AWS gives them (the registry lists versions)
+    aws_sdk_answers_as_json()  # aws-sdk results carry timestamps as AWS gives them (the registry lists versions)
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         names = ("s3", "sagemaker", "sns", "ssm", "stepfunctions")
         yield {name: boto3.client(name, region_name=REGION) for name in names}
