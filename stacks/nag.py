@@ -188,6 +188,13 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
     Acknowledged(
         "Training",
         "Workflow/Policy/Resource",
+        f"AwsSolutions-IAM5[Resource::{_DATA_BUCKET_ARN}/models/*/output/model/model_facts.json]",
+        "The facts train.py writes into each model folder, models/<job>/output/model/model_facts.json; job names "
+        "are generated per execution, and the state machine can read no other object.",
+    ),
+    Acknowledged(
+        "Training",
+        "Workflow/Policy/Resource",
         f"AwsSolutions-IAM5[Resource::{_DATA_BUCKET_ARN}/models/*/lineage.json]",
         "One lineage manifest per training job, models/<job>/lineage.json; job names are generated per "
         "execution, and the state machine can write no other object.",

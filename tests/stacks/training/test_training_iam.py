@@ -192,3 +192,19 @@ def test_the_registry_statements_register_only_unapproved_versions_in_this_group
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*"]}}
     lineage = statement(templates[env]["Training"], "WorkflowPolicy", "WriteLineage")
     assert lineage["Action"] == "s3:PutObject" and "/models/*/lineage.json" in _text(lineage["Resource"])
+    facts = statement(templates[env]["Training"], "WorkflowPolicy", "ReadModelFacts")
+    assert facts["Action"] == "s3:GetObject" and BUCKET_ARN in _text(facts["Resource"])
+    assert _text(facts["Resource"]).endswith('/models/*/output/model/model_facts.json"]]}')
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_the_workflow_can_decrypt_and_encrypt_the_objects_its_registry_reads_and_writes(templates, env):
+    """The bucket is SSE-KMS with the data key (a bucket key too): S3 GetObject needs the caller's kms:Decrypt,
+    PutObject its kms:GenerateDataKey, on that key; aws-cdk-lib's CallAwsService grants neither, only s3:*."""
+    data_key = statement(templates[env]["Training"], "WorkflowPolicy", "EncryptNotification")
+    assert sorted(_list(data_key["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert KEY_ARN in _text(data_key["Resource"])
+    sse = templates[env]["Data"]["Resources"]
+    (bucket,) = [r for k, r in sse.items() if k.startswith("ArtifactBucket") and r["Type"] == "AWS::S3::Bucket"]
+    rule = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"]["Fn::GetAtt"][0].startswith("ArtifactKey")

@@ -60,8 +60,8 @@ def test_a_completed_job_is_recorded(aws, dev):
         execution, events = _run(aws, machine, names["bucket"], "completed")
     assert execution["status"] == "SUCCEEDED", (execution.get("error"), execution.get("cause"), entered(events))
     states = entered(events)
-    assert states[states.index("Train") :][:3] == ["Train", "TrainCompleted", "RecordModel"]
-    assert states[-1] == "Done" and "RegisterModel" in states
+    assert states[states.index("Train") :][:3] == ["Train", "TrainCompleted", "DescribeRun"]
+    assert states[-3:] == ["GatePassed", "RecordModel", "Done"] and states[-4] == "RegisterModel"
     assert _value(aws, names["parameters"][0]).endswith("/output/model/")
 
 
@@ -90,7 +90,7 @@ def test_a_compile_job_stopped_at_max_runtime_is_not_recorded(aws, staging):
         execution, events = _run(aws, machine, names["bucket"], "compile-max-runtime")
     states = entered(events)
     assert states[-7:] == [
-        "RegisterModel",
+        "RecordModel",
         "CompileForNeuron",
         "CompileCompleted",
         "CompileNotCompleted",
