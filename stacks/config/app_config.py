@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .data import DataConfig
+from .deploy import DeployConfig
 from .errors import ConfigError
 from .network import NetworkConfig
 from .pruning import PruningConfig
@@ -37,6 +38,7 @@ class AppConfig:
     serving: ServingConfig | None = setting(None, hint="null: no Serving stack in this environment")
     pruning: PruningConfig = setting(PruningConfig(), hint="enabled: false (default): no Pruning stack")
     network: NetworkConfig = setting(NetworkConfig(), hint="isolated: false (default): SageMaker's own network")
+    deploy: DeployConfig | None = setting(None, hint="null: deploy.yml does not deploy this environment")
     env_name: str = field(default="", init=False)
     source: str = field(default="", init=False)
 

@@ -9,10 +9,9 @@ from typing import Any
 import yaml
 
 from .app_config import AppConfig
+from .deploy import ENV_NAME_PATTERN
 from .errors import ConfigError
 from .schema import describe, parse
-
-ENV_NAME_PATTERN = r"[a-z][a-z0-9]{0,15}"
 
 
 class _StrictLoader(yaml.SafeLoader):
