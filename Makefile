@@ -150,6 +150,7 @@ preflight: app-deps
 # The deploy chain's per-environment steps before an environment is synthesized (deploy-environment.yml's diff job),
 # so what they change is in the diff the approver reads and in the assembly that deploys. None yet.
 pre-deploy: app-deps
+	@echo "pre-deploy $(ENV): no steps"
 
 PIPELINE ?= training
 
