@@ -315,3 +315,12 @@ def test_the_plan_writes_every_wave_to_the_step_outputs(github):
     assert proc.returncode == 0, proc.stderr
     assert [line.split("=", 1)[0] for line in proc.stdout.splitlines()] == ["wave-1", "wave-2", "wave-3", "wave-4"]
     assert "prod: 1 required reviewer(s)" in proc.stderr
+
+
+def test_the_approvals_check_without_a_token_says_what_it_needs(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(deploy_chain.Refusal) as err:
+        deploy_chain.check_approvals(load_chain("config"), {})
+    assert str(err.value) == (
+        "GITHUB_REPOSITORY and GH_TOKEN (the job's github.token) are needed to read the environments"
+    )
