@@ -30,7 +30,7 @@ NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
 .PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest \
-	deploy-chain preflight pre-deploy
+	promote deploy-chain preflight pre-deploy
 TARGET ?= local
 
 help:
@@ -54,6 +54,9 @@ help:
 	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
 	@echo "                             validate the input, then start one run of the Training state machine"
+	@echo "make promote TO=<env> VERSION=<model package ARN> [FROM=<env>]"
+	@echo "                             check an Approved version against TO's serving profile, copy it from FROM's bucket"
+	@echo "                             (SSE-KMS, TO's key), register it in TO's group, write config/TO.model.json"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
 	@echo "make cost [ENV=dev]          synth, then every endpoint at min/max scale and every workflow job at its bound (tools/prices.json)"
 	@echo "make actionlint              lint .github/workflows: actionlint (pinned WebAssembly build) + ShellCheck on run: scripts"
@@ -179,6 +182,10 @@ lint: deps
 # module's asserts (5.6 s of a worker's 26.6 s collection). __pycache__ is git-ignored and never in an asset.
 test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Promotion needs only the lean venv (boto3 is an app requirement): exit 0 promoted, 2 refused (one line), 1 AWS error.
+promote: app-deps
+	$(APP_PY) tools/promote_model.py --to "$(TO)" --version "$(VERSION)" $(if $(FROM),--from "$(FROM)")
 
 BASE ?= origin/main
 REVIEW_OUT ?= review.md

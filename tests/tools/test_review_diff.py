@@ -1,7 +1,7 @@
 """Review summary on pairs of synthesized apps: exactly which resources are flagged, and the cost delta.
 
 Pairs (one extra in-process synth each; the bases come from the session `assemblies` fixture):
-- prod model promotion: only serving.model_prefix changes -> Model and EndpointConfig replaced, the
+- prod model promotion: only the lock's model (config/prod.model.json) changes -> Model and EndpointConfig replaced, the
   Endpoint keeps its name and rolls onto the new config, nothing stateful touched;
 - dev renamed bucket construct: the access-log bucket's logical ID changes (what renaming its
   construct does) -> flagged as a replacement of stateful data;
@@ -75,8 +75,11 @@ def promotion(assemblies, tmp_path_factory):
     config = load_served("prod")  # the base (assemblies) serves: tests.synth.served
     if config.serving is None:
         pytest.fail("config/prod.yaml has no serving section")
-    promoted = replaced(
-        config, serving=dataclasses.replace(config.serving, model_prefix="models/llama2-7b-qlora-20261201/merged/")
+    promoted = load_served(
+        "prod",
+        model_package_arn="arn:aws:sagemaker:us-east-1:123456789012:model-package/llminf2proddata-models/3",
+        model_prefix="models/llama2-7b-qlora-20261201/merged/",
+        compiled_prefix="models/llama2-7b-qlora-20261201/merged/neuron-tp8-np4096-fp16/",
     )
     base, head = _against_base(assemblies, "prod", promoted, tmp_path_factory.mktemp("promoted"))
     return base, head, review_diff.review(base, head, "promotion")
