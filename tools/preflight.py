@@ -105,7 +105,8 @@ def check_identity(config, session=None) -> str:
     try:
         account = session.client("sts").get_caller_identity()["Account"]
     except (errors.ClientError, errors.BotoCoreError) as err:
-        raise Refusal(f"STS rejected the credentials ({_one_line(err)}): refresh them, e.g. aws sso login") from None
+        why = _one_line(err)
+        raise Refusal(f"STS could not confirm the credentials ({why}): refresh them, e.g. aws sso login") from None
     if config.account is not None and account != config.account:
         raise Refusal(
             f"these credentials are for account {account}, but {config.source} pins account {config.account}: "

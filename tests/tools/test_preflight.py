@@ -208,11 +208,11 @@ def test_identity_compares_the_credentials_account_and_region_with_the_pinned_on
     )
 
 
-def test_credentials_sts_rejects_are_refused_in_one_line(tmp_path):
+def test_credentials_sts_cannot_confirm_are_refused_in_one_line(tmp_path):
     """A closed port stands for an unreachable STS: boto3's own error, on one line."""
     environ = _keys(tmp_path, "http://127.0.0.1:9", AWS_REGION="us-east-1", AWS_MAX_ATTEMPTS="1")
     line = _refusal(_preflight("identity", "--env", "dev", environ=environ))
-    assert line.startswith("preflight dev: STS rejected the credentials (Could not connect to the endpoint URL")
+    assert line.startswith("preflight dev: STS could not confirm the credentials (Could not connect to the endpoint")
 
 
 # ---------------------------------------------------------------------------------------------- approvals
