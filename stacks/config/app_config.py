@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .data import DataConfig
+from .deploy import DeployConfig
 from .errors import ConfigError
 from .model_lock import ModelLock
 from .network import NetworkConfig
@@ -39,6 +40,7 @@ class AppConfig:
     serving: ServingConfig | None = setting(None, hint="null: no Serving stack in this environment")
     pruning: PruningConfig = setting(PruningConfig(), hint="enabled: false (default): no Pruning stack")
     network: NetworkConfig = setting(NetworkConfig(), hint="isolated: false (default): SageMaker's own network")
+    deploy: DeployConfig | None = setting(None, hint="null: deploy.yml does not deploy this environment")
     rehearses: RehearsalConfig | None = setting(None, hint="what this environment does not rehearse of another")
     env_name: str = field(default="", init=False)
     source: str = field(default="", init=False)

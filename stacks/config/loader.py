@@ -9,14 +9,13 @@ from typing import Any
 import yaml
 
 from .app_config import AppConfig
+from .deploy import ENV_NAME_PATTERN
 from .errors import ConfigError
 from .model_lock import lock_path, read_lock
 from .rehearsal import check_rehearsal
 from .schema import describe, parse
 from .served_model import with_model
 from .trained_model import check_trained_model
-
-ENV_NAME_PATTERN = r"[a-z][a-z0-9]{0,15}"
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from tests.conftest import ENVIRONMENTS
+
 ENVS = ("dev", "prod")
 
 
@@ -126,11 +128,11 @@ def test_each_environment_has_its_own_retained_model_package_group(templates):
     import regex
 
     names = set()
-    for env in ("dev", "prod", "staging"):
+    for env in ENVIRONMENTS:
         group = _only(templates[env]["Data"], "AWS::SageMaker::ModelPackageGroup", "/ModelPackageGroup")
         assert group["DeletionPolicy"] == "Retain" and group["UpdateReplacePolicy"] == "Retain"
         name = group["Properties"]["ModelPackageGroupName"]
         assert name == name.lower() and len(name) <= 63 and regex.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name)
         assert templates[env]["Data"]["Outputs"]["ModelPackageGroupName"]["Value"] == name
         names.add(name)
-    assert len(names) == 3
+    assert len(names) == len(ENVIRONMENTS)
