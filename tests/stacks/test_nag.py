@@ -53,6 +53,8 @@ def test_a_stale_acknowledgment_fails_the_synth(monkeypatch):
 @pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_a_pinned_account_and_region_keep_the_acknowledgments_matching(tmp_path, env):
     """With `account`/`region` set, findings print them literally instead of `<AWS::Region>`; still clean."""
+    import shutil
+
     import yaml
 
     from stacks.config import load_config
@@ -60,7 +62,8 @@ def test_a_pinned_account_and_region_keep_the_acknowledgments_matching(tmp_path,
 
     settings = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
     settings.update(account="123456789012", region="eu-west-1")
-    (tmp_path / "config").mkdir()
+    # the whole folder: an environment may name another (staging rehearses prod)
+    shutil.copytree(ROOT / "config", tmp_path / "config")
     (tmp_path / "config" / f"{env}.yaml").write_text(yaml.safe_dump(settings))
     # served: every stack; raises on an unacknowledged finding
     assembly = synth(served(load_config(env, tmp_path / "config")), tmp_path / "out")
