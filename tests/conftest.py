@@ -12,15 +12,21 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 from app import kernel_node_options  # noqa: E402  (the project root is on sys.path from here)
+from stacks.config.deploy import deployed_environments  # noqa: E402
 
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# The pinned Node 24 (`make tools`) first, as make puts it for `make test`, also when pytest runs on its own: the
+# jsii kernel of the in-process synths, the CDK CLI and the node tools the tests start.
+TOOLS_BIN = ROOT / ".tools" / "bin"
+if (TOOLS_BIN / "node").exists() and not os.environ.get("PATH", "").startswith(str(TOOLS_BIN) + os.pathsep):
+    os.environ["PATH"] = str(TOOLS_BIN) + os.pathsep + os.environ.get("PATH", "")
 # Two xdist workers share the two cores: one compute thread per torch process (tests, training jobs, servers)
 # instead of one per core each, whose waits spun on the core the other worker needed (make test: 19.3 -> 16.3 CPU
 # minutes, 10 min 48 s -> 9 min 7 s).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 kernel_node_options(os.environ)  # the in-process synths' jsii kernel, as app.py gives the CLI's
 
-ENVIRONMENTS = ("dev", "prod", "staging")
+# Every environment deploy.yml deploys (a config/*.yaml with a deploy: section), synthesized once per session.
+ENVIRONMENTS = tuple(sorted(deployed_environments(ROOT / "config")))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -33,25 +33,75 @@ def cli_context() -> dict[str, Any]:
 def replaced(config: AppConfig, **changes) -> AppConfig:
     """`config` with top-level fields replaced; env_name and source (init=False, from the file) are kept."""
     changed = dataclasses.replace(config, **changes)
-    for name in ("env_name", "source"):
+    for name in ("env_name", "source", "model"):
         object.__setattr__(changed, name, getattr(config, name))
     return changed
 
 
-# Each environment after the first-deploy guide's last step (docs/aws.md): the model prefixes the Training
-# workflow recorded (and dev's Pruning run's model keys). The shipped files serve nothing yet.
-SERVED_PREFIXES = {
-    "dev": ("models/tinyllama-1.1b-chat-v1.0/", None),
+# Each environment after the first-deploy guide's last step (docs/aws.md): the lock a promotion of the Training
+# workflow's version writes, config/<env>.model.json (and dev's Pruning run's model keys). The shipped files
+# serve nothing yet.
+ACCOUNT, REGION = "123456789012", "us-east-1"
+CODE_ASSET_HASH = "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592"
+STAGING_JOB = "llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-0-0"
+FACTS = {  # each model's config.json facts, as the Training workflow records them (strings in the package)
+    "tinyllama": {
+        "base_model": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        "model_type": "llama",
+        "architecture": "LlamaForCausalLM",
+        "parameters": 1100048384,
+        "size_bytes": 2200119864,
+        "dtype": "bfloat16",
+        "context_length": 2048,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "chat_template": True,
+    },
+    "llama2": {
+        "base_model": "s3://llm-inf2-prod-data-artifactbucket-x1/base-models/llama-2-7b-chat-hf/",
+        "model_type": "llama",
+        "architecture": "LlamaForCausalLM",
+        "parameters": 6738415616,
+        "size_bytes": 13476839424,
+        "dtype": "float16",
+        "context_length": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "chat_template": True,
+    },
+    "qwen2.5": {
+        "base_model": "Qwen/Qwen2.5-7B-Instruct",
+        "model_type": "qwen2",
+        "architecture": "Qwen2ForCausalLM",
+        "parameters": 7615616512,
+        "size_bytes": 15231233024,
+        "dtype": "bfloat16",
+        "context_length": 32768,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "chat_template": True,
+    },
+}
+SERVED = {  # env: (model, version, training job, merged prefix, compiled prefix, instance type)
+    "dev": ("tinyllama", 3, "llm-inf2-dev-20261119-0-0", "models/tinyllama-1.1b-chat-v1.0/", None, "ml.inf2.xlarge"),
     "prod": (
+        "llama2",
+        2,
+        "llm-inf2-prod-20261120-0-0",
         "models/llama2-7b-qlora-20261120/merged/",
         "models/llama2-7b-qlora-20261120/merged/neuron-tp8-np4096-fp16/",
+        "ml.inf2.24xlarge",
     ),
     "staging": (
-        "models/llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-0-0/neuron/bs4-seq4096-tp2/"
-        "llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-n-0/output/model/",
-        None,
+        "qwen2.5",
+        5,
+        STAGING_JOB,
+        f"models/{STAGING_JOB}/output/model/",
+        f"models/{STAGING_JOB}/neuron/bs4-seq4096-tp2/llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-n-0/output/model/",
+        "ml.inf2.8xlarge",
     ),
 }
+SERVED_BACKENDS = {"dev": ("lmi_neuronx", "lmi_neuronx"), "prod": ("lmi_neuronx", "lmi_neuronx")}
 DEV_PRUNING_RUN = "pruning/llm-inf2-dev-20261129000000000/"
 DEV_PRUNING_KEYS = {
     "base_endpoint": f"{DEV_PRUNING_RUN}base/model.tar.gz",
@@ -59,22 +109,72 @@ DEV_PRUNING_KEYS = {
 }
 
 
-def served(config: AppConfig) -> AppConfig:
-    """`config` with serving on at its recorded prefix (and dev's pruning endpoints at their model keys)."""
+def group_of(env_name: str) -> str:
+    """A model package group's name as the Data stack generates it (lower case, in the package ARNs)."""
+    return f"llminf2{env_name}data-models"
+
+
+def image_in(name: str, region: str = REGION) -> str:
+    """stacks/images.json's URI of `name` in `region` (what a package registered there names)."""
+    from stacks.image_table import image_table
+
+    return image_table()[name][region]
+
+
+def lock_document(env_name: str, **changes) -> dict:
+    """config/<env>.model.json as the promotion writes it for SERVED[env_name]'s version; `changes` replace
+    top-level keys (and `facts`/`serving`/`lineage` keys given as `facts__parameters=...`)."""
+    model, number, job, prefix, compiled, instance_type = SERVED[env_name]
+    backend, image = SERVED_BACKENDS.get(env_name, ("vllm_neuronx", "vllm_neuronx"))
+    document = {
+        "model_package_arn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package/{group_of(env_name)}/{number}",
+        "approval_status": "Approved",
+        "model_prefix": prefix,
+        "compiled_prefix": compiled,
+        "facts": dict(FACTS[model]),
+        "serving": {"backend": backend, "image": image_in(image), "instance_types": [instance_type]},
+        "lineage": {
+            "training_job": job,
+            "dataset": f"s3://llm-inf2-{env_name}-data-artifactbucket-x1/datasets/instructions/",
+            "dataset_marker_version_id": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY",
+            "code_asset_hash": CODE_ASSET_HASH,
+            "source_model_package_arn": None,
+        },
+    }
+    for key, value in changes.items():
+        section, _, name = key.partition("__")
+        if name:
+            document[section][name] = value
+        else:
+            document[section] = value
+    return document
+
+
+def with_lock(config: AppConfig, document: dict) -> AppConfig:
+    """`config` serving `document` (a lock's JSON value), through the checks the loader runs."""
+    from stacks.config.model_lock import parse_lock
+    from stacks.config.served_model import with_model
+
+    source = f"config/{config.env_name}.model.json"
+    return with_model(config, parse_lock(document, source), source)
+
+
+def served(config: AppConfig, **lock_changes) -> AppConfig:
+    """`config` serving its recorded version (and dev's pruning endpoints at their model keys); `lock_changes`:
+    another promotion (lock_document's changes)."""
     from stacks.config.pruning import EncoderEndpointConfig
 
-    if config.env_name not in SERVED_PREFIXES or config.serving is None:
+    if config.env_name not in SERVED or config.serving is None:
         return config
-    prefix, graph = SERVED_PREFIXES[config.env_name]
-    changes = {"serving": dataclasses.replace(config.serving, model_prefix=prefix, compiled_graph_prefix=graph)}
+    config = with_lock(config, lock_document(config.env_name, **lock_changes))
     if config.env_name == "dev":
         endpoints = {name: EncoderEndpointConfig(model_key=key) for name, key in DEV_PRUNING_KEYS.items()}
-        changes["pruning"] = dataclasses.replace(config.pruning, **endpoints)
-    return replaced(config, **changes)
+        config = replaced(config, pruning=dataclasses.replace(config.pruning, **endpoints))
+    return config
 
 
-def load_served(env_name: str) -> AppConfig:
-    return served(load_config(env_name, ROOT / "config"))
+def load_served(env_name: str, **lock_changes) -> AppConfig:
+    return served(load_config(env_name, ROOT / "config"), **lock_changes)
 
 
 def synth(config: AppConfig, outdir: Path) -> CloudAssembly:

@@ -26,7 +26,6 @@ def _synth_process(outdir: Path, env_name: str) -> subprocess.CompletedProcess:
         {
             "CDK_OUTDIR": str(outdir),
             "CDK_CONTEXT_JSON": json.dumps({**cli_context(), "env": env_name}),
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
         }
     )
     return subprocess.run(

@@ -60,11 +60,11 @@ def test_without_node_options_the_options_are_all():
     assert environ == {"NODE_OPTIONS": ALL_OPTIONS}
 
 
-def _node(script: Path, node_options: str | None, *flags: str) -> str:
+def _node(script: Path, node_options: str | None, *args: str) -> str:
     env = {key: value for key, value in os.environ.items() if key != "NODE_OPTIONS"}
     if node_options is not None:
         env["NODE_OPTIONS"] = node_options
-    done = subprocess.run([NODE, *flags, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([NODE, str(script), *args], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "unrecognized flag" not in done.stderr, done.stderr
     return done.stdout
@@ -81,11 +81,24 @@ def test_a_preload_path_with_a_space_a_quote_and_a_backslash_reaches_node_whole(
     assert json.loads(_node(script, f"--require {node_options_quoted(str(preload))}")) == str(preload)
 
 
+# What the jsii runtime does (jsii-runtime.js): the process node starts spawns the kernel as a child with its own
+# execArgv; the kernel's code (here the hot function) runs in that child.
+JSII_RUNTIME_LIKE = """
+const { spawnSync } = require("node:child_process");
+const child = spawnSync(process.execPath, [...process.execArgv, "--allow-natives-syntax", process.argv[2]]);
+process.stdout.write(child.stdout);
+process.stderr.write(child.stderr);
+process.exitCode = child.status;
+"""
+
+
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_with_the_kernel_options_a_hot_wasm_function_stays_on_liftoff_and_without_them_tiers_up(tmp_path):
     script = tmp_path / "hot_wasm.js"
     script.write_text(HOT_WASM_FUNCTION, encoding="utf-8")
+    runtime = tmp_path / "runtime.js"
+    runtime.write_text(JSII_RUNTIME_LIKE, encoding="utf-8")
     environ: dict = {}
     kernel_node_options(environ)
-    assert json.loads(_node(script, environ["NODE_OPTIONS"], "--allow-natives-syntax")) == {"liftoff": True}
-    assert json.loads(_node(script, None, "--allow-natives-syntax")) == {"liftoff": False}, "the control run"
+    assert json.loads(_node(runtime, environ["NODE_OPTIONS"], str(script))) == {"liftoff": True}
+    assert json.loads(_node(runtime, None, str(script))) == {"liftoff": False}, "the control run"

@@ -143,10 +143,12 @@ def test_cdk_json_app_without_an_env_fails_with_one_line(tmp_path):
     )
 
 
-def test_make_diff_diffs_the_lean_synth_against_the_deployed_stacks():
+def test_make_diff_checks_the_credentials_then_diffs_the_lean_synth_against_the_deployed_stacks():
     commands = _make_dry_run("diff", "ENV=staging")
     assert "requirements-dev.txt" not in commands and '--app ".venv-app/bin/python app.py"' in commands
-    assert "npx cdk diff --all --app cdk.out -c env=staging --method=auto" in commands
+    check = ".venv-app/bin/python tools/preflight.py identity --env staging"
+    diff = "npx cdk diff --app cdk.out -c env=staging --method=auto"  # every stack: diff has no --all
+    assert commands.index(check) < commands.index("npx cdk synth") < commands.index(diff)
     assert "--method=template" in _make_dry_run("diff", "METHOD=template")
 
 

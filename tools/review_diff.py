@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -99,8 +100,11 @@ def _context(tree: Path, env_name: str) -> dict[str, Any]:
     }
 
 
-def synth_tree(tree: Path, outdir: Path, envs: list[str]) -> dict[str, str]:
-    """Synthesize every env of the source tree `tree` into outdir/<env>; returns {env: why it was skipped}."""
+def synth_tree(
+    tree: Path, outdir: Path, envs: list[str], base: dict[str, StackArtifact] | None = None
+) -> dict[str, str]:
+    """Synthesize every env of the source tree `tree` into outdir/<env>; returns {env: why it was skipped}.
+    `base`: the deployed side's stacks, which name what a failure means (a renamed acknowledged construct)."""
     procs = {}
     for env_name in envs:
         environ = dict(os.environ)
@@ -108,7 +112,6 @@ def synth_tree(tree: Path, outdir: Path, envs: list[str]) -> dict[str, str]:
             {
                 "CDK_OUTDIR": str(outdir / env_name),
                 "CDK_CONTEXT_JSON": json.dumps(_context(tree, env_name)),
-                "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
                 "PYTHONDONTWRITEBYTECODE": "1",
             }
         )
@@ -129,8 +132,36 @@ def synth_tree(tree: Path, outdir: Path, envs: list[str]) -> dict[str, str]:
         if "no such file for env" in last:  # the environment does not exist on this side: nothing deployed
             skipped[env_name] = "no config file"
             continue
+        renamed = MISSING_ACKNOWLEDGED.search(last)
+        if renamed and base is not None:
+            raise ReviewError(f"env {env_name}: {renamed_construct(env_name, *renamed.groups(), base)}")
         raise ReviewError(f"synth of {tree.name} env {env_name} failed: {last}")
     return skipped
+
+
+# stacks/nag.py's error for an acknowledgment whose construct is gone: what a renamed construct gives
+MISSING_ACKNOWLEDGED = re.compile(r"nag acknowledgment (\S+) points at missing ([A-Za-z0-9]+)/(\S+)")
+
+
+def renamed_construct(env_name: str, rule: str, unit: str, path: str, base: dict[str, StackArtifact]) -> str:
+    """One line: which deployed resources a renamed acknowledged construct replaces, and what to do instead."""
+    found = []
+    for name, art in sorted(base.items()):
+        if not name.endswith(f"-{unit}") or _stack_env(name) != env_name:
+            continue
+        resources = art.template.get("Resources", {})
+        prefix = f"/{name}/{path}/"
+        for lid, construct in sorted(art.paths.items()):
+            if construct.startswith(prefix) and lid in resources:
+                rtype = resources[lid].get("Type", "?")
+                stake = SENSITIVE.get(rtype, ("", "a new resource"))[1].split(";")[0]
+                found.append(f"{rtype} `{lid}` ({stake})")
+    what = ", ".join(found) if found else "every resource under it"
+    return (
+        f"construct {unit}/{path} is gone, and cdk-nag acknowledgments ({rule}, stacks/nag.py) name it: a renamed "
+        f"construct gets new logical IDs, so CloudFormation replaces {what}; rename it back, or keep the logical "
+        f"ID (override_logical_id) and move its acknowledgments in stacks/nag.py to the new path"
+    )
 
 
 def synth_ref(ref: str, workdir: Path, envs: list[str]) -> Path:
@@ -218,6 +249,7 @@ class Review:
     settings: list[str]
     cost_rows: list[tuple[str, ...]]
     cost_notes: list[str]
+    cost_totals: list[EnvironmentCost] = field(default_factory=list)
 
     @property
     def replaced(self) -> dict[str, list[str]]:
@@ -566,17 +598,61 @@ def _delta(old: float | None, new: float | None, unit: str) -> str:
     return "±0" if abs(diff) < 0.005 else f"{'+' if diff > 0 else '-'}${abs(diff):,.2f}{unit}"
 
 
-NET_ROWS = (
-    ("min", "/month", "net: always-on at min scale"),
-    ("max", "/month", "net: always-on at max scale"),
-    ("run", "/run", "net: one execution of every workflow at its bound"),
+TOTALS = (
+    ("min", "/month", "always-on at min scale"),
+    ("max", "/month", "always-on at max scale"),
+    ("run", "/run", "one execution of every workflow at its bound"),
 )
+
+
+@dataclass(frozen=True)
+class EnvironmentCost:
+    """An environment's totals on both sides ({part of TOTALS: USD or None}); emulated: never deployed to AWS."""
+
+    env: str
+    emulated: bool
+    old: dict[str, float | None]
+    new: dict[str, float | None]
+
+
+def _stack_env(stack_name: str) -> str:
+    """`<app>-<env>-<Unit>` (AppConfig.stack_id): the environment; env names have no hyphen, units none either."""
+    parts = stack_name.rsplit("-", 2)
+    return parts[1] if len(parts) == 3 else ""
+
+
+def aws_environments(config_dir: Path = ROOT / "config") -> set[str]:
+    """The environments deploy.yml deploys (a deploy: section); the others run only on the emulator."""
+    from stacks.config.deploy import deployed_environments
+
+    return set(deployed_environments(config_dir))
+
+
+def _totals(side: dict[str, StackArtifact], table: cost.PriceTable) -> dict[str, float | None]:
+    lines = [line for result in cost.estimate_stacks(side, table) for line in result.lines]
+    parts = cost.total_lines(lines)
+    return {part: cost.total(parts[part]) for part, _, _ in TOTALS}
+
+
+def environment_costs(
+    base: dict[str, StackArtifact], head: dict[str, StackArtifact], table: cost.PriceTable, aws: set[str]
+) -> list[EnvironmentCost]:
+    """Each environment's totals, base and head; environments outside `aws` are emulated (never billed)."""
+
+    def of(side: dict[str, StackArtifact], env: str) -> dict[str, StackArtifact]:
+        return {name: art for name, art in side.items() if _stack_env(name) == env}
+
+    envs = sorted({_stack_env(name) for name in [*base, *head]})
+    return [
+        EnvironmentCost(env, env not in aws, _totals(of(base, env), table), _totals(of(head, env), table))
+        for env in envs
+    ]
 
 
 def cost_delta(
     base: dict[str, StackArtifact], head: dict[str, StackArtifact], table: cost.PriceTable
 ) -> tuple[list[tuple[str, ...]], list[str]]:
-    """The priced items that change (type, count or price), then the net totals; unchanged items are counted."""
+    """The priced items that change (type, count or price); unchanged items are counted in a note."""
 
     def lines(side: dict[str, StackArtifact]) -> dict[str, cost.Line]:
         return {line.key: line for result in cost.estimate_stacks(side, table) for line in result.lines}
@@ -609,21 +685,41 @@ def cost_delta(
                 notes.add(f"not priced: {line.problem}")
             if line and line.note:
                 notes.add(f"{line.label}: {line.note}")
-    old_totals, new_totals = cost.total_lines(list(before.values())), cost.total_lines(list(after.values()))
-    for part, unit, label in NET_ROWS:
-        old_usd, new_usd = cost.total(old_totals[part]), cost.total(new_totals[part])
-        rows.append(
-            (
-                f"**{label}**",
-                "",
-                cost.money(old_usd) + unit,
-                cost.money(new_usd) + unit,
-                f"**{_delta(old_usd, new_usd, unit)}**",
-            )
-        )
     if unchanged:
         notes.add(f"{unchanged} unchanged item(s) not shown")
     return rows, sorted(notes)
+
+
+def _total_cell(old: float | None, new: float | None, unit: str) -> str:
+    delta = _delta(old, new, unit)
+    shown = f"**{delta}**" if delta not in ("±0", "n/a") else delta
+    return f"{cost.money(old)} -> {cost.money(new)}{unit} ({shown})"
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(values)
+
+
+def totals_table(totals: list[EnvironmentCost]) -> list[str]:
+    """Per environment, base -> head (delta): the AWS ones and their sum, then the emulated ones apart."""
+    out = ["| Environment | " + " | ".join(label.capitalize() for _, _, label in TOTALS) + " |"]
+    out.append("|" + " --- |" * (len(TOTALS) + 1))
+
+    def row(label: str, old: dict, new: dict) -> str:
+        return f"| {label} | " + " | ".join(_total_cell(old[p], new[p], unit) for p, unit, _ in TOTALS) + " |"
+
+    billed = [t for t in totals if not t.emulated]
+    out += [row(f"`{t.env}`", t.old, t.new) for t in billed]
+    if billed:
+        old = {p: _sum_or_none([t.old[p] for t in billed]) for p, _, _ in TOTALS}
+        new = {p: _sum_or_none([t.new[p] for t in billed]) for p, _, _ in TOTALS}
+        out.append(row("**AWS, all environments**", old, new))
+    out += [
+        row(f"`{t.env}` (emulated on one machine: never billed, not in the sum)", t.old, t.new)
+        for t in totals
+        if t.emulated
+    ]
+    return out
 
 
 def _usd(line: cost.Line | None, unit: str) -> str:
@@ -638,9 +734,11 @@ def review(
 ) -> Review:
     engine = run_engine(base, head)
     reports, warnings, iam_lines, sg_lines = analyse(base, head, engine)
-    rows, notes = cost_delta(base, head, table or cost.PriceTable.load())
+    table = table or cost.PriceTable.load()
+    rows, notes = cost_delta(base, head, table)
+    totals = environment_costs(base, head, table, aws_environments())
     return Review(
-        title, engine["engine"], reports, warnings, iam_lines, sg_lines, stack_settings(base, head), rows, notes
+        title, engine["engine"], reports, warnings, iam_lines, sg_lines, stack_settings(base, head), rows, notes, totals
     )
 
 
@@ -711,17 +809,21 @@ def render(result: Review, table: cost.PriceTable | None = None, max_chars: int 
             if len(rows) > 1:
                 details.append(_details(f"<code>{s.name}</code>: security-group rules", _table(rows)))
     out += [
-        f"### Cost (on-demand: SageMaker, PrivateLink; only what changes, then the net; tools/prices.json "
-        f"as of {table.as_of}, {table.hours_per_month:g} h/month)",
+        f"### Cost (on-demand: SageMaker, PrivateLink; what changes, then each environment's totals; "
+        f"tools/prices.json as of {table.as_of}, {table.hours_per_month:g} h/month)",
         "",
     ]
     if result.cost_rows:
         out += ["| Item | Instances | Base | Head | Delta |", "| --- | --- | --- | --- | --- |"]
         out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in result.cost_rows]
-        out += [""] + [f"- {note}" for note in result.cost_notes]
+        out.append("")
+    elif result.cost_totals:
+        out += ["No priced item changes.", ""]
+    if result.cost_totals:
+        out += totals_table(result.cost_totals) + [""]
     else:
-        out.append("No endpoint or training job in either side.")
-    out.append("")
+        out += ["No endpoint or training job in either side.", ""]
+    out += [f"- {note}" for note in result.cost_notes] + ([""] if result.cost_notes else [])
     for s in changed:
         if s.text.strip():
             details.append(_details(f"<code>{s.name}</code>: cdk diff", ["```diff", s.text.rstrip(), "```"]))
@@ -756,30 +858,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-chars", type=int, default=60000, help="0: no limit; default fits a PR comment")
     args = parser.parse_args(argv)
     envs = args.env or sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
+    if args.output:
+        args.output.unlink(missing_ok=True)  # a failed run leaves no review of an earlier one behind
     try:
-        with tempfile.TemporaryDirectory(prefix="review-") as tmp:
-            workdir = Path(tmp)
-            if args.base:
-                base_dir = synth_ref(args.base, workdir, envs)
-                title = f"`{args.base}` -> working tree"
-            else:
-                base_dir = args.base_dir
-                title = f"`{args.base_dir.as_posix()}` -> `{(args.head_dir or Path('working tree')).as_posix()}`"
-            if args.head_dir is None:
-                synth_tree(ROOT, workdir / "head", envs)
-                head_dir = workdir / "head"
-            else:
-                head_dir = args.head_dir
-            base = read_assembly(base_dir) if base_dir.exists() else {}
-            head = read_assembly(head_dir)
-            markdown = render(review(base, head, title), max_chars=args.max_chars)
+        markdown = _run(args, envs)
     except ReviewError as err:
         print(f"review error: {err}", file=sys.stderr)
         return 2
     sys.stdout.write(markdown)
     if args.output:
-        args.output.write_text(markdown, encoding="utf-8")
+        partial = args.output.with_name(args.output.name + ".partial")
+        partial.write_text(markdown, encoding="utf-8")
+        os.replace(partial, args.output)  # whole or absent, never half written
     return 0
+
+
+def _run(args: argparse.Namespace, envs: list[str]) -> str:
+    with tempfile.TemporaryDirectory(prefix="review-") as tmp:
+        workdir = Path(tmp)
+        if args.base:
+            base_dir = synth_ref(args.base, workdir, envs)
+            title = f"`{args.base}` -> working tree"
+        else:
+            base_dir = args.base_dir
+            title = f"`{args.base_dir.as_posix()}` -> `{(args.head_dir or Path('working tree')).as_posix()}`"
+        base = read_assembly(base_dir) if base_dir.exists() else {}
+        if args.head_dir is None:
+            synth_tree(ROOT, workdir / "head", envs, base=base)
+            head_dir = workdir / "head"
+        else:
+            head_dir = args.head_dir
+        head = read_assembly(head_dir)
+        return render(review(base, head, title), max_chars=args.max_chars)
 
 
 if __name__ == "__main__":

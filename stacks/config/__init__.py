@@ -14,6 +14,7 @@ _HOMES = {
     "AppConfig": ".app_config",
     "ConfigError": ".errors",
     "DataConfig": ".data",
+    "DeployConfig": ".deploy",
     "PruningConfig": ".pruning",
     "ServingConfig": ".serving",
     "TrainingConfig": ".training",

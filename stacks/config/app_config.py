@@ -6,9 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .data import DataConfig
+from .deploy import DeployConfig
 from .errors import ConfigError
+from .model_lock import ModelLock
 from .network import NetworkConfig
 from .pruning import PruningConfig
+from .rehearsal import RehearsalConfig
 from .schema import setting
 from .serving import ServingConfig
 from .training import OFFLINE_IMAGE, TrainingConfig
@@ -37,8 +40,11 @@ class AppConfig:
     serving: ServingConfig | None = setting(None, hint="null: no Serving stack in this environment")
     pruning: PruningConfig = setting(PruningConfig(), hint="enabled: false (default): no Pruning stack")
     network: NetworkConfig = setting(NetworkConfig(), hint="isolated: false (default): SageMaker's own network")
+    deploy: DeployConfig | None = setting(None, hint="null: deploy.yml does not deploy this environment")
+    rehearses: RehearsalConfig | None = setting(None, hint="what this environment does not rehearse of another")
     env_name: str = field(default="", init=False)
     source: str = field(default="", init=False)
+    model: ModelLock | None = field(default=None, init=False)  # config/<env>.model.json: the served version
 
     def check(self, source: str, path: str) -> None:
         """Isolated mode: every setting that would need the internet fails here, one line each."""
@@ -56,7 +62,7 @@ class AppConfig:
 
     @property
     def serves(self) -> bool:
-        """The Serving stack exists: a serving section with a model prefix (null until a model is in the bucket)."""
+        """The Serving stack exists: a serving section and a served version (config/<env>.model.json)."""
         return self.serving is not None and self.serving.model_prefix is not None
 
     @property
@@ -85,7 +91,7 @@ _ISOLATED = "network.isolated: true"
 
 def isolation_problems(config: AppConfig) -> list[tuple[str, str]]:
     """(field, problem) for each setting that cannot work without internet access."""
-    training, serving = config.training, config.serving
+    training = config.training
     problems = []
     if training.base_model_key is None:
         problems.append(
@@ -111,16 +117,6 @@ def isolation_problems(config: AppConfig) -> list[tuple[str, str]]:
             problems.append(
                 (f"training.{name}", f"set the VPC under network: ({_ISOLATED} uses it for training and serving)")
             )
-    graph = serving.compiled_graph_prefix if serving is not None else None
-    if serving is not None and graph is not None and not graph.startswith(serving.model_prefix or ""):
-        problems.append(
-            (
-                "serving.compiled_graph_prefix",
-                f"got {graph!r}; with {_ISOLATED} the container cannot "
-                f"reach S3, so it must lie under serving.model_prefix {serving.model_prefix!r} (mounted at "
-                "/opt/ml/model)",
-            )
-        )
     pruning = getattr(config, "pruning", None)  # the Pruning section is newer than this rule
     if pruning is not None and pruning.enabled:
         problems.append(

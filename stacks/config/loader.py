@@ -9,10 +9,13 @@ from typing import Any
 import yaml
 
 from .app_config import AppConfig
+from .deploy import ENV_NAME_PATTERN
 from .errors import ConfigError
+from .model_lock import lock_path, read_lock
+from .rehearsal import check_rehearsal
 from .schema import describe, parse
-
-ENV_NAME_PATTERN = r"[a-z][a-z0-9]{0,15}"
+from .served_model import with_model
+from .trained_model import check_trained_model
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -37,8 +40,9 @@ def available_envs(config_dir: Path) -> list[str]:
     return sorted(p.stem for p in config_dir.glob("*.yaml"))
 
 
-def load_config(env_name: Any, config_dir: str | Path = "config") -> AppConfig:
-    """Load and validate one environment; the result is frozen and safe to share between stacks."""
+def load_config(env_name: Any, config_dir: str | Path = "config", *, served: bool = True) -> AppConfig:
+    """Load and validate one environment; the result is frozen and safe to share between stacks. `served`
+    False: the profile alone, without config/<env>.model.json (what a promotion checks a new version against)."""
     config_dir = Path(config_dir)
     if not isinstance(env_name, str) or not re.fullmatch(ENV_NAME_PATTERN, env_name):
         raise ConfigError(
@@ -61,4 +65,16 @@ def load_config(env_name: Any, config_dir: str | Path = "config") -> AppConfig:
     config = parse(AppConfig, {} if raw is None else raw, source=source)
     object.__setattr__(config, "env_name", env_name)
     object.__setattr__(config, "source", source)
-    return config
+    check_trained_model(config)
+    if not served:
+        return config
+    check_rehearsal(config, lambda other: load_config(other, config_dir, served=False))
+    return served_from_lock(config, config_dir)
+
+
+def served_from_lock(config: AppConfig, config_dir: Path) -> AppConfig:
+    """The environment serving config/<env>.model.json's version, when the promotion wrote one."""
+    path = lock_path(config_dir, config.env_name)
+    if not path.is_file():
+        return config
+    return with_model(config, read_lock(path), path.as_posix())

@@ -1,9 +1,9 @@
 """The serving section: which model an environment serves on ml.inf2, with which backend, and how.
 
-Promoting a model is one line: `serving.model_prefix`; while it is null (a new account's empty bucket)
-the environment has no Serving stack, so a first deploy creates no endpoint with nothing to load. The settings
-every backend shares live here; each backend (stacks/serving/backends/<name>/config.py) adds its own section and
-cross-field rules, all checked before any CDK code runs, with one-line errors.
+The served model is config/<env>.model.json, the lock the promotion writes (model_lock.py); without it (a new
+account's empty bucket) the environment has no Serving stack, so a first deploy creates no endpoint with nothing
+to load. The settings every backend shares live here; each backend (stacks/serving/backends/<name>/config.py) adds
+its own section and cross-field rules, all checked before any CDK code runs, with one-line errors.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, Rollout
 from .errors import ConfigError
 from .inf2 import INF2_TYPES, Inf2Type
 from .schema import setting
+from .served_model import refuse_pinned_prefix
 
 S3_PREFIX = r"([A-Za-z0-9!_.*'()=-]+/)+"
 ECR_IMAGE = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+:[\w.-]+"
@@ -40,19 +41,13 @@ class _ServingSettings:
     """The settings every backend shares; each backend's own section is added below (ServingConfig)."""
 
     model_name: str = setting(pattern=r"[a-z0-9][a-z0-9._-]{0,62}", hint=_MODEL_NAME_HINT)
-    model_architecture: str = setting(pattern=r"[a-z0-9_]{1,32}", hint="model_type in the model's config.json")
-    model_parameters_billions: float = setting(ge=0.01, le=1000)
-    model_context_length: int = setting(ge=128, le=1048576, hint="max_position_embeddings of the model")
-    model_prefix: str | None = setting(
-        None,
-        pattern=S3_PREFIX,
-        hint="the model's prefix in the artifact bucket, ending in '/' (vllm_neuronx: the compiled model); null: "
-        "nothing to serve yet, no Serving stack",
+    model_parameters_billions: float = setting(
+        ge=0.01, le=1000, hint="the size the profile is built for; a served model's true count is checked against it"
     )
+    # Set from config/<env>.model.json (the promotion's lock), never in the YAML: a value there is refused.
+    model_prefix: str | None = setting(None, pattern=S3_PREFIX, hint="from config/<env>.model.json")
     backend: Backend = setting("lmi_neuronx", hint=_BACKEND_HINT)
-    compiled_graph_prefix: str | None = setting(
-        None, pattern=S3_PREFIX, hint="precompiled Neuron artifacts in the artifact bucket; skips the runtime compile"
-    )
+    compiled_graph_prefix: str | None = setting(None, pattern=S3_PREFIX, hint="from config/<env>.model.json")
     image: ImageName | None = setting(None, hint="stacks/images.json; null: the backend's image")
     image_uri: str | None = setting(None, pattern=ECR_IMAGE, hint="overrides the region table")
     lmi_version: str | None = setting(None, pattern=r"\d+\.\d+\.\d+", hint="needed when image_uri's tag hides it")
@@ -93,15 +88,6 @@ class _ServingSettings:
                 f"got {self.instance_type!r}; the {spec.label} container needs an Inferentia2 type: "
                 + ", ".join(INF2_TYPES),
             )
-        known = spec.architectures
-        if self.model_architecture not in known:
-            other = [b.name for b in backends().values() if self.model_architecture in b.architectures and b != spec]
-            fix = f"; backend {other[0]} serves it" if other else ""
-            raise ConfigError(
-                source,
-                f"{path}.model_architecture",
-                f"got {self.model_architecture!r}; backend {self.backend} supports {', '.join(known)}{fix}",
-            )
         if self.image_name not in spec.images:
             raise ConfigError(
                 source,
@@ -115,12 +101,7 @@ class _ServingSettings:
                     f"{path}.{other.section}",
                     f"only for backend {other.name}; backend is {self.backend}: remove the section",
                 )
-        if self.model_prefix is None and self.compiled_graph_prefix is not None:
-            raise ConfigError(
-                source,
-                f"{path}.compiled_graph_prefix",
-                "set while model_prefix is null (nothing served yet): set it to null, or set model_prefix too",
-            )
+        refuse_pinned_prefix(self, source, path)
         spec.check(self, source, path)
         check_variant(self, source, path)
 

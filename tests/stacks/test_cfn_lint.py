@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ENVIRONMENTS
 
-@pytest.mark.parametrize("env", ["dev", "prod", "staging"])
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_cfn_lint_clean(assemblies, env):
     paths = sorted(str(Path(assemblies[env].directory) / s.template_file) for s in assemblies[env].stacks)
     assert paths

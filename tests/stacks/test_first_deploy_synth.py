@@ -1,5 +1,6 @@
 """A first deploy into an empty account creates no endpoint: every shipped environment serves nothing until
-its model prefix (and dev's pruning model keys) are set, which docs/aws.md orders after a Training run."""
+a version is promoted into config/<env>.model.json (and dev's pruning model keys are set), which docs/aws.md
+orders after a Training run."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def test_shipped_environment_creates_no_model_or_endpoint(shipped_assemblies, en
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)
-def test_setting_the_model_prefix_adds_the_serving_stack(assemblies, env):
-    """tests.synth.served: the same file with serving.model_prefix set (the guide's last step)."""
+def test_promoting_a_version_adds_the_serving_stack(assemblies, env):
+    """tests.synth.served: the same file with its lock beside it (the guide's last step)."""
     template = by_unit(assemblies[env])["Serving"]
     assert {r["Type"] for r in template["Resources"].values()} >= MODEL_TYPES
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from stacks import nag
+from tests.conftest import ENVIRONMENTS
 
 
-@pytest.mark.parametrize("env", ["dev", "prod", "staging"])
+@pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_no_unacknowledged_findings(assemblies, env):
     # app.synth() raises on a finding, so reaching here already means none; the report must agree.
     report = json.loads((Path(assemblies[env].directory) / "validation-report.json").read_text())
@@ -49,9 +50,11 @@ def test_a_stale_acknowledgment_fails_the_synth(monkeypatch):
         build_app(App(context=cli_context()), load_config("dev", ROOT / "config"))
 
 
-@pytest.mark.parametrize("env", ["dev", "prod", "staging"])
+@pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_a_pinned_account_and_region_keep_the_acknowledgments_matching(tmp_path, env):
     """With `account`/`region` set, findings print them literally instead of `<AWS::Region>`; still clean."""
+    import shutil
+
     import yaml
 
     from stacks.config import load_config
@@ -59,7 +62,8 @@ def test_a_pinned_account_and_region_keep_the_acknowledgments_matching(tmp_path,
 
     settings = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
     settings.update(account="123456789012", region="eu-west-1")
-    (tmp_path / "config").mkdir()
+    # the whole folder: an environment may name another (staging rehearses prod)
+    shutil.copytree(ROOT / "config", tmp_path / "config")
     (tmp_path / "config" / f"{env}.yaml").write_text(yaml.safe_dump(settings))
     # served: every stack; raises on an unacknowledged finding
     assembly = synth(served(load_config(env, tmp_path / "config")), tmp_path / "out")

@@ -1,124 +1,521 @@
-"""tools/promote_model.py against moto's model registry: an Approved package becomes the one-line
-`serving.model_prefix` change; a package that is not Approved, or registered for another backend or image, or
-whose prefix the environment's config refuses, changes nothing and says why in one line."""
+"""tools/promote_model.py on moto (SageMaker model registry, S3 + KMS, CloudFormation's DescribeStacks).
+
+Each environment is what its Data stack deploys: a KMS key, an artifact bucket encrypted with it, a model package
+group, and the stack's outputs naming them (stacks/data/stack.py). A version is registered the way the Training
+workflow's RegisterModel does (stacks/training/registry.py): its model folder in the bucket, its facts and lineage
+in CustomerMetadataProperties (strings). The chain dev -> staging -> prod is one test; every refusal is one line
+and leaves the registries, the buckets and the lock as they were.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
 import shutil
 from pathlib import Path
 
 import boto3
+import botocore.session
 import pytest
+import yaml
 from moto import mock_aws
 
 from stacks.config import load_config
-from stacks.image_table import image_uris
+from stacks.config.model_lock import read_lock
+from tests.synth import CODE_ASSET_HASH, FACTS, image_in
 from tools import promote_model
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUP = "llminf2devdata-models"
-BUCKET = "llm-inf2-dev-data-artifactbucket-x1"
-MERGED = "models/llm-inf2-dev-5d41402abc4b2a76b9719d911017c592-0-0/output/model/"
-LMI_IMAGE = image_uris("lmi_neuronx")[0]
-VLLM_IMAGE = image_uris("vllm_neuronx")[0]
+REGION = "us-east-1"
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "evaluation.json")
+LMI_IMAGE, VLLM_IMAGE = image_in("lmi_neuronx"), image_in("vllm_neuronx")
 
 
-@pytest.fixture
-def config_dir(tmp_path):
-    for env in ("dev", "staging"):
-        shutil.copy(ROOT / "config" / f"{env}.yaml", tmp_path / f"{env}.yaml")
-    return tmp_path
-
-
-@pytest.fixture
-def sagemaker():
-    with mock_aws():
-        client = boto3.client("sagemaker", region_name="us-east-1")
-        client.create_model_package_group(ModelPackageGroupName=GROUP)
-        yield client
-
-
-def _register(
-    sagemaker, *, status: str, backend: str = "lmi_neuronx", image: str = LMI_IMAGE, prefix: str = MERGED
-) -> str:
-    arn = sagemaker.create_model_package(
-        ModelPackageGroupName=GROUP,
-        ModelApprovalStatus="PendingManualApproval",
-        InferenceSpecification={
-            "Containers": [
-                {
-                    "Image": image,
-                    "ModelDataSource": {
-                        "S3DataSource": {
-                            "S3Uri": f"s3://{BUCKET}/{prefix}",
-                            "S3DataType": "S3Prefix",
-                            "CompressionType": "None",
-                        }
+def _data_template(group: str) -> dict:
+    """The Data stack's resources promotion reads, with its output names."""
+    return {
+        "Resources": {
+            "ArtifactKey": {
+                "Type": "AWS::KMS::Key",
+                "Properties": {
+                    "EnableKeyRotation": True,
+                    "KeyPolicy": {  # CDK's default: the account administers its key
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Principal": {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}},
+                                "Action": "kms:*",
+                                "Resource": "*",
+                            }
+                        ],
                     },
-                }
-            ],
-            "SupportedRealtimeInferenceInstanceTypes": ["ml.inf2.xlarge"],
-            "SupportedContentTypes": ["application/json"],
-            "SupportedResponseMIMETypes": ["application/json"],
+                },
+            },
+            "ArtifactBucket": {
+                "Type": "AWS::S3::Bucket",
+                "Properties": {
+                    "BucketEncryption": {
+                        "ServerSideEncryptionConfiguration": [
+                            {
+                                "ServerSideEncryptionByDefault": {
+                                    "SSEAlgorithm": "aws:kms",
+                                    "KMSMasterKeyID": {"Fn::GetAtt": ["ArtifactKey", "Arn"]},
+                                },
+                                "BucketKeyEnabled": True,
+                            }
+                        ]
+                    }
+                },
+            },
         },
-        CustomerMetadataProperties={"serving_backend": backend},
-    )["ModelPackageArn"]
-    if status != "PendingManualApproval":
-        # moto 5.2's UpdateModelPackage drops the metadata it is not given (AWS keeps it): give it again
-        sagemaker.update_model_package(
-            ModelPackageArn=arn, ModelApprovalStatus=status, CustomerMetadataProperties={"serving_backend": backend}
-        )
-    return arn
+        "Outputs": {
+            "ArtifactBucketName": {"Value": {"Ref": "ArtifactBucket"}},
+            "ArtifactKeyArn": {"Value": {"Fn::GetAtt": ["ArtifactKey", "Arn"]}},
+            "AccessLogBucketName": {"Value": "access-logs"},
+            "ModelPackageGroupName": {"Value": group},
+        },
+    }
 
 
-def _promote(sagemaker, arn: str, env: str, config_dir: Path):
-    return promote_model.promote(sagemaker.describe_model_package(ModelPackageName=arn), env, config_dir)
+class Account:
+    """One moto account holding the environments' Data stacks."""
+
+    def __init__(self):
+        self.sagemaker = boto3.client("sagemaker", region_name=REGION)
+        self.s3 = boto3.client("s3", region_name=REGION)
+        self.cloudformation = boto3.client("cloudformation", region_name=REGION)
+        self.data: dict[str, dict[str, str]] = {}
+
+    def deploy_data(self, env: str) -> dict[str, str]:
+        group = f"llminf2{env}data-models"
+        self.sagemaker.create_model_package_group(ModelPackageGroupName=group)
+        stack = f"llm-inf2-{env}-Data"
+        self.cloudformation.create_stack(StackName=stack, TemplateBody=json.dumps(_data_template(group)))
+        described = self.cloudformation.describe_stacks(StackName=stack)["Stacks"][0]
+        self.data[env] = {o["OutputKey"]: o["OutputValue"] for o in described["Outputs"]}
+        return self.data[env]
+
+    def register(
+        self,
+        env: str,
+        *,
+        status: str = "Approved",
+        model: str = "tinyllama",
+        job: str = "llm-inf2-dev-20261201-0-0",
+        backend: str = "lmi_neuronx",
+        image: str = LMI_IMAGE,
+        instance_types: tuple[str, ...] = ("ml.inf2.xlarge",),
+        prefix: str | None = None,
+        upload: bool = True,
+        gain: str = "0.42",
+        extra: dict | None = None,
+    ) -> str:
+        """A version as RegisterModel writes it (strings in CustomerMetadataProperties), its files uploaded."""
+        bucket = self.data[env]["ArtifactBucketName"]
+        prefix = prefix or f"models/{job}/output/model/"
+        if upload:
+            for name in MODEL_FILES:
+                self.s3.put_object(Bucket=bucket, Key=prefix + name, Body=f"{name} of {job}".encode())
+        facts = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in FACTS[model].items()}
+        metadata = {
+            "training_job": job,
+            "dataset": f"s3://{bucket}/datasets/instructions/",
+            "dataset_objects": "3",
+            "dataset_marker_version_id": "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY",
+            "lineage": f"s3://{bucket}/models/{job}/lineage.json",
+            "lineage_version_id": "null",
+            "code_asset_hash": CODE_ASSET_HASH,
+            "eval_loss_improvement": gain,
+            "quality_gate_min_improvement": "0.01",
+            "serving_backend": backend,
+            **facts,
+            **(extra or {}),
+        }
+        arn = self.sagemaker.create_model_package(
+            ModelPackageGroupName=self.data[env]["ModelPackageGroupName"],
+            ModelPackageDescription=f"Training job {job}: s3://{bucket}/{prefix}",
+            ModelApprovalStatus="PendingManualApproval",
+            InferenceSpecification={
+                "Containers": [
+                    {
+                        "Image": image,
+                        "ModelDataSource": {
+                            "S3DataSource": {
+                                "S3Uri": f"s3://{bucket}/{prefix}",
+                                "S3DataType": "S3Prefix",
+                                "CompressionType": "None",
+                            }
+                        },
+                        "Environment": {"OPTION_MODEL_ID": "/opt/ml/model"},
+                    }
+                ],
+                "SupportedRealtimeInferenceInstanceTypes": list(instance_types),
+                "SupportedContentTypes": ["application/json"],
+                "SupportedResponseMIMETypes": ["application/json"],
+            },
+            ModelMetrics={
+                "ModelQuality": {
+                    "Statistics": {"ContentType": "application/json", "S3Uri": f"s3://{bucket}/{prefix}evaluation.json"}
+                }
+            },
+            CustomerMetadataProperties=metadata,
+        )["ModelPackageArn"]
+        if status != "PendingManualApproval":
+            # a person's decision (or the gate's Rejected); moto 5.2's UpdateModelPackage drops the metadata it is
+            # not given (AWS keeps it): give it again
+            self.sagemaker.update_model_package(
+                ModelPackageArn=arn, ModelApprovalStatus=status, CustomerMetadataProperties=metadata
+            )
+        return arn
+
+    def versions(self, env: str) -> list[str]:
+        group = self.data[env]["ModelPackageGroupName"]
+        listed = self.sagemaker.list_model_packages(ModelPackageGroupName=group)["ModelPackageSummaryList"]
+        return sorted(p["ModelPackageArn"] for p in listed)
+
+    def keys(self, env: str) -> list[str]:
+        listed = self.s3.list_objects_v2(Bucket=self.data[env]["ArtifactBucketName"]).get("Contents", [])
+        return sorted(o["Key"] for o in listed)
 
 
-def test_an_approved_package_is_the_one_line_change(sagemaker, config_dir):
-    before = (config_dir / "dev.yaml").read_text().splitlines()
-    arn = _register(sagemaker, status="Approved")
-    old, new = _promote(sagemaker, arn, "dev", config_dir)
-    after = (config_dir / "dev.yaml").read_text().splitlines()
-    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
-    assert changed == [(f"  model_prefix: {old}", f"  model_prefix: {MERGED}")]
-    assert new == MERGED == load_config("dev", config_dir).serving.model_prefix
+@pytest.fixture
+def account():
+    with mock_aws():
+        yield Account()
 
 
-@pytest.mark.parametrize("status", ["PendingManualApproval", "Rejected"])
-def test_a_package_that_is_not_approved_is_refused(sagemaker, config_dir, status):
-    arn = _register(sagemaker, status=status)
-    before = (config_dir / "dev.yaml").read_text()
-    with pytest.raises(promote_model.Refused, match=f"is {status}: approve it in the model registry first"):
-        _promote(sagemaker, arn, "dev", config_dir)
-    assert (config_dir / "dev.yaml").read_text() == before
+def _shipped(config_dir: Path, *envs: str) -> Path:
+    for env in envs:
+        shutil.copy(ROOT / "config" / f"{env}.yaml", config_dir / f"{env}.yaml")
+    return config_dir
 
 
-def test_a_package_for_another_backend_or_image_is_refused(sagemaker, config_dir):
-    other_backend = _register(sagemaker, status="Approved", backend="vllm_neuronx", image=VLLM_IMAGE)
-    with pytest.raises(
-        promote_model.Refused, match="registered for serving backend vllm_neuronx; dev serves lmi_neuronx"
-    ):
-        _promote(sagemaker, other_backend, "dev", config_dir)
-    other_image = _register(sagemaker, status="Approved", image=VLLM_IMAGE)
-    with pytest.raises(promote_model.Refused, match="runs image .*vllm.*; dev serves lmi_neuronx"):
-        _promote(sagemaker, other_image, "dev", config_dir)
+def _serving_like_dev(config_dir: Path, env: str) -> None:
+    """config/<env>.yaml with dev's serving profile and a TinyLlama base: an organisation whose environments
+    all serve the one model, so one version travels dev -> staging -> prod."""
+    settings = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
+    dev = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+    settings["serving"] = {**dev["serving"], "initial_instance_count": 1}
+    settings.pop("rehearses", None)
+    settings["training"].pop("neuron_compile", None)
+    if "base_model_key" in settings["training"]:
+        settings["training"]["base_model_key"] = "base-models/tinyllama-1.1b-chat-v1.0/"
+    else:
+        settings["training"]["hyperparameters"]["model_id"] = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+    (config_dir / f"{env}.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
 
 
-def test_a_merged_package_for_a_vllm_environment_is_refused_by_its_config(sagemaker, config_dir):
-    """staging serves vllm_neuronx, which needs the compiled package version's prefix: config says so, and
-    the file is restored."""
-    arn = _register(sagemaker, status="Approved", backend="vllm_neuronx", image=VLLM_IMAGE)
-    before = (config_dir / "staging.yaml").read_text()
-    with pytest.raises(promote_model.Refused, match="serving.model_prefix"):
-        _promote(sagemaker, arn, "staging", config_dir)
-    assert (config_dir / "staging.yaml").read_text() == before
+def _promote(account: Account, config_dir: Path, version: str, to: str, source: str | None = None):
+    argv = ["--to", to, "--version", version, "--config-dir", str(config_dir), "--region", REGION]
+    return promote_model.main(argv + (["--from", source] if source else []))
 
 
-def test_the_command_line_refuses_with_one_line_and_exit_2(sagemaker, config_dir, capsys):
-    arn = _register(sagemaker, status="PendingManualApproval")
-    code = promote_model.main(
-        ["--env", "dev", "--package-arn", arn, "--config-dir", str(config_dir), "--region", "us-east-1"]
+def _refusal(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("promote_model: refused: "), captured.err
+    assert captured.out == ""
+    return lines[0].removeprefix("promote_model: refused: ")
+
+
+def test_moto_describes_a_version_in_botocore_s_shape(account):
+    """What the tests register is what DescribeModelPackage returns on AWS: botocore's output shape."""
+    account.deploy_data("dev")
+    described = account.sagemaker.describe_model_package(ModelPackageName=account.register("dev"))
+    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("DescribeModelPackage")
+    members = set(shape.output_shape.members)
+    assert set(described) - {"ResponseMetadata"} <= members
+    # moto 5.2 leaves out a versioned package's ModelPackageName (AWS returns the group's); the tool never reads it
+    assert set(shape.output_shape.required_members) - set(described) == {"ModelPackageName"}
+    read = {"ModelPackageArn", "ModelPackageGroupName", "ModelApprovalStatus", "InferenceSpecification"}
+    assert read | {"CustomerMetadataProperties", "ModelMetrics"} <= members and read <= set(described)
+    metadata = shape.output_shape.members["CustomerMetadataProperties"]
+    assert len(described["CustomerMetadataProperties"]) <= metadata.metadata["max"]
+
+
+def test_dev_to_staging_to_prod_copies_registers_and_locks(account, tmp_path, capsys):
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    _shipped(config_dir, "dev")
+    for env in ("staging", "prod"):
+        _serving_like_dev(config_dir, env)
+    data = {env: account.deploy_data(env) for env in ("dev", "staging", "prod")}
+    dev_version = account.register("dev")
+
+    assert _promote(account, config_dir, dev_version, "dev") == 0
+    dev_out = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert dev_out == {
+        "model_package_arn": dev_version,
+        "source_model_package_arn": "",
+        "lock": (config_dir / "dev.model.json").as_posix(),
+        "lock_changed": "true",
+        "copied_objects": "0",
+    }
+
+    assert _promote(account, config_dir, dev_version, "staging", source="dev") == 0
+    staging_out = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    (staging_version,) = account.versions("staging")
+    assert staging_out["model_package_arn"] == staging_version and staging_out["copied_objects"] == "4"
+
+    assert _promote(account, config_dir, staging_version, "prod", source="staging") == 0
+    captured = capsys.readouterr()
+    prod_out = dict(line.split("=", 1) for line in captured.out.splitlines())
+    (prod_version,) = account.versions("prod")
+    assert prod_out["model_package_arn"] == prod_version and prod_out["source_model_package_arn"] == staging_version
+    print(f"lock diff of prod:\n{captured.err}")
+
+    # each group holds its own version; the copies keep the keys, each under its environment's KMS key
+    assert [account.versions(env) for env in ("dev", "staging", "prod")] == [
+        [dev_version],
+        [staging_version],
+        [prod_version],
+    ]
+    prefix = "models/llm-inf2-dev-20261201-0-0/output/model/"
+    for env in ("staging", "prod"):
+        assert account.keys(env) == sorted(prefix + name for name in MODEL_FILES)
+        for name in MODEL_FILES:
+            head = account.s3.head_object(Bucket=data[env]["ArtifactBucketName"], Key=prefix + name)
+            assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == data[env]["ArtifactKeyArn"]
+            print(f"{env}: s3://{data[env]['ArtifactBucketName']}/{prefix}{name} SSE-KMS {head['SSEKMSKeyId']}")
+    assert data["staging"]["ArtifactKeyArn"] != data["prod"]["ArtifactKeyArn"] != data["dev"]["ArtifactKeyArn"]
+
+    # the registered copy says where it comes from and points into its own bucket
+    copy = account.sagemaker.describe_model_package(ModelPackageName=prod_version)
+    assert copy["ModelApprovalStatus"] == "Approved"
+    assert copy["CustomerMetadataProperties"]["source_model_package_arn"] == staging_version
+    uri = copy["InferenceSpecification"]["Containers"][0]["ModelDataSource"]["S3DataSource"]["S3Uri"]
+    assert uri == f"s3://{data['prod']['ArtifactBucketName']}/{prefix}"
+
+    # the locks: deterministic JSON, the same model and facts, each naming its own version and its source
+    locks = {env: (config_dir / f"{env}.model.json").read_text() for env in ("dev", "staging", "prod")}
+    for env, text in locks.items():
+        assert text == json.dumps(json.loads(text), sort_keys=True, indent=2) + "\n"
+        print(f"config/{env}.model.json:\n{text}")
+    parsed = {env: json.loads(text) for env, text in locks.items()}
+    assert (parsed["dev"]["model_package_arn"], parsed["dev"]["lineage"]["source_model_package_arn"]) == (
+        dev_version,
+        None,
     )
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("promote_model: refused: ")
+    assert parsed["staging"]["lineage"]["source_model_package_arn"] == dev_version
+    assert parsed["prod"]["lineage"]["source_model_package_arn"] == staging_version
+    assert parsed["prod"]["facts"] == parsed["dev"]["facts"] == {**FACTS["tinyllama"]}
+    changed = [
+        line
+        for line in captured.err.splitlines()
+        if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))
+    ]
+    assert changed == ["+" + line for line in locks["prod"].splitlines()]  # a new file: the lock, line by line
+    between = [
+        line
+        for line in difflib.unified_diff(locks["staging"].splitlines(), locks["prod"].splitlines(), lineterm="")
+        if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))
+    ]
+    assert between == [  # sorted keys: lineage before model_package_arn
+        f'-    "source_model_package_arn": "{dev_version}",',
+        f'+    "source_model_package_arn": "{staging_version}",',
+        f'-  "model_package_arn": "{staging_version}",',
+        f'+  "model_package_arn": "{prod_version}",',
+    ], between
+    print("staging -> prod lock diff:\n" + "\n".join(between))
+    # every environment then serves its version: the synth's loader accepts each lock
+    for env in ("dev", "staging", "prod"):
+        assert load_config(env, config_dir).model == read_lock(config_dir / f"{env}.model.json")
+
+    # a rerun copies again but registers nothing new and leaves the lock as it is
+    assert _promote(account, config_dir, staging_version, "prod", source="staging") == 0
+    assert "lock_changed=false" in capsys.readouterr().out and account.versions("prod") == [prod_version]
+
+
+@pytest.fixture
+def dev_and_shipped(account, tmp_path):
+    """dev, staging and prod as they ship, each Data stack deployed."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    _shipped(config_dir, "dev", "staging", "prod")
+    for env in ("dev", "staging", "prod"):
+        account.deploy_data(env)
+    return config_dir
+
+
+def _untouched(account: Account, config_dir: Path) -> tuple:
+    return (
+        [account.versions(e) for e in ("dev", "staging", "prod")],
+        [account.keys(e) for e in ("staging", "prod")],
+        sorted(p.name for p in config_dir.glob("*.model.json")),
+    )
+
+
+REFUSALS = [
+    (
+        "pending",
+        {"status": "PendingManualApproval"},
+        "dev",
+        None,
+        "ModelApprovalStatus: PendingManualApproval; only an Approved version is promoted: approve it in the model "
+        "registry first (a person's decision)",
+    ),
+    (
+        "rejected-by-the-gate",
+        {"status": "Rejected", "gain": "0.004"},
+        "dev",
+        None,
+        "ModelApprovalStatus: Rejected by the quality gate (eval_loss_improvement 0.004 < min_improvement 0.01); "
+        "only an Approved version is promoted: train a better model",
+    ),
+    (
+        "another-architecture",
+        {"model": "qwen2.5"},
+        "dev",
+        None,
+        ": model_type qwen2 (Qwen2ForCausalLM); {config}/dev.yaml serving.backend lmi_neuronx loads bloom, gpt2, "
+        "gpt_neox, gptj, llama, mistral, mixtral, opt: serve it with backend vllm_neuronx",
+    ),
+    (
+        "another-size",
+        {"model": "llama2"},
+        "dev",
+        None,
+        ": 6738415616 parameters (6.74 B); {config}/dev.yaml serving.model_parameters_billions is 1.1 (tolerance "
+        "0.11 B): serve a model of the size the profile is built for, or build a profile for 6.74 B",
+    ),
+    (
+        "another-backend",
+        {},
+        "staging",
+        "dev",
+        "was registered for backend lmi_neuronx; {config}/staging.yaml serving.backend is vllm_neuronx: promote a "
+        "version registered for vllm_neuronx",
+    ),
+    (
+        "another-image",
+        {"image": VLLM_IMAGE},
+        "dev",
+        None,
+        f"runs image {VLLM_IMAGE}; {{config}}/dev.yaml serving.image is lmi_neuronx",
+    ),
+    (
+        "instance-not-listed",
+        {"model": "llama2", "job": "llm-inf2-prod-20261201-0-0", "instance_types": ("ml.inf2.48xlarge",)},
+        "prod",
+        "dev",
+        "lists ml.inf2.48xlarge; {config}/prod.yaml serving.instance_type is ml.inf2.24xlarge: promote a version "
+        "registered for ml.inf2.24xlarge",
+    ),
+    (
+        "artifacts-missing",
+        {"upload": False},
+        "dev",
+        None,
+        ": artifacts missing: nothing under s3://{bucket}/models/llm-inf2-dev-20261201-0-0/output/model/; the "
+        "version's model is not there",
+    ),
+    (
+        "merged-model-for-a-compiled-backend",
+        {"model": "qwen2.5", "backend": "vllm_neuronx", "image": VLLM_IMAGE, "instance_types": ("ml.inf2.8xlarge",)},
+        "staging",
+        "dev",
+        "has no compiled model; {config}/staging.yaml serving.backend vllm_neuronx serves one of shape "
+        "neuron/bs4-seq4096-tp2/: promote the compiled version (RegisterCompiledModel)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "version", "to", "source", "expected"), REFUSALS, ids=[c[0] for c in REFUSALS])
+def test_each_refusal_is_one_line_and_changes_nothing(
+    account, dev_and_shipped, capsys, case, version, to, source, expected
+):
+    config_dir = dev_and_shipped
+    arn = account.register("dev", **version)
+    before = _untouched(account, config_dir)
+    assert _promote(account, config_dir, arn, to, source) == 2
+    line = _refusal(capsys)
+    bucket = account.data["dev"]["ArtifactBucketName"]
+    assert arn in line and expected.format(config=config_dir.as_posix(), bucket=bucket) in line, line
+    assert _untouched(account, config_dir) == before
+
+
+def test_a_compiled_version_of_another_shape_is_refused(account, dev_and_shipped, capsys):
+    """staging serves neuron/bs4-seq4096-tp2/; a version compiled with batch size 8 is not what it serves."""
+    job = "llm-inf2-staging-20261201-0-0"
+    merged = account.register(
+        "staging",
+        model="qwen2.5",
+        job=job,
+        backend="vllm_neuronx",
+        image=VLLM_IMAGE,
+        instance_types=("ml.inf2.8xlarge",),
+    )
+    compiled = account.register(
+        "staging",
+        model="qwen2.5",
+        job=job,
+        backend="vllm_neuronx",
+        image=VLLM_IMAGE,
+        instance_types=("ml.inf2.8xlarge",),
+        prefix=f"models/{job}/neuron/bs8-seq4096-tp2/{job}-n-0/output/model/",
+        extra={"compile_job": f"{job}-n-0", "merged_package": merged},
+    )
+    assert _promote(account, dev_and_shipped, compiled, "staging") == 2
+    line = _refusal(capsys)
+    assert line.startswith("config/staging.model.json: compiled_prefix: " + compiled), line
+    assert f"is compiled as models/{job}/neuron/bs8-seq4096-tp2/" in line
+    assert "serves shape neuron/bs4-seq4096-tp2/ (vLLM Neuron refuses another)" in line
+    assert not (dev_and_shipped / "staging.model.json").exists()
+
+
+def test_the_compiled_version_of_staging_s_shape_locks_both_prefixes(account, dev_and_shipped, capsys):
+    job = "llm-inf2-staging-20261201-0-0"
+    common = {
+        "model": "qwen2.5",
+        "job": job,
+        "backend": "vllm_neuronx",
+        "image": VLLM_IMAGE,
+        "instance_types": ("ml.inf2.8xlarge",),
+    }
+    merged = account.register("staging", **common)
+    compiled_prefix = f"models/{job}/neuron/bs4-seq4096-tp2/{job}-n-0/output/model/"
+    compiled = account.register(
+        "staging", **common, prefix=compiled_prefix, extra={"compile_job": f"{job}-n-0", "merged_package": merged}
+    )
+    assert _promote(account, dev_and_shipped, compiled, "staging") == 0
+    lock = read_lock(dev_and_shipped / "staging.model.json")
+    assert (lock.model_prefix, lock.compiled_prefix) == (f"models/{job}/output/model/", compiled_prefix)
+    served = load_config("staging", dev_and_shipped).serving
+    assert served.model_prefix == compiled_prefix
+
+
+def test_a_model_in_another_bucket_is_refused(account, dev_and_shipped, capsys):
+    """The version is dev's: promoting it as if staging's registry held it names the bucket it lies in."""
+    arn = account.register("dev")
+    assert _promote(account, dev_and_shipped, arn, "prod", source="prod") == 2
+    line = _refusal(capsys)
+    assert f"{arn}: it is in group llminf2devdata-models, not environment prod's llminf2proddata-models" in line
+
+
+def test_a_version_without_recorded_facts_is_refused(account, dev_and_shipped, capsys):
+    arn = account.register("dev")
+    described = account.sagemaker.describe_model_package(ModelPackageName=arn)
+    metadata = dict(described["CustomerMetadataProperties"])
+    del metadata["parameters"]
+    account.sagemaker.update_model_package(
+        ModelPackageArn=arn, CustomerMetadataProperties=metadata, ModelApprovalStatus="Approved"
+    )
+    assert _promote(account, dev_and_shipped, arn, "dev") == 2
+    assert _refusal(capsys) == (
+        f"{arn}: CustomerMetadataProperties.parameters: missing; the version records no model facts (registered "
+        "before the Training workflow read them from the model's files): register it again with the current workflow"
+    )
+
+
+def test_a_target_without_its_data_stack_is_refused(account, tmp_path, capsys):
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    _shipped(config_dir, "dev", "staging")
+    account.deploy_data("dev")
+    arn = account.register("dev")
+    assert _promote(account, config_dir, arn, "staging", source="dev") == 2
+    assert _refusal(capsys).startswith(
+        "environment staging: its Data stack llm-inf2-staging-Data cannot be described (ValidationError): deploy it "
+        "first (make deploy TARGET=aws ENV=staging) with these credentials"
+    )

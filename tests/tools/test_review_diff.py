@@ -1,7 +1,7 @@
 """Review summary on pairs of synthesized apps: exactly which resources are flagged, and the cost delta.
 
 Pairs (one extra in-process synth each; the bases come from the session `assemblies` fixture):
-- prod model promotion: only serving.model_prefix changes -> Model and EndpointConfig replaced, the
+- prod model promotion: only the lock's model (config/prod.model.json) changes -> Model and EndpointConfig replaced, the
   Endpoint keeps its name and rolls onto the new config, nothing stateful touched;
 - dev renamed bucket construct: the access-log bucket's logical ID changes (what renaming its
   construct does) -> flagged as a replacement of stateful data;
@@ -75,8 +75,11 @@ def promotion(assemblies, tmp_path_factory):
     config = load_served("prod")  # the base (assemblies) serves: tests.synth.served
     if config.serving is None:
         pytest.fail("config/prod.yaml has no serving section")
-    promoted = replaced(
-        config, serving=dataclasses.replace(config.serving, model_prefix="models/llama2-7b-qlora-20261201/merged/")
+    promoted = load_served(
+        "prod",
+        model_package_arn="arn:aws:sagemaker:us-east-1:123456789012:model-package/llminf2proddata-models/3",
+        model_prefix="models/llama2-7b-qlora-20261201/merged/",
+        compiled_prefix="models/llama2-7b-qlora-20261201/merged/neuron-tp8-np4096-fp16/",
     )
     base, head = _against_base(assemblies, "prod", promoted, tmp_path_factory.mktemp("promoted"))
     return base, head, review_diff.review(base, head, "promotion")
@@ -120,9 +123,10 @@ def test_model_promotion_replaces_only_model_and_endpoint_config(promotion):
     assert result.blocking == [] and [w.severity for w in result.warnings] == [review_diff.ROUTINE]
     assert "Nothing blocking" in markdown and "### 1 routine rollout(s) the stack manages" in markdown
     assert ":no_entry:" not in markdown and ":warning:" not in markdown
-    # same instance type and counts: no changed cost row, every net total ±0
-    assert [row[0] for row in result.cost_rows] == [f"**{label}**" for _, _, label in review_diff.NET_ROWS]
-    assert [row[-1] for row in result.cost_rows] == ["**±0**"] * 3
+    # same instance type and counts: no changed cost row, every total of prod unchanged
+    assert result.cost_rows == [] and "No priced item changes." in markdown
+    [prod] = [t for t in result.cost_totals if t.env == "prod"]
+    assert prod.old == prod.new and not prod.emulated
 
 
 def test_renamed_bucket_construct_is_flagged_as_replacement_of_stateful_data(rename):
@@ -184,22 +188,28 @@ def test_identical_assemblies_report_no_change(assemblies):
     assert "No infrastructure changes" in review_diff.render(result)
 
 
-def test_cost_delta_of_a_changed_instance_type(assemblies, tmp_path):
-    """Template-level: the dev endpoint moved from ml.inf2.xlarge to ml.inf2.8xlarge."""
+@pytest.fixture
+def resized_dev(assemblies, tmp_path):
+    """Template-level: the dev endpoint moved from ml.inf2.xlarge to ml.inf2.8xlarge; (base, head, head template)."""
     base_dir = Path(assemblies["dev"].directory)
     head_dir = tmp_path / "head"
     shutil.copytree(base_dir, head_dir)
-    serving = "llm-inf2-dev-Serving"
-    path = head_dir / f"{serving}.template.json"
+    path = head_dir / "llm-inf2-dev-Serving.template.json"
     template = json.loads(path.read_text())
     config_id = _only(template, "AWS::SageMaker::EndpointConfig")
     variants = template["Resources"][config_id]["Properties"]["ProductionVariants"]
     assert variants[0]["InstanceType"] == "ml.inf2.xlarge"
     variants[0]["InstanceType"] = "ml.inf2.8xlarge"
     path.write_text(json.dumps(template))
+    return review_diff.read_assembly(base_dir), review_diff.read_assembly(head_dir), template
 
-    base, head = review_diff.read_assembly(base_dir), review_diff.read_assembly(head_dir)
-    rows, notes = review_diff.cost_delta(base, head, cost.PriceTable.load())
+
+def test_cost_delta_of_a_changed_instance_type(resized_dev):
+    base, head, template = resized_dev
+    serving = "llm-inf2-dev-Serving"
+    config_id = _only(template, "AWS::SageMaker::EndpointConfig")
+    table = cost.PriceTable.load()
+    rows, notes = review_diff.cost_delta(base, head, table)
     by_label = {row[0]: row for row in rows}
     endpoint = _only(template, "AWS::SageMaker::Endpoint")
     at_min = by_label[f"endpoint {serving}/{endpoint} at min scale"]
@@ -219,20 +229,39 @@ def test_cost_delta_of_a_changed_instance_type(assemblies, tmp_path):
     )
     # every endpoint and job of the default config is priced (no n/a); the tuning job counts all its trials
     assert [row for row in rows if "n/a" in row] == [] and not any(n.startswith("not priced") for n in notes)
-    # only the two changed rows, then the net totals (min 1,020.54 -> 2,020.64; max 2,041.08 -> 4,041.28)
-    assert list(by_label) == [at_min[0], at_max[0]] + [f"**{label}**" for _, _, label in review_diff.NET_ROWS]
-    assert by_label["**net: always-on at min scale**"][2:] == (
-        "$1,020.54/month",
-        "$2,020.64/month",
-        "**+$1,000.10/month**",
-    )
-    assert by_label["**net: always-on at max scale**"][-1] == "**+$2,000.20/month**"
-    assert by_label["**net: one execution of every workflow at its bound**"][-1] == "**±0**"
+    assert list(by_label) == [at_min[0], at_max[0]]  # only the two changed rows
     assert "10 unchanged item(s) not shown" in notes  # dev prices 6 endpoint and 6 job lines; 2 change
+    # dev's totals: min 1,020.54 -> 2,020.64, max 2,041.08 -> 4,041.28, one run of every workflow unchanged
+    [dev] = review_diff.environment_costs(base, head, table, review_diff.aws_environments())
+    assert (dev.env, dev.emulated) == ("dev", False)
+    assert dev.old["min"] == 1020.54 and dev.new["min"] == 2020.64
+    assert round(dev.new["max"] - dev.old["max"], 2) == 2000.20 and dev.old["run"] == dev.new["run"]
     # the variant is autoscaled: not a rolling update but a blocked one
     result = review_diff.review(base, head, "resize")
     assert result.blocking == [(serving, config_id, "INSTANCE TYPE ON AUTOSCALED VARIANT")]
-    assert "+$1,000.10/month" in review_diff.render(result)
+    assert "$1,020.54 -> $2,020.64/month (**+$1,000.10/month**)" in review_diff.render(result)
+
+
+def test_totals_are_per_environment_with_the_emulated_one_apart(resized_dev, tmp_path_factory):
+    """local (no deploy: section: never deployed to AWS) is priced as if it were, marked, and left out of the sum."""
+    from tests.synth import shipped_assembly
+
+    local = review_diff.read_assembly(Path(shipped_assembly(tmp_path_factory, "local").directory))
+    base, head, _ = resized_dev
+    result = review_diff.review({**base, **local}, {**head, **local}, "resize")
+    emulated = sorted(t.env for t in result.cost_totals if t.emulated)
+    assert emulated == ["local"] and "local" not in review_diff.aws_environments()
+    lines = review_diff.totals_table(result.cost_totals)
+    assert lines[0] == (
+        "| Environment | Always-on at min scale | Always-on at max scale | "
+        "One execution of every workflow at its bound |"
+    )
+    dev, total, local_row = lines[2:]
+    assert dev.startswith("| `dev` | $1,020.54 -> $2,020.64/month (**+$1,000.10/month**) |")
+    assert total == dev.replace("| `dev` |", "| **AWS, all environments** |")  # local is not in the sum
+    assert local_row.startswith("| `local` (emulated on one machine: never billed, not in the sum) | $")
+    assert "(±0)" in local_row and "**" not in local_row
+    assert "\n".join(lines) in review_diff.render(result)
 
 
 def test_bad_ref_fails_with_one_line(tmp_path):
@@ -401,3 +430,52 @@ def test_an_export_nobody_imports_may_go(key_rename):
     data = "llm-inf2-dev-Data"
     alone = {data: base[data]}  # no deployed importer
     assert review_diff.exports_in_use(alone, {data: head[data]}) == []
+
+
+def test_a_renamed_acknowledged_construct_says_what_it_replaces_and_what_to_do(assemblies, tmp_path):
+    """Renaming the access-log bucket's construct fails the synth (its cdk-nag acknowledgments name the old path);
+    the review says in one line which deployed resources the rename replaces and what to do instead."""
+    tree = tmp_path / "tree"
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    app_files = ("stacks/", "config/", "serving_artifacts/", "training_code/")  # and the root's files
+    for path in tracked:
+        if (path.startswith(app_files) or "/" not in path) and (ROOT / path).is_file():
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / path, tree / path)
+    stack_py = tree / "stacks" / "data" / "stack.py"
+    assert stack_py.read_text().count('"AccessLogBucket"') == 1
+    stack_py.write_text(stack_py.read_text().replace('"AccessLogBucket"', '"AccessLogs"'))
+    base = review_diff.read_assembly(Path(assemblies["dev"].directory))
+    data = base["llm-inf2-dev-Data"]
+    replaced = sorted(
+        (res["Type"], lid)
+        for lid, res in data.template["Resources"].items()
+        if data.paths.get(lid, "").startswith("/llm-inf2-dev-Data/AccessLogBucket/")
+    )
+    assert ("AWS::S3::Bucket", next(lid for t, lid in replaced if t == "AWS::S3::Bucket")) in replaced
+    with pytest.raises(review_diff.ReviewError) as err:
+        review_diff.synth_tree(tree, tmp_path / "out", ["dev"], base=base)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("env dev: construct Data/AccessLogBucket is gone, and cdk-nag acknowledgments (")
+    assert all(f"{rtype} `{lid}`" in message for rtype, lid in replaced)
+    assert "a new, empty bucket; objects do not move" not in message  # the stake up to its first clause
+    assert "(a new, empty bucket)" in message
+    assert message.endswith(
+        "rename it back, or keep the logical ID (override_logical_id) and move its acknowledgments in stacks/nag.py "
+        "to the new path"
+    )
+
+
+def test_a_failed_review_leaves_no_report_behind(tmp_path):
+    out = tmp_path / "review.md"
+    out.write_text("<!-- review-diff -->\nthe review of an earlier run\n")
+    proc = subprocess.run(
+        [sys.executable, "tools/review_diff.py", "--base", "no-such-ref-xyz", "--env", "dev", "--output", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("review error: git worktree add no-such-ref-xyz: ")
+    assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -22,6 +22,10 @@ def _no_warnings(*_: Any) -> list[str]:
     return []
 
 
+def _no_problem(*_: Any) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Backend:
     """What the rest of the app knows about one serving container; `serving` arguments are a ServingConfig."""
@@ -45,6 +49,13 @@ class Backend:
     request_warnings: Callable[[dict[str, Any]], list[str]] = _no_warnings  # invoke.py warnings on a request
     image_pins: Mapping[str, dict] = field(default_factory=dict)  # tools/refresh_images.py: SDK lookups
     derived_images: tuple[tuple[str, str, str], ...] = ()  # (name, derived from, tag) for newer images
+    # What stacks/config/served_model.py checks a model's facts against (serving -> (field, value)):
+    served_positions: Callable[[Any], tuple[str, int]] | None = None  # the positions (tokens) it serves
+    tensor_parallel: Callable[[Any], tuple[str, int]] | None = None  # the TP degree it shards the heads over
+    shards_kv_heads: bool = False  # TP and num_key_value_heads must divide one another
+    compiled_folder: Callable[[Any], str] | None = None  # the folder a compiled prefix of its shape contains
+    serves_compiled: bool = False  # the endpoint mounts the compiled model: a version needs one
+    memory_problem: Callable[[Any, float, bool], str | None] = _no_problem  # (serving, billions, compiled)
 
     def endpoint_class(self) -> type:
         """The CDK construct, imported now (aws_cdk stays out of config validation)."""

@@ -1,15 +1,15 @@
 """docs/aws.md's first deploy, step by step on the emulator, from an empty artifact bucket.
 
-The environment is config/local.yaml as a new account's file starts: `serving.model_prefix: null`. Steps, in
+The environment is config/local.yaml as a new account's folder starts: no config/local.model.json. Steps, in
 the guide's order: bootstrap; deploy every stack (no Serving stack, no endpoint); upload a base model and a
 dataset (its `_READY` marker starts the Training workflow by the bucket's rule); read the prefix the workflow
-recorded in SSM; set `serving.model_prefix` to it in the file; deploy again; the endpoint is InService and
-its model points at objects that exist. Only train.py's step count is cut (FAST), so the run takes seconds.
+recorded in SSM; approve the version it registered (a person's decision) and promote it (tools/promote_model.py
+writes config/local.model.json); deploy again; the endpoint is InService and its model points at objects that
+exist. Only train.py's step count is cut (FAST), so the run takes seconds.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from pathlib import Path
@@ -21,16 +21,15 @@ from local.emulator import LocalAws
 from local.emulator import workflow_run as run
 from tests.local.emulator.tiny_training import FAST, ROWS
 from tests.synth import ROOT, synth
+from tools import promote_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("first-deploy")]
 ENV = "local"
-PREFIX_LINE = re.compile(r"^  model_prefix: .*$", re.MULTILINE)
 
 
 def _new_account_file(folder: Path) -> Path:
-    """config/local.yaml with serving off (the shipped AWS files' first state) and FAST training steps."""
+    """config/local.yaml (no lock beside it: serving off, the shipped files' first state) and FAST training steps."""
     settings = yaml.safe_load((ROOT / "config" / f"{ENV}.yaml").read_text())
-    settings["serving"]["model_prefix"] = None
     settings["training"]["hyperparameters"].update(FAST)
     path = folder / f"{ENV}.yaml"
     path.write_text(yaml.safe_dump(settings, sort_keys=False))
@@ -46,7 +45,7 @@ def _deploy(aws: LocalAws, folder: Path, out: Path) -> tuple[dict, list[str]]:
     return aws.deploy(assembly.directory, names), names
 
 
-def test_first_deploy_guide_from_an_empty_bucket(tmp_path):
+def test_first_deploy_guide_from_an_empty_bucket(tmp_path, monkeypatch, capsys):
     sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
     from finetune.tiny import build_tiny_llama
 
@@ -61,7 +60,7 @@ def test_first_deploy_guide_from_an_empty_bucket(tmp_path):
 
     config_dir = tmp_path / "config"
     config_dir.mkdir()
-    env_file = _new_account_file(config_dir)
+    _new_account_file(config_dir)
     config = load_config(ENV, config_dir)
     with LocalAws.start(time_scale=0.001, work_root=tmp_path / "jobs") as aws:
         aws.bootstrap()
@@ -97,13 +96,26 @@ def test_first_deploy_guide_from_an_empty_bucket(tmp_path):
         assert recorded.startswith(f"s3://{bucket}/models/") and prefix.endswith("/output/model/")
         step(f"5 recorded prefix: aws ssm get-parameter --name {parameter} -> {recorded}")
 
-        text = env_file.read_text()
-        assert len(PREFIX_LINE.findall(text)) == 1
-        env_file.write_text(PREFIX_LINE.sub(f"  model_prefix: {prefix}", text))
+        group = outputs[config.stack_id("Data")]["ModelPackageGroupName"]
+        (summary,) = sagemaker.list_model_packages(ModelPackageGroupName=group)["ModelPackageSummaryList"]
+        version = summary["ModelPackageArn"]
+        metadata = sagemaker.describe_model_package(ModelPackageName=version)["CustomerMetadataProperties"]
+        # a person approves it; moto 5.2's UpdateModelPackage drops the metadata it is not given (AWS keeps it)
+        sagemaker.update_model_package(
+            ModelPackageArn=version, ModelApprovalStatus="Approved", CustomerMetadataProperties=metadata
+        )
+        for name, value in (("AWS_ACCESS_KEY_ID", "emulated"), ("AWS_SECRET_ACCESS_KEY", "emulated")):
+            monkeypatch.setenv(name, value)
+        promoted = promote_model.main(
+            ["--to", ENV, "--version", version, "--config-dir", str(config_dir), "--endpoint-url", aws.endpoint_url]
+            + ["--region", aws.region]
+        )
+        assert promoted == 0, capsys.readouterr().err
+        assert f"model_package_arn={version}" in capsys.readouterr().out
         outputs, names = _deploy(aws, config_dir, tmp_path / "cdk-2")
         serving = config.stack_id("Serving")
         assert serving in names
-        step(f"6 serving on: model_prefix: {prefix}; deploy again: {serving} created")
+        step(f"6 approved {version}; make promote TO={ENV}: config/{ENV}.model.json; deploy again: {serving} created")
 
         endpoint = outputs[serving]["EndpointName"]
         described_endpoint = sagemaker.describe_endpoint(EndpointName=endpoint)

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.synth import ROOT, SERVED_PREFIXES, cli_context
+from tests.synth import ROOT, cli_context, lock_document
 
+LOCK = "__lock__"  # a case's config/<env>.model.json (tests.synth.lock_document), written beside the YAML
 SHIPPED = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())  # a first deploy: nothing served yet
-# dev after the first-deploy guide (serving on), so the serving rules run too
-VALID = {**SHIPPED, "serving": {**SHIPPED["serving"], "model_prefix": SERVED_PREFIXES["dev"][0]}}
+# dev after the first-deploy guide (a version promoted: serving on), so the serving rules run too
+VALID = {**SHIPPED, LOCK: lock_document("dev")}
 
 
 def _with(path: str, value) -> dict:
@@ -60,8 +61,8 @@ def _isolated(**changes) -> dict:
 
 
 _STAGING_SHIPPED = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
-_VLLM_PREFIX = SERVED_PREFIXES["staging"][0]
-STAGING = {**_STAGING_SHIPPED, "serving": {**_STAGING_SHIPPED["serving"], "model_prefix": _VLLM_PREFIX}}
+_VLLM_PREFIX = lock_document("staging")["compiled_prefix"]
+STAGING = {**_STAGING_SHIPPED, LOCK: lock_document("staging")}
 
 
 def _staging(**changes) -> dict:
@@ -370,12 +371,6 @@ CASES = [
         "training.subnet_ids: set the VPC under network:",
     ),
     (
-        "isolated-graph-outside-model",
-        "dev",
-        _isolated(**_READY, serving__compiled_graph_prefix="models/graph/"),
-        "serving.compiled_graph_prefix: got 'models/graph/'; with network.isolated: true the container cannot reach S3",
-    ),
-    (
         "network-vpc-one-subnet",
         "dev",
         _isolated(network__vpc_id="vpc-0123456789abcdef0", network__subnet_ids=["subnet-0123456789abcdef0"]),
@@ -402,19 +397,6 @@ CASES = [
     ("network-bad-vpc-id", "dev", _isolated(network__vpc_id="vpc-xyz"), "network.vpc_id: got 'vpc-xyz'; must match"),
     # serving.backend: which architectures, images and settings each backend takes (stacks/config/serving.py)
     (
-        "vllm-architecture-unsupported",
-        "dev",
-        _staging(serving__model_architecture="mistral"),
-        "serving.model_architecture: got 'mistral'; backend vllm_neuronx supports granite, llama, llama4_text, "
-        "mixtral, phi3, qwen2, qwen3, qwen3_moe, smollm3; backend lmi_neuronx serves it",
-    ),
-    (
-        "lmi-architecture-unsupported",
-        "dev",
-        _with("serving.model_architecture", "qwen2"),
-        "serving.model_architecture: got 'qwen2'; backend lmi_neuronx supports",
-    ),
-    (
         "backend-unknown",
         "dev",
         _with("serving.backend", "tgi"),
@@ -427,29 +409,10 @@ CASES = [
         "serving.neuron.tensor_parallel_size: got 4; ml.inf2.xlarge has 2 NeuronCores",
     ),
     (
-        "vllm-sequence-over-context",
-        "dev",
-        _staging(serving__neuron__sequence_length=65536),
-        "serving.neuron.sequence_length: got 65536; exceeds the model's context",
-    ),
-    (
         "vllm-weights-over-memory",
         "dev",
         _staging(serving__model_parameters_billions=70),
         "serving.neuron.tensor_parallel_size: got 2; 140 GB of 16-bit weights exceed 80% of 2 x 16 GB",
-    ),
-    (
-        "vllm-served-shape-not-compiled",
-        "dev",
-        _staging(serving__neuron__batch_size=8),
-        "serving.model_prefix: got " + repr(_VLLM_PREFIX) + "; vllm_neuronx serves a compiled model whose prefix "
-        "names its shape: it must contain neuron/bs8-seq4096-tp2/",
-    ),
-    (
-        "vllm-merged-prefix",
-        "dev",
-        _staging(serving__model_prefix="models/merged/"),
-        "serving.model_prefix: got 'models/merged/'; vllm_neuronx serves a compiled model",
     ),
     (
         "vllm-with-lmi-options",
@@ -468,12 +431,6 @@ CASES = [
         "dev",
         _staging(serving__image="lmi_neuronx"),
         "serving.image: got 'lmi_neuronx'; backend vllm_neuronx runs vllm_neuronx (or null)",
-    ),
-    (
-        "vllm-with-compiled-graph",
-        "dev",
-        _staging(serving__compiled_graph_prefix=_VLLM_PREFIX),
-        "serving.compiled_graph_prefix: only for backend lmi_neuronx",
     ),
     (
         "vllm-volume-too-small",
@@ -510,13 +467,20 @@ CASES = [
         "dev.yaml: pruning.base_endpoint.instance_type: got 'ml.c5.3xlarge'; not a SageMaker "
         "ProductionVariantInstanceType (botocore's model): closest: ",
     ),
-    # first deploy: serving off until a model prefix is set
+    # the served model is the lock the promotion writes: a prefix typed into the YAML is refused
     (
-        "graph-without-model",
+        "model-prefix-typed-into-the-yaml",
+        "dev",
+        _changed(SHIPPED, serving__model_prefix="models/x/"),
+        "dev.yaml: serving.model_prefix: got 'models/x/'; the served model is config/dev.model.json now, which only "
+        "the promotion writes: remove this line and run `make promote TO=dev VERSION=<model package ARN>`",
+    ),
+    (
+        "graph-prefix-typed-into-the-yaml",
         "dev",
         _changed(SHIPPED, serving__compiled_graph_prefix="models/x/neuron/"),
-        "dev.yaml: serving.compiled_graph_prefix: set while model_prefix is null (nothing served yet): set it to null, "
-        "or set model_prefix too",
+        "dev.yaml: serving.compiled_graph_prefix: got 'models/x/neuron/'; the served model is config/dev.model.json "
+        "now, which only the promotion writes",
     ),
     (
         "pruning-dims-not-the-models",
@@ -544,17 +508,22 @@ def run_app(config_dir: Path, env_name: str) -> subprocess.CompletedProcess:
     )
 
 
-def write_case(config_dir: Path, content) -> None:
+def write_case(config_dir: Path, content, env_name: str = "dev") -> None:
+    """config_dir/<env>.yaml from `content`, and its lock when the content names one (LOCK)."""
     config_dir.mkdir(parents=True, exist_ok=True)
-    target = config_dir / "dev.yaml"
+    target = config_dir / f"{env_name}.yaml"
     if content is None:
-        target.write_text(yaml.safe_dump(VALID))
-    elif isinstance(content, bytes):
+        content = VALID
+    if isinstance(content, bytes):
         target.write_bytes(content)
     elif isinstance(content, str):
         target.write_text(content)
     else:
+        content = dict(content)
+        lock = content.pop(LOCK, None)
         target.write_text(yaml.safe_dump(content, sort_keys=False))
+        if lock is not None:
+            (config_dir / f"{env_name}.model.json").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
 
 
 @pytest.mark.parametrize(("case", "env_name", "content", "expected"), CASES, ids=[c[0] for c in CASES])

@@ -25,13 +25,12 @@ def test_dev_and_prod_differ_where_they_should(configs):
     assert prod.serving.alarms.model_latency_p90_ms < dev.serving.alarms.model_latency_p90_ms
 
 
-def test_promotion_is_one_line_in_prod_config():
-    lines = [
-        line
-        for line in (ROOT / "config" / "prod.yaml").read_text().splitlines()
-        if line.strip().startswith("model_prefix:")
-    ]
-    assert len(lines) == 1 and lines[0].startswith("  model_prefix: ")
+def test_no_environment_file_names_the_served_model():
+    """The served model is config/<env>.model.json, which the promotion writes; the YAML names none."""
+    for path in sorted((ROOT / "config").glob("*.yaml")):
+        lines = [line for line in path.read_text().splitlines() if not line.lstrip().startswith("#")]
+        keys = [line.split(":")[0].strip() for line in lines]
+        assert "model_prefix" not in keys and "compiled_graph_prefix" not in keys, path.name
 
 
 def test_synthesized_stacks_carry_the_differences(assemblies):

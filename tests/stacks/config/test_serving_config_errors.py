@@ -6,7 +6,8 @@ import pytest
 
 from stacks.serving.backends.lmi_neuronx import config as lmi
 from stacks.serving.backends.lmi_neuronx.config import LMI_DISCONTINUED
-from tests.stacks.config.test_app_config_errors import VALID, _with, run_app, write_case
+from tests.stacks.config.test_app_config_errors import LOCK, VALID, _with, run_app, write_case
+from tests.synth import FACTS, lock_document
 
 ECR = "763104351884.dkr.ecr.us-east-1.amazonaws.com"
 
@@ -53,7 +54,8 @@ CASES = [
     (
         "n-positions-exceed-context",
         _with("serving.lmi.n_positions", 4096),
-        "serving.lmi.n_positions: got 4096; exceeds the model's context (serving.model_context_length = 2048)",
+        "dev.yaml: training.hyperparameters.model_id: the training base TinyLlama/TinyLlama-1.1B-Chat-v1.0 "
+        "(stacks/serving/backends/base_models.py): context_length 2048 (max_position_embeddings); ",
     ),
     (
         "startup-timeout-below-60",
@@ -178,7 +180,15 @@ def test_finer_serving_rules_raise_one_line_config_errors(tmp_path, case, conten
     assert expected in str(caught.value) and "\n" not in str(caught.value)
 
 
-SEVEN_B_ON_XLARGE = _with("serving.model_parameters_billions", 6.7)
+def _unserved(config: dict) -> dict:
+    """The same YAML with no version promoted (the warnings are the profile's, whatever is served)."""
+    return {key: value for key, value in config.items() if key != LOCK}
+
+
+LLAMA_2 = "NousResearch/Llama-2-7b-chat-hf"  # a 7B profile serves what trains a 7B base
+SEVEN_B_ON_XLARGE = _unserved(
+    _with_all(serving__model_parameters_billions=6.7, training__hyperparameters__model_id=LLAMA_2)
+)
 
 
 def test_7b_runtime_compile_on_16gb_host_warns_and_does_not_fail(tmp_path, monkeypatch, capsys):
@@ -215,19 +225,29 @@ def test_7b_runtime_compile_on_16gb_host_warns_and_does_not_fail(tmp_path, monke
     assert len(built) == 1 and built[0].serving.model_parameters_billions == 6.7 and synthesized == [True]
 
 
+_GRAPHED_7B = lock_document(
+    "dev", facts=FACTS["llama2"], compiled_prefix="models/tinyllama-1.1b-chat-v1.0/neuron-tp2-np2048-fp16/"
+)
+
+
 @pytest.mark.parametrize(
     ("changes", "warned"),
     [
         ({}, False),
         ({"serving__model_parameters_billions": 6.7}, True),
-        ({"serving__model_parameters_billions": 6.7, "serving__compiled_graph_prefix": "models/x/neuron/"}, False),
+        ({"serving__model_parameters_billions": 6.7, LOCK: _GRAPHED_7B}, False),
         ({"serving__model_parameters_billions": 6.7, "serving__instance_type": "ml.inf2.8xlarge"}, False),
+        # each case trains the 7B base its profile is built for (a profile that cannot serve it fails, not warns)
     ],
 )
 def test_warning_only_for_runtime_compile_of_7b_on_small_hosts(tmp_path, changes, warned):
     from stacks.config import load_config
 
-    write_case(tmp_path, _with_all(**changes))
+    lock = changes.pop(LOCK, None)
+    if changes:
+        changes["training__hyperparameters__model_id"] = LLAMA_2
+    content = _unserved(_with_all(**changes))
+    write_case(tmp_path, {**content, LOCK: lock} if lock else content)
     config = load_config("dev", tmp_path)
     assert any("compiled_graph_prefix: null" in line for line in config.warnings()) is warned
 
@@ -247,7 +267,9 @@ def test_seed_settings_are_fine_on_the_seed_image(tmp_path):
 
     write_case(
         tmp_path,
-        _with_all(serving__image_uri=f"{ECR}/djl-inference:0.24.0-neuronx-sdk2.14.1", serving__lmi__batch_size=4),
+        _unserved(
+            _with_all(serving__image_uri=f"{ECR}/djl-inference:0.24.0-neuronx-sdk2.14.1", serving__lmi__batch_size=4)
+        ),
     )
     serving = load_config("dev", tmp_path).serving
     assert lmi.resolved_version(serving) == (0, 24, 0)
@@ -340,5 +362,5 @@ def test_null_settings_drop_their_lines_and_lists_render_comma_separated(tmp_pat
 def test_lmi_version_comes_from_the_image_table(tmp_path, image, version):
     from stacks.config import load_config
 
-    write_case(tmp_path, _with("serving.image", image))
+    write_case(tmp_path, _unserved(_with("serving.image", image)))
     assert lmi.resolved_version(load_config("dev", tmp_path).serving) == version

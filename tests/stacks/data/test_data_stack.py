@@ -7,6 +7,7 @@ import uuid
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from tests.conftest import ENVIRONMENTS
 from tests.stacks.policy_documents import Resolver
 
 ENVS = ("dev", "prod")
@@ -140,7 +141,7 @@ def test_each_environment_has_its_own_retained_model_package_group(templates):
     import regex
 
     names = set()
-    for env in ("dev", "prod", "staging"):
+    for env in ENVIRONMENTS:
         data = templates[env]["Data"]
         group = _only(data, "AWS::SageMaker::ModelPackageGroup", "/ModelPackageGroup")
         assert group["DeletionPolicy"] == "Retain" and group["UpdateReplacePolicy"] == "Retain"
@@ -154,4 +155,4 @@ def test_each_environment_has_its_own_retained_model_package_group(templates):
         assert output["Value"] == group["Properties"]["ModelPackageGroupName"]
         assert output["Export"] == {"Name": f"{stack}:ModelPackageGroupName"}
         names.add(name)
-    assert len(names) == 3
+    assert len(names) == len(ENVIRONMENTS)

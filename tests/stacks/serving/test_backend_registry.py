@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.synth import ROOT, cli_context
+from tests.synth import ROOT, cli_context, lock_document
 
 NAME = "toy_neuronx"
 FOLDER = f"stacks/serving/backends/{NAME}"
 CONFIG_FILE = "config/toy.yaml"
+LOCK_FILE = "config/toy.model.json"  # the promoted version it serves (tools/promote_model.py writes it)
 IMAGE = "123456789012.dkr.ecr.{region}.amazonaws.com/toy-inference-neuronx:1.0.0"
 REGIONS = ("eu-west-1", "us-east-1")
 MAX_OTHER_FILES = 3
@@ -74,8 +75,8 @@ BACKEND_FILES = {
 
 
         def check(serving: Any, source: str, path: str) -> None:
-            if serving.toy.max_tokens > serving.model_context_length:
-                raise ConfigError(source, f"{path}.toy.max_tokens", "exceeds model_context_length")
+            if serving.toy.max_tokens > 2048:
+                raise ConfigError(source, f"{path}.toy.max_tokens", "exceeds the toy's 2048 tokens")
     """,
     "contract.py": """
         from __future__ import annotations
@@ -146,13 +147,13 @@ LOCAL_SERVER = '''
         return 0
 '''
 CONFIG = """
+    training:
+      hyperparameters:
+        model_id: TinyLlama/TinyLlama-1.1B-Chat-v1.0
     serving:
       backend: toy_neuronx
-      model_prefix: models/toy/
       model_name: toy
-      model_architecture: llama
       model_parameters_billions: 1.1
-      model_context_length: 2048
       toy:
         max_tokens: 5
 """
@@ -207,6 +208,9 @@ def _add_third_backend(tree: Path) -> None:
     table["images"][NAME] = {"pin": {"toy": "1.0.0"}, "uris": {r: IMAGE.format(region=r) for r in REGIONS}}
     (tree / "stacks/images.json").write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     _write(tree, CONFIG_FILE, CONFIG)
+    lock = lock_document("dev", model_prefix="models/toy/", serving__backend=NAME)
+    lock["serving"]["image"] = IMAGE.format(region="us-east-1")
+    (tree / LOCK_FILE).write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +222,7 @@ def toy_tree(tmp_path_factory) -> tuple[Path, list[str]]:
     _add_third_backend(tree)
     after = _fingerprints(tree)
     touched = sorted(n for n in after if before.get(n) != after[n])
-    others = [n for n in touched if not n.startswith(f"{FOLDER}/") and n != CONFIG_FILE]
+    others = [n for n in touched if not n.startswith(f"{FOLDER}/") and n not in (CONFIG_FILE, LOCK_FILE)]
     print(f"a third backend touched {len(touched)} files: {touched}; outside its folder and config: {others}")
     return tree, others
 
@@ -257,7 +261,7 @@ def test_its_config_section_and_rule_fail_with_one_line(toy_tree):
     env["CDK_OUTDIR"] = str(tree / "cdk.out")
     done = subprocess.run([sys.executable, "app.py"], cwd=tree, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
-    assert done.stderr.strip().splitlines()[-1].endswith("serving.toy.max_tokens: exceeds model_context_length")
+    assert done.stderr.strip().splitlines()[-1].endswith("serving.toy.max_tokens: exceeds the toy's 2048 tokens")
 
 
 def test_its_local_server_and_invoke_contract_come_from_the_registry(toy_tree, tmp_path):

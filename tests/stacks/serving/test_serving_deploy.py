@@ -1,4 +1,4 @@
-"""Data + Serving deploy to the moto emulator; promoting another model prefix updates the endpoint in place.
+"""Data + Serving deploy to the moto emulator; promoting another version updates the endpoint in place.
 
 Emulation, not AWS: moto skips alarms and autoscaling and never starts a container, but it runs the
 real templates through CloudFormation (create, update, replacement of named-by-CloudFormation
@@ -7,8 +7,6 @@ resources), so it shows the update path a promotion takes.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from local.emulator import LocalAws
@@ -16,15 +14,15 @@ from tools.invoke import endpoint_from_stack
 
 DATA, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Serving"
 PROMOTED_PREFIX = "models/promoted-job/merged/"
+PROMOTED_VERSION = "arn:aws:sagemaker:us-east-1:123456789012:model-package/llminf2devdata-models/4"
 
 
 @pytest.fixture(scope="module")
 def promoted_assembly(tmp_path_factory):
-    """The dev app with only serving.model_prefix changed: what a one-line promotion synthesizes."""
-    from tests.synth import load_served, replaced, synth
+    """The dev app serving another version (its lock's model_prefix): what a promotion synthesizes."""
+    from tests.synth import load_served, synth
 
-    config = load_served("dev")
-    promoted = replaced(config, serving=dataclasses.replace(config.serving, model_prefix=PROMOTED_PREFIX))
+    promoted = load_served("dev", model_prefix=PROMOTED_PREFIX, model_package_arn=PROMOTED_VERSION)
     return synth(promoted, tmp_path_factory.mktemp("cdk-dev-promoted"))
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from stacks.serving.backends.vllm_neuronx.endpoint import NEURON_AMI
 from tests.stacks.training.test_training_stack import resources_of
-from tests.synth import load_served, replaced, synth
+from tests.synth import load_served, synth
 from tools import review_diff
 
 STAGING = load_served("staging")
@@ -57,9 +56,14 @@ def test_model_is_network_isolated_and_reads_only_its_prefix(templates):
 
 @pytest.fixture(scope="module")
 def promotion(assemblies, tmp_path_factory):
-    """staging with only serving.model_prefix changed to another compiled model of the same shape."""
-    prefix = "models/llm-inf2-staging-0123456789abcdef0123456789abcdef-0-0/neuron/bs4-seq4096-tp2/x-n-0/output/model/"
-    promoted = replaced(STAGING, serving=dataclasses.replace(STAGING.serving, model_prefix=prefix))
+    """staging serving another compiled version of the same shape (its lock's compiled_prefix)."""
+    job = "llm-inf2-staging-0123456789abcdef0123456789abcdef-0-0"
+    promoted = load_served(
+        "staging",
+        model_package_arn="arn:aws:sagemaker:us-east-1:123456789012:model-package/llminf2stagingdata-models/6",
+        model_prefix=f"models/{job}/output/model/",
+        compiled_prefix=f"models/{job}/neuron/bs4-seq4096-tp2/x-n-0/output/model/",
+    )
     head_dir = Path(synth(promoted, tmp_path_factory.mktemp("staging-promoted")).directory)
     base = review_diff.read_assembly(Path(assemblies["staging"].directory))
     head = review_diff.read_assembly(head_dir)

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from .. import Backend
-from .config import LmiOptions, check, warnings
+from .config import (
+    LmiOptions,
+    check,
+    compile_memory_problem,
+    graph_folder,
+    served_positions,
+    tensor_parallel,
+    warnings,
+)
 from .contract import build_request, parse_response
 
 BACKEND = Backend(
@@ -25,4 +33,9 @@ BACKEND = Backend(
     warnings=warnings,
     image_pins={"lmi_neuronx_0_29": {"framework": "djl-neuronx", "version": "0.29.0"}},
     derived_images=(("lmi_neuronx", "lmi_neuronx_0_29", "0.30.0-neuronx-sdk2.20.1"),),
+    served_positions=served_positions,
+    tensor_parallel=tensor_parallel,
+    # transformers-neuronx shards K/V heads by serving.lmi.group_query_attention: only the heads must divide
+    compiled_folder=graph_folder,
+    memory_problem=compile_memory_problem,
 )

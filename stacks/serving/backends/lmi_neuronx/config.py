@@ -70,7 +70,8 @@ def render_properties(serving: Any, source: str = "", path: str = "serving") -> 
 
 
 def check(serving: Any, source: str, path: str) -> None:
-    """TP against the cores, the version's batch rule, n_positions, rolling batch, the start-up timeout."""
+    """TP against the cores, the version's batch rule, rolling batch, the start-up timeout (the model's own facts:
+    stacks/config/served_model.py)."""
     lmi = serving.lmi
     cores = serving.inf2.neuron_cores
     if lmi.tensor_parallel_degree > cores:
@@ -84,13 +85,6 @@ def check(serving: Any, source: str, path: str) -> None:
             f"or a type with enough cores: {fits}",
         )
     _check_version(serving, source, path)
-    if lmi.n_positions > serving.model_context_length:
-        raise ConfigError(
-            source,
-            f"{path}.lmi.n_positions",
-            f"got {lmi.n_positions}; exceeds the model's context ({path}.model_context_length = "
-            f"{serving.model_context_length})",
-        )
     if lmi.rolling_batch == "disable" and lmi.max_rolling_batch_size is not None:
         raise ConfigError(
             source,
@@ -150,3 +144,28 @@ def warnings(serving: Any, path: str) -> list[str]:
             "compile needs ~100 GB and will fail: set compiled_graph_prefix or use ml.inf2.8xlarge or larger"
         )
     return found
+
+
+def served_positions(serving: Any) -> tuple[str, int]:
+    return "serving.lmi.n_positions", serving.lmi.n_positions
+
+
+def tensor_parallel(serving: Any) -> tuple[str, int]:
+    return "serving.lmi.tensor_parallel_degree", serving.lmi.tensor_parallel_degree
+
+
+def graph_folder(serving: Any) -> str:
+    """The folder a precompiled graph of this shape sits in (its prefix names the shape it was compiled for)."""
+    lmi = serving.lmi
+    return f"neuron-tp{lmi.tensor_parallel_degree}-np{lmi.n_positions}-{lmi.dtype}/"
+
+
+def compile_memory_problem(serving: Any, billions: float, compiled: bool) -> str | None:
+    """A served 7B-class model compiled at start-up on a small host fails (the warning, on the true size)."""
+    host = serving.inf2.host_memory_gb
+    if billions < SEVEN_B_CLASS or compiled or host > SMALL_HOST_GB:
+        return None
+    return (
+        f"a {billions:.2f}B-parameter model without a precompiled graph is compiled at start-up, which needs ~100 GB "
+        f"host RAM; {serving.instance_type} has {host} GB: serve it on ml.inf2.8xlarge or larger"
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import Backend
-from .config import NeuronOptions, check
+from .config import NeuronOptions, check, compiled_folder, served_positions, tensor_parallel
 from .contract import build_chat_request, parse_chat_response, request_warnings
 
 BACKEND = Backend(
@@ -32,4 +32,12 @@ BACKEND = Backend(
     # same 11 registries as 0.4.4; same vLLM (0.11.0) and Neuron SDK, and optimum-neuron 0.4.5 registers the same
     # text-generation architectures.
     derived_images=(("vllm_neuronx", "vllm_neuronx_0_4_4", "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"),),
+    served_positions=served_positions,
+    tensor_parallel=tensor_parallel,
+    # optimum-neuron (models/inference/backend/modules/attention/gqa.py, from NxD Inference) shards K/V heads when
+    # TP divides them or they divide TP (replicate-to-tp-degree); otherwise it converts GQA to MHA, one K/V copy
+    # per query head
+    shards_kv_heads=True,
+    compiled_folder=compiled_folder,
+    serves_compiled=True,
 )

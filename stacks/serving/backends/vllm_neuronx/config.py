@@ -67,7 +67,8 @@ def weights_gb(parameters_billions: float) -> float:
 
 
 def check(serving: Any, source: str, path: str) -> None:
-    """The TP, sequence, weights-in-HBM and volume rules, and the compiled prefix naming the shape."""
+    """The TP, weights-in-HBM and volume rules on the profile's size (the served version's own facts and its
+    compiled prefix's shape: stacks/config/served_model.py)."""
     neuron = serving.neuron
     cores = serving.inf2.neuron_cores
     tp = neuron.tensor_parallel_size
@@ -77,13 +78,6 @@ def check(serving: Any, source: str, path: str) -> None:
             f"{path}.neuron.tensor_parallel_size",
             f"got {tp}; {serving.instance_type} has {cores} NeuronCores and serve needs NeuronCores >= the TP "
             f"degree: use <= {cores} or a larger inf2 type",
-        )
-    if neuron.sequence_length > serving.model_context_length:
-        raise ConfigError(
-            source,
-            f"{path}.neuron.sequence_length",
-            f"got {neuron.sequence_length}; exceeds the model's context ({path}.model_context_length = "
-            f"{serving.model_context_length})",
         )
     weights = weights_gb(serving.model_parameters_billions)
     budget = WEIGHT_SHARE_OF_HBM * tp * HBM_GB_PER_CORE
@@ -96,21 +90,6 @@ def check(serving: Any, source: str, path: str) -> None:
             f"for batch {neuron.batch_size} x {neuron.sequence_length} tokens): raise it (instance memory "
             f"{ACCELERATOR_MEMORY_GB[serving.instance_type]} GB)",
         )
-    prefix = serving.model_prefix
-    if prefix is not None and f"/{neuron.compiled_folder}" not in f"/{prefix}":
-        raise ConfigError(
-            source,
-            f"{path}.model_prefix",
-            f"got {prefix!r}; vllm_neuronx serves a compiled model whose prefix names its shape: it "
-            f"must contain {neuron.compiled_folder} (serving.neuron), as the Training workflow's compile step "
-            "writes it",
-        )
-    if serving.compiled_graph_prefix is not None:
-        raise ConfigError(
-            source,
-            f"{path}.compiled_graph_prefix",
-            "only for backend lmi_neuronx; vllm_neuronx serves the compiled model at model_prefix: remove it",
-        )
     if serving.lmi_version is not None:
         raise ConfigError(source, f"{path}.lmi_version", "only for backend lmi_neuronx: remove it")
     needed = 2 * weights + 10
@@ -121,3 +100,15 @@ def check(serving: Any, source: str, path: str) -> None:
             f"got {serving.volume_size_gb}; the compiled model is mounted from S3 onto the volume: needs >= "
             f"{needed:g} GB (2 x {weights:g} GB weights + 10)",
         )
+
+
+def served_positions(serving: Any) -> tuple[str, int]:
+    return "serving.neuron.sequence_length", serving.neuron.sequence_length
+
+
+def tensor_parallel(serving: Any) -> tuple[str, int]:
+    return "serving.neuron.tensor_parallel_size", serving.neuron.tensor_parallel_size
+
+
+def compiled_folder(serving: Any) -> str:
+    return serving.neuron.compiled_folder

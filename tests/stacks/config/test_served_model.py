@@ -1,0 +1,348 @@
+"""The served version (config/<env>.model.json) against the environment's profile, the training base against it,
+and staging's declaration of what it does not rehearse: each refusal one line, from load_config (what the synth
+runs first) without synthesizing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from stacks.config import ConfigError, load_config
+from stacks.config.model_lock import lock_text, parse_lock, read_lock
+from tests.synth import FACTS, ROOT, lock_document
+
+DEV = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+STAGING = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
+PROD = yaml.safe_load((ROOT / "config" / "prod.yaml").read_text())
+DEV_ARN = lock_document("dev")["model_package_arn"]
+STAGING_ARN = lock_document("staging")["model_package_arn"]
+PROD_ARN = lock_document("prod")["model_package_arn"]
+
+
+def _changed(base: dict, **changes) -> dict:
+    """`base` with `a__b=value` set (None deletes)."""
+    out = json.loads(json.dumps(base))
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return out
+
+
+def _load(tmp_path, env: str, settings: dict, lock: dict | str | None, others: dict | None = None):
+    for name, content in {env: settings, **(others or {})}.items():
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(content, sort_keys=False))
+    if lock is not None:
+        text = lock if isinstance(lock, str) else json.dumps(lock, indent=2, sort_keys=True) + "\n"
+        (tmp_path / f"{env}.model.json").write_text(text)
+    return load_config(env, tmp_path)
+
+
+def _refusal(tmp_path, env, settings, lock, others=None) -> str:
+    with pytest.raises(ConfigError) as caught:
+        _load(tmp_path, env, settings, lock, others)
+    text = str(caught.value)
+    assert "\n" not in text
+    return text.replace(tmp_path.as_posix() + "/", "")
+
+
+LOCK_REFUSALS = [
+    (
+        "not-approved",
+        "dev",
+        DEV,
+        lock_document("dev", approval_status="PendingManualApproval"),
+        f"dev.model.json: approval_status: {DEV_ARN} is PendingManualApproval; only an Approved version is served: "
+        "approve it in the model registry (a person's decision), then promote it again",
+    ),
+    (
+        "another-backend",
+        "dev",
+        DEV,
+        lock_document("dev", serving__backend="vllm_neuronx"),
+        f"dev.model.json: serving.backend: {DEV_ARN} was registered for backend vllm_neuronx; dev.yaml "
+        "serving.backend is lmi_neuronx: promote a version registered for lmi_neuronx",
+    ),
+    (
+        "another-image",
+        "dev",
+        DEV,
+        lock_document(
+            "dev", serving__image="763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.29.0-neuronx"
+        ),
+        f"dev.model.json: serving.image: {DEV_ARN} runs image 763104351884.dkr.ecr.us-east-1.amazonaws.com/"
+        "djl-inference:0.29.0-neuronx; dev.yaml serving.image is lmi_neuronx (",
+    ),
+    (
+        "instance-not-listed",
+        "prod",
+        PROD,
+        lock_document("prod", serving__instance_types=["ml.inf2.48xlarge"]),
+        f"prod.model.json: serving.instance_types: {PROD_ARN} lists ml.inf2.48xlarge; prod.yaml "
+        "serving.instance_type is ml.inf2.24xlarge: promote a version registered for ml.inf2.24xlarge",
+    ),
+    (
+        "another-architecture",
+        "staging",
+        STAGING,
+        lock_document("staging", facts__model_type="mistral", facts__architecture="MistralForCausalLM"),
+        f"staging.model.json: facts.model_type: {STAGING_ARN}: model_type mistral (MistralForCausalLM); staging.yaml "
+        "serving.backend vllm_neuronx loads granite, llama, llama4_text, mixtral, phi3, qwen2, qwen3, qwen3_moe, "
+        "smollm3: serve it with backend lmi_neuronx",
+    ),
+    (
+        "another-size",
+        "prod",
+        PROD,
+        lock_document("prod", facts__parameters=13015864320),
+        f"prod.model.json: facts.parameters: {PROD_ARN}: 13015864320 parameters (13.02 B); prod.yaml "
+        "serving.model_parameters_billions is 6.7 (tolerance 0.67 B): serve a model of the size the profile is "
+        "built for, or build a profile for 13.02 B (model_parameters_billions, instance_type, TP)",
+    ),
+    (
+        "context-shorter-than-served",
+        "staging",
+        STAGING,
+        lock_document("staging", facts__context_length=2048),
+        f"staging.model.json: facts.context_length: {STAGING_ARN}: context_length 2048 (max_position_embeddings); "
+        "staging.yaml serving.neuron.sequence_length is 4096: serve at most 2048 positions or a model with a "
+        "longer context",
+    ),
+    (
+        "tp-does-not-divide-heads",
+        "prod",
+        PROD,
+        lock_document("prod", facts__num_attention_heads=28, facts__num_key_value_heads=4),
+        f"prod.model.json: facts.num_attention_heads: {PROD_ARN}: 28 attention heads; prod.yaml "
+        "serving.lmi.tensor_parallel_degree is 8, which does not divide them: use one of 1, 2, 4, 7 "
+        "(ml.inf2.24xlarge has 12 NeuronCores)",
+    ),
+    (
+        "tp-and-kv-heads-do-not-divide",
+        "staging",
+        STAGING,
+        lock_document("staging", facts__num_key_value_heads=3, facts__num_attention_heads=24),
+        f"staging.model.json: facts.num_key_value_heads: {STAGING_ARN}: 3 key/value heads; staging.yaml "
+        "serving.neuron.tensor_parallel_size is 2: vLLM Neuron shards K/V heads only when one of the two divides "
+        "the other (else it replicates them per query head): use a TP degree that divides 3 or a multiple of it",
+    ),
+    (
+        "weights-exceed-neuron-core-memory",
+        "staging",
+        # a 12 B profile (its own check: 24 GB fit) and a 13 B version, within the tolerance; no recorded base
+        _changed(
+            STAGING,
+            serving__model_parameters_billions=12.0,
+            training__hyperparameters__model_id="/opt/ml/input/data/model",
+        ),
+        lock_document("staging", facts__parameters=13_000_000_000),
+        f"staging.model.json: facts.parameters: {STAGING_ARN}: 13000000000 parameters on ml.inf2.8xlarge "
+        "(staging.yaml serving.instance_type): 26.0 GB of 16-bit weights exceed 80% of 2 x 16 GB NeuronCore memory "
+        "(staging.yaml serving.neuron.tensor_parallel_size 2): raise the TP degree",
+    ),
+    (
+        "vllm-without-compiled-model",
+        "staging",
+        STAGING,
+        lock_document("staging", compiled_prefix=None),
+        f"staging.model.json: compiled_prefix: {STAGING_ARN} has no compiled model; staging.yaml serving.backend "
+        "vllm_neuronx serves one of shape neuron/bs4-seq4096-tp2/: promote the compiled version "
+        "(RegisterCompiledModel)",
+    ),
+    (
+        "compiled-for-another-shape",
+        "staging",
+        _changed(STAGING, serving__neuron__batch_size=8),
+        lock_document("staging"),
+        f"staging.model.json: compiled_prefix: {STAGING_ARN} is compiled as models/",
+    ),
+    (
+        "lmi-graph-for-another-shape",
+        "prod",
+        PROD,
+        lock_document("prod", compiled_prefix="models/llama2-7b-qlora-20261120/merged/neuron-tp2-np4096-fp16/"),
+        f"prod.model.json: compiled_prefix: {PROD_ARN} is compiled as models/llama2-7b-qlora-20261120/merged/"
+        "neuron-tp2-np4096-fp16/; prod.yaml serves shape neuron-tp8-np4096-fp16/ (LMI NeuronX refuses another)",
+    ),
+    (
+        "isolated-graph-outside-the-model",
+        "prod",
+        PROD,
+        lock_document("prod", compiled_prefix="models/graphs/neuron-tp8-np4096-fp16/"),
+        f"prod.model.json: compiled_prefix: {PROD_ARN}: models/graphs/neuron-tp8-np4096-fp16/ is not under "
+        "model_prefix models/llama2-7b-qlora-20261120/merged/; with network.isolated: true (prod.yaml) the "
+        "container reads only the mounted model prefix: compile the graph under it",
+    ),
+    (
+        "not-an-arn",
+        "dev",
+        DEV,
+        lock_document("dev", model_package_arn="llminf2devdata-models/3"),
+        "dev.model.json: model_package_arn: got 'llminf2devdata-models/3'; not a model package version ARN",
+    ),
+    (
+        "a-fact-missing",
+        "dev",
+        DEV,
+        lock_document("dev", facts={k: v for k, v in FACTS["tinyllama"].items() if k != "context_length"}),
+        "dev.model.json: facts.context_length: missing; this setting is required",
+    ),
+    ("not-json", "dev", DEV, "{", "dev.model.json: line 1: invalid JSON: Expecting property name"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "env", "settings", "lock", "expected"), LOCK_REFUSALS, ids=[c[0] for c in LOCK_REFUSALS]
+)
+def test_a_served_version_that_does_not_fit_fails_with_one_line(tmp_path, case, env, settings, lock, expected):
+    others = {"prod": PROD} if env == "staging" else None
+    assert _refusal(tmp_path, env, settings, lock, others).startswith(expected)
+
+
+def test_the_shipped_profiles_serve_their_recorded_versions(tmp_path):
+    for env, settings in (("dev", DEV), ("prod", PROD)):
+        config = _load(tmp_path, env, settings, lock_document(env))
+        assert config.serves and config.model.version == lock_document(env)["model_package_arn"]
+
+
+def test_the_lock_has_one_text(tmp_path):
+    """Sorted keys, 2-space indent, trailing newline; read back it is the same lock."""
+    lock = parse_lock(lock_document("staging"), "staging.model.json")
+    text = lock_text(lock)
+    assert text == json.dumps(json.loads(text), sort_keys=True, indent=2) + "\n" and text.endswith("}\n")
+    (tmp_path / "staging.model.json").write_text(text)
+    assert read_lock(tmp_path / "staging.model.json") == lock
+    assert json.loads(text)["facts"]["chat_template"] is True and json.loads(text)["compiled_prefix"].endswith("/")
+
+
+TRAINING_REFUSALS = [
+    (
+        "dev-as-it-shipped",  # the Llama-2 base under the TinyLlama profile
+        "dev",
+        _changed(DEV, training__hyperparameters__model_id="NousResearch/Llama-2-7b-chat-hf"),
+        "dev.yaml: training.hyperparameters.model_id: the training base NousResearch/Llama-2-7b-chat-hf "
+        "(stacks/serving/backends/base_models.py): 6738415616 parameters (6.74 B); dev.yaml "
+        "serving.model_parameters_billions is 1.1 (tolerance 0.11 B)",
+    ),
+    (
+        "base-the-backend-cannot-load",
+        "dev",
+        _changed(DEV, training__hyperparameters__model_id="Qwen/Qwen2.5-7B-Instruct"),
+        "dev.yaml: training.hyperparameters.model_id: the training base Qwen/Qwen2.5-7B-Instruct "
+        "(stacks/serving/backends/base_models.py): model_type qwen2 (Qwen2ForCausalLM); dev.yaml serving.backend "
+        "lmi_neuronx loads",
+    ),
+    (
+        "base-without-a-record",
+        "dev",
+        _changed(DEV, training__hyperparameters__model_id="mistralai/Mistral-7B-v0.1"),
+        "dev.yaml: training.hyperparameters.model_id: got 'mistralai/Mistral-7B-v0.1'; no base-model record says "
+        "what it is (stacks/serving/backends/base_models.py: ",
+    ),
+    (
+        "offline-base-key-of-another-family",
+        "prod",
+        _changed(PROD, training__base_model_key="base-models/qwen2.5-7b-instruct/"),
+        "prod.yaml: training.base_model_key: the training base Qwen/Qwen2.5-7B-Instruct "
+        "(stacks/serving/backends/base_models.py): model_type qwen2",
+    ),
+    (
+        "context-shorter-than-served",
+        "dev",
+        _changed(DEV, serving__lmi__n_positions=4096),
+        "dev.yaml: training.hyperparameters.model_id: the training base TinyLlama/TinyLlama-1.1B-Chat-v1.0 "
+        "(stacks/serving/backends/base_models.py): context_length 2048 (max_position_embeddings); dev.yaml "
+        "serving.lmi.n_positions is 4096",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "env", "settings", "expected"), TRAINING_REFUSALS, ids=[c[0] for c in TRAINING_REFUSALS]
+)
+def test_a_profile_that_cannot_serve_what_the_environment_trains_fails(tmp_path, case, env, settings, expected):
+    assert _refusal(tmp_path, env, settings, None).startswith(expected)
+
+
+@pytest.mark.parametrize("env", ["dev", "local", "prod", "staging"])
+def test_each_shipped_environment_trains_what_it_can_serve(env):
+    from stacks.config.trained_model import training_base
+
+    config = load_config(env, ROOT / "config")
+    field, value, record = training_base(config)
+    assert record is not None, (field, value)
+
+
+def test_staging_declares_exactly_how_it_differs_from_prod():
+    from stacks.config.rehearsal import differences
+
+    staging, prod = (load_config(env, ROOT / "config") for env in ("staging", "prod"))
+    assert (
+        set(differences(staging, prod))
+        == {a.aspect for a in staging.rehearses.not_covered}
+        == {
+            "backend",
+            "model_family",
+            "compile_path",
+        }
+    )
+
+
+def _without(aspect: str) -> dict:
+    kept = [item for item in STAGING["rehearses"]["not_covered"] if item["aspect"] != aspect]
+    return _changed(STAGING, rehearses__not_covered=kept)
+
+
+REHEARSAL_REFUSALS = [
+    (
+        "a-difference-not-declared",
+        _without("backend"),
+        {"prod": PROD},
+        "staging.yaml: rehearses.not_covered: staging and prod differ in backend (vllm_neuronx here, lmi_neuronx in "
+        "prod.yaml) but it is not declared: add {aspect: backend, reason: ...}, or make them match",
+    ),
+    (
+        "a-declared-difference-that-is-not-there",
+        STAGING,
+        # prod made to rehearse nothing new: it serves staging's backend and family and compiles like it
+        {"prod": _changed(STAGING, rehearses=None)},
+        "staging.yaml: rehearses.not_covered[0]: declares backend not covered, but staging and prod have the same "
+        "backend (vllm_neuronx): remove the entry",
+    ),
+    (
+        "an-aspect-listed-twice",
+        _changed(
+            STAGING,
+            rehearses__not_covered=[*STAGING["rehearses"]["not_covered"], STAGING["rehearses"]["not_covered"][0]],
+        ),
+        {"prod": PROD},
+        "staging.yaml: rehearses.not_covered[3].aspect: backend is listed twice",
+    ),
+    (
+        "rehearsing-itself",
+        _changed(STAGING, rehearses__environment="staging"),
+        None,
+        "staging.yaml: rehearses.environment: names this environment itself: name the one it rehearses",
+    ),
+    (
+        "an-unknown-aspect",
+        _changed(STAGING, rehearses__not_covered=[{"aspect": "region", "reason": "staging runs in one region only"}]),
+        {"prod": PROD},
+        "staging.yaml: rehearses.not_covered[0].aspect: got 'region'; allowed: 'backend', 'model_family', "
+        "'compile_path'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "settings", "others", "expected"), REHEARSAL_REFUSALS, ids=[c[0] for c in REHEARSAL_REFUSALS]
+)
+def test_a_rehearsal_declaration_that_disagrees_with_the_files_fails(tmp_path, case, settings, others, expected):
+    assert _refusal(tmp_path, "staging", settings, None, others).startswith(expected)
