@@ -43,6 +43,7 @@ from local.emulator.s3_folders import download_prefix, split_s3, upload_folder  
 from stacks.config import load_config  # noqa: E402
 from stacks.serving import backends  # noqa: E402
 from stacks.shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX, PRUNING_DATASETS_PREFIX  # noqa: E402
+from stacks.training.outcomes import MODEL_REJECTED  # noqa: E402
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 NAS_DATA = ROOT / "training_code" / "nas" / "sample_data"
@@ -95,14 +96,28 @@ def check_dataset(data: Path, base: Path) -> str:
     return f"{len(rendered)} row(s), format {kind}, chat template {source}"
 
 
-def finished(described: dict, say: Callable[[str], None]) -> dict:
+def finished(described: dict, say: Callable[[str], None], aws: LocalAws | None = None) -> dict:
     say(f"execution {described['status']}")
+    if described.get("error") == MODEL_REJECTED and aws is not None:
+        raise SystemExit(rejected(aws, described))
     if described["status"] != "SUCCEEDED":
         raise SystemExit(
             f"pipeline: the execution ended {described['status']}: {described.get('error')}: "
             f"{str(described.get('cause'))[:500]}"
         )
     return run.output_of(described)
+
+
+def rejected(aws: LocalAws, described: dict) -> str:
+    """The one line that refuses to serve a run the quality gate rejected, from the registry's own record."""
+    arn = run.task_result(aws, described["executionArn"], "RegisterModel")["ModelPackageArn"]
+    package = aws.client("sagemaker").describe_model_package(ModelPackageName=arn)
+    metadata = package.get("CustomerMetadataProperties", {})
+    return (
+        f"pipeline: not serving {arn}: registered {package['ModelApprovalStatus']} by the quality gate "
+        f"(eval_loss_improvement {metadata.get('eval_loss_improvement')}, minimum "
+        f"{metadata.get('quality_gate_min_improvement')}); the model parameter was not written"
+    )
 
 
 def run_training(
@@ -126,12 +141,13 @@ def run_training(
     files = shards(data, SHARDS)
     say(f"dataset: {len(files) - 1} file(s) of {data.name}, then the marker; each event against the Training rule:")
     patterns = run.rule_patterns(aws, outputs["Training"]["stack_name"])
+    before = {e["executionArn"] for e in run.executions(aws, machine)}
     matched = run.upload_and_match(aws, bucket=bucket, files=files, patterns=patterns, say=say)
-    started = run.wait_for_executions(aws, machine, 1)
+    started = [e for e in run.wait_for_executions(aws, machine, len(before) + 1) if e["executionArn"] not in before]
     say(f"{len(matched)} upload(s) matched; {len(started)} execution(s) started by the rule")
     if len(started) != 1:
         raise SystemExit(f"pipeline: expected one execution per dataset, the rule started {len(started)}")
-    result = finished(run.follow(aws, started[0]["executionArn"], say=say), say)
+    result = finished(run.follow(aws, started[0]["executionArn"], say=say), say, aws)
     recorded = aws.client("ssm").get_parameter(Name=result["model_parameter"])["Parameter"]["Value"]
     say(f"model: {result['model_s3_uri']} (SSM {result['model_parameter']} = {recorded})")
     registered = show_registered(aws, result, say)
@@ -177,7 +193,14 @@ def show_registered(aws: LocalAws, result: dict, say: Callable[[str], None]) -> 
         say(f"  metrics: {report_uri}: {_evaluation_summary(aws, report_uri)}")
         say(
             f"  lineage: {metadata.get('lineage')} (version {metadata.get('lineage_version_id')}), "
-            f"{metadata.get('dataset_objects')} object version(s) of {metadata.get('dataset')}"
+            f"{metadata.get('dataset_objects')} object version(s) of {metadata.get('dataset')}, marker version "
+            f"{metadata.get('dataset_marker_version_id')}"
+        )
+        say(
+            f"  model: {metadata.get('architecture')}, {metadata.get('parameters')} parameters "
+            f"({metadata.get('dtype')}, {metadata.get('size_bytes')} bytes), context {metadata.get('context_length')}, "
+            f"{metadata.get('num_attention_heads')} heads / {metadata.get('num_key_value_heads')} KV heads, "
+            f"chat template {metadata.get('chat_template')}"
         )
         found.append(package)
     return found

@@ -27,7 +27,9 @@ File map (the file for a concern in one guess):
         stack.py            the stack: job role, topic, SSM model pointer, workflow, trigger
         job.py              the training job's CreateTrainingJob request
         compile_job.py      the Neuron compile job (optimum-cli export neuron) for vllm_neuronx
-        workflow.py         the state machine (validate, train, capacity retries, record, notify)
+        workflow.py         the state machine (validate, train, capacity retries, register, record, notify)
+        registry.py         the quality gate, model facts, lineage and package versions (the gate before RecordModel)
+        outcomes.py         how an execution ends and what it records: names local/ and tools/ share (no CDK)
         input_checks.py     its hyperparameter value/name checks and the dataset marker -> folder step
         execution_input.py  the execution input's validation (shared with tools/start_training.py)
         trigger.py          the EventBridge rule on dataset completion markers (datasets/<name>/_READY)

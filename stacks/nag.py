@@ -181,9 +181,16 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         "Training",
         "Workflow/Policy/Resource",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:model-package/"
-        "{model_package_group}/*]",
+        "{prefix}-Data:ModelPackageGroupName/*]",  # the group's name, imported from the Data stack's export
         "SageMaker numbers the versions of a package group itself; only versions in this environment's group, "
         "and only as PendingManualApproval or Rejected (condition sagemaker:ModelApprovalStatus).",
+    ),
+    Acknowledged(
+        "Training",
+        "Workflow/Policy/Resource",
+        f"AwsSolutions-IAM5[Resource::{_DATA_BUCKET_ARN}/models/*/output/model/model_facts.json]",
+        "The facts train.py writes into each model folder, models/<job>/output/model/model_facts.json; job names "
+        "are generated per execution, and the state machine can read no other object.",
     ),
     Acknowledged(
         "Training",

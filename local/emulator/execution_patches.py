@@ -7,6 +7,10 @@
    applied (moto's CloudFormation handler drops both), so uploads reach EventBridge and keep versions as on AWS.
 3. EventBridge rules deliver to Step Functions targets: the target's InputTransformer is applied and the
    execution started (moto delivers only to logs, SQS and event buses, and skips the transformer for S3 events).
+   The transformer fills placeholders as the EventBridge user guide shows ("Input transform examples"): inside a
+   JSON string the value as it is, outside one its JSON text (`"instance": <instance>` gives a quoted string;
+   moto's parser pastes the bare text, which is not JSON); a path missing from the event gives null there, "" in
+   a string (AWS documents only that the variable is not created).
 4. An execution started without a name gets a UUID, as on AWS (moto names it `None`, so every unnamed
    execution of a machine would share one id, hence one job name).
 5. `$$.Execution.StartTime` is the ISO 8601 string AWS gives (`2026-12-01T12:57:33.161Z`); moto hands the
@@ -15,9 +19,10 @@
    rules use, so a pattern is tested by the same code that routes the events.
 7. Emulated time: Wait states and Retry intervals sleep `scale` times their length (the real lengths are
    recorded in `EmulatedClock.waits`), so a 600 s capacity back-off takes 0.6 s at scale 0.001.
-8. An aws-sdk integration's answer carries timestamps as ISO 8601 strings, as AWS's does (moto's interpreter
+8. An aws-sdk integration's answer is JSON as AWS's is: timestamps as ISO 8601 strings (moto's interpreter
    keeps boto3's datetimes, and the state after it fails "Object of type datetime is not JSON serializable",
-   e.g. the registry's ListObjectVersions).
+   e.g. the registry's ListObjectVersions) and S3 GetObject's streaming Body as the object's text (the
+   registry's ReadModelFacts parses it with States.StringToJson).
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from botocore.response import StreamingBody
 from moto.events import models as events_models
-from moto.events.utils import EventTemplateParser
 from moto.s3 import models as s3_models
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions.parser import models as parser_models
@@ -67,15 +72,40 @@ def bucket_settings_from_cloudformation() -> None:
     patch_once(s3_models.FakeBucket, "create_from_cloudformation_json", build)
 
 
+def _path_value(path: str, event: dict):
+    from jsonpath_ng.ext import parse
+
+    found = parse(path).find(event)
+    return found[0].value if found else None
+
+
+def transformed_input(template: str, paths: dict[str, str], event: dict) -> str:
+    """`template` with each `<name>` of `paths` filled from `event`: raw inside a JSON string, JSON text outside."""
+    values = {name: _path_value(path, event) for name, path in paths.items()}
+    out, in_string, index = [], False, 0
+    while index < len(template):
+        char = template[index]
+        name = template[index + 1 :].split(">", 1)[0] if char == "<" else None
+        if name in values:
+            value = values[name]
+            if in_string:
+                out.append("" if value is None else value if isinstance(value, str) else json.dumps(value))
+            else:
+                out.append(json.dumps(value))
+            index += len(name) + 2
+            continue
+        if char == '"' and (index == 0 or template[index - 1] != "\\"):
+            in_string = not in_string
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
 def _start_execution(target: dict, event: dict, account: str, region: str) -> None:
     transformer = target.get("InputTransformer") or {}
     event = {"id": str(uuid.uuid4()), "ingestion-time": time.time(), **event}
     if transformer:
-        body = EventTemplateParser.parse(
-            input_template=transformer.get("InputTemplate"),
-            input_paths_map=transformer.get("InputPathsMap", {}),
-            event=event,
-        )
+        body = transformed_input(transformer["InputTemplate"], transformer.get("InputPathsMap", {}), event)
     else:
         body = target.get("Input") or event
     body = body if isinstance(body, str) else json.dumps(body)
@@ -189,21 +219,23 @@ def scaled_waits() -> None:
     patch_once(wait_function.WaitFunction, "_wait_interval", lambda original: _scaled_wait_interval)
 
 
-def _iso_timestamps(value):
+def _as_json(value):
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, StreamingBody):
+        return value.read().decode("utf-8")
     if isinstance(value, dict):
-        return {k: _iso_timestamps(v) for k, v in value.items()}
+        return {k: _as_json(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_iso_timestamps(v) for v in value]
+        return [_as_json(v) for v in value]
     return value
 
 
-def aws_sdk_timestamps_as_strings() -> None:
+def aws_sdk_answers_as_json() -> None:
     def build(original):
         def _eval_service_task(self, env, *args, **kwargs):
             original(self, env, *args, **kwargs)
-            env.stack.append(_iso_timestamps(env.stack.pop()))
+            env.stack.append(_as_json(env.stack.pop()))
 
         return _eval_service_task
 
@@ -218,6 +250,6 @@ def apply_all(*, time_scale: float) -> EmulatedClock:
     execution_start_time_is_a_string()
     test_event_pattern_answers()
     scaled_waits()
-    aws_sdk_timestamps_as_strings()
+    aws_sdk_answers_as_json()
     CLOCK.scale = time_scale
     return CLOCK

@@ -9,7 +9,8 @@
 3. Likewise AWS::SSM::Parameter: CloudFormation's Tags map is turned into the list moto expects.
 4. moto's SageMaker API models model package groups and packages, but its CloudFormation has no
    AWS::SageMaker::ModelPackageGroup: `ModelPackageGroupResource` provisions the template's group through that
-   API (Ref: the ARN, GetAtt ModelPackageGroupArn, as CloudFormation documents); it is retained like the bucket.
+   API (Ref: the ARN, GetAtt ModelPackageGroupArn, as CloudFormation documents); it is retained like the bucket,
+   and, as on AWS, a new stack adopts no retained group: a name that is taken fails the create.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 from collections.abc import Callable
 
 from moto.cloudformation import parsing as cfn_parsing
+from moto.cloudformation.exceptions import ValidationError
 from moto.core.common_models import CloudFormationModel
 from moto.kms import models as kms_models
 from moto.sagemaker import models as sagemaker_models
@@ -120,10 +122,11 @@ class ModelPackageGroupResource(CloudFormationModel):
         properties = cloudformation_json.get("Properties", {})
         backend = sagemaker_models.sagemaker_backends[account_id][region_name]
         name = properties.get("ModelPackageGroupName", resource_name)
-        if name not in backend.model_package_groups:  # retained: a redeploy finds it
-            backend.create_model_package_group(
-                name, properties.get("ModelPackageGroupDescription", ""), properties.get("Tags")
-            )
+        if name in backend.model_package_groups:  # moto's API would overwrite it; SageMaker and CloudFormation refuse
+            raise ValidationError(message=f"{resource_name}: model package group {name} already exists")
+        backend.create_model_package_group(
+            name, properties.get("ModelPackageGroupDescription", ""), properties.get("Tags")
+        )
         return cls(backend.model_package_groups[name].arn)
 
 

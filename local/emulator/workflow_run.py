@@ -124,3 +124,18 @@ def states_entered(aws: LocalAws, execution_arn: str) -> list[str]:
 
 def output_of(described: dict) -> dict[str, Any]:
     return json.loads(described.get("output") or "{}")
+
+
+def task_result(aws: LocalAws, execution_arn: str, state_name: str) -> dict[str, Any]:
+    """The service's answer to the last call of the Task state `state_name` (its TaskSucceeded output, before
+    ResultSelector), e.g. CreateModelPackage's ModelPackageArn for RegisterModel."""
+    history = aws.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)
+    current, found = None, None
+    for event in history["events"]:
+        if event["type"].endswith("StateEntered"):
+            current = event["stateEnteredEventDetails"]["name"]
+        elif event["type"] == "TaskSucceeded" and current == state_name:
+            found = json.loads(event["taskSucceededEventDetails"]["output"])
+    if found is None:
+        raise LookupError(f"{execution_arn}: no completed {state_name} call")
+    return found

@@ -88,3 +88,10 @@ def bool_spellings(truth: bool) -> tuple[str, ...]:
 def metric_definitions() -> tuple[dict[str, str], ...]:
     """SageMaker MetricDefinitions (Name/Regex) from the training code's metrics module."""
     return tuple(dict(d) for d in load_code_module(QLORA_CODE, "finetune/metrics.py").METRIC_DEFINITIONS)
+
+
+@cache
+def model_facts_schema() -> tuple[str, dict[str, str]]:
+    """(file name, {fact: "str" | "int" | "bool"}) of the model_facts.json train.py writes beside the model."""
+    module = load_code_module(QLORA_CODE, "finetune/facts.py")
+    return module.FACTS_FILE, dict(module.FACT_TYPES)

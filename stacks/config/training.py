@@ -119,7 +119,8 @@ class NeuronCompileConfig:
 class QualityGateConfig:
     """The registry's gate: a run whose merged model's eval loss is not below the base's by `min_improvement`
     (the job's `eval_loss_improvement` metric, base - merged, on the same held-out tokens) is registered
-    Rejected, any other PendingManualApproval; a person approves in the registry."""
+    Rejected and recorded nowhere for serving, any other PendingManualApproval; a person approves in the
+    registry."""
 
     min_improvement: float = setting(0.01, ge=-10.0, le=10.0, hint="eval loss (nats) the merged model must gain")
 

@@ -3,7 +3,7 @@ registry's package group the Training workflow registers every run in."""
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, Duration, Names, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, Duration, Fn, Names, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -13,6 +13,7 @@ from constructs import Construct
 from ..config import AppConfig
 
 _LOG_GROUPS_OF_THIS_ACCOUNT = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"
+MODEL_PACKAGE_GROUP_EXPORT = "ModelPackageGroupName"  # exported as <Data stack name>:ModelPackageGroupName
 
 
 class DataStack(Stack):
@@ -62,19 +63,31 @@ class DataStack(Stack):
         CfnOutput(self, "ArtifactBucketName", value=self.bucket.bucket_name)
         CfnOutput(self, "ArtifactKeyArn", value=self.key.key_arn)
         CfnOutput(self, "AccessLogBucketName", value=self.access_log_bucket.bucket_name)
-        CfnOutput(self, "ModelPackageGroupName", value=self.model_package_group_name)
+        # Other stacks take the group's name from this export (model_package_group_name), never as a literal.
+        export = f"{self.stack_name}:{MODEL_PACKAGE_GROUP_EXPORT}"
+        CfnOutput(self, "ModelPackageGroupName", value=self._group_name, export_name=export)
+        self.model_package_group_name = Fn.import_value(export)
 
     def _model_package_group(self, config: AppConfig) -> sagemaker.CfnModelPackageGroup:
-        """The registry of this environment's models, retained like the bucket its packages point into. The
-        name is required by CloudFormation: generated from the construct path (unique per environment), lower
-        case as SageMaker writes it into package ARNs, which the IAM scopes match."""
-        self.model_package_group_name = (
-            Names.unique_resource_name(self, max_length=56, separator="-").lower() + "-models"
+        """The registry of this environment's models, retained like the bucket its packages point into.
+
+        CloudFormation requires the name, and a stack deployed again after `cdk destroy` creates every resource
+        anew (it adopts nothing; a name still held by the retained group fails the deploy), so the name ends
+        with the last 12 hex digits of this stack's id, a UUID per stack: stable across updates, new for a new
+        stack, which then registers into a new group beside the retained one. Lower case, as SageMaker writes
+        it into package ARNs, which the IAM scopes match; at most 50 + 1 + 12 of the API's 63 characters."""
+        stack_uuid = Fn.select(2, Fn.split("/", self.stack_id))
+        self._group_name = Fn.join(
+            "-",
+            [
+                Names.unique_resource_name(self, max_length=43, separator="-").lower() + "-models",
+                Fn.select(4, Fn.split("-", stack_uuid)),
+            ],
         )
         group = sagemaker.CfnModelPackageGroup(
             self,
             "ModelPackageGroup",
-            model_package_group_name=self.model_package_group_name,
+            model_package_group_name=self._group_name,
             model_package_group_description=f"{config.app_name}-{config.env_name}: QLoRA-merged and Neuron-compiled "
             "models of the Training workflow, with their evaluation and lineage",
         )

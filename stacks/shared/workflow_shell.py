@@ -46,7 +46,7 @@ def shell_statements(
     return [
         iam.PolicyStatement(sid="NotifyFailure", actions=["sns:Publish"], resources=[topic.topic_arn]),
         iam.PolicyStatement(
-            sid="EncryptNotification",  # the topic is encrypted with the data key
+            sid="EncryptNotification",  # the topic, and the bucket objects a workflow reads or writes, use the data key
             actions=["kms:GenerateDataKey", "kms:Decrypt"],
             resources=[key.key_arn],
         ),

@@ -5,10 +5,12 @@ same shape; the state machine re-checks what it can (bucket, prefix, string valu
 
     {"train_data": "s3://<artifact bucket>/datasets/<key, folder/ or folder/_READY>",
      "hyperparameters": {"<name>": "<value>"},
-     "eval_data": "s3://<artifact bucket>/datasets/..."}   # optional: the job's `eval` channel
+     "eval_data": "s3://<artifact bucket>/datasets/...",   # optional: the job's `eval` channel
+     "dataset_marker_version_id": "<S3 version id>"}       # optional: set by the rule from the marker's event
 
 A completion marker `datasets/<name>/_READY` (what the rule passes) stands for its folder `datasets/<name>/`:
-the tool sends the folder, as the state machine's DatasetMarker state makes it.
+the tool sends the folder, as the state machine's DatasetMarker state makes it. The registry records the marker's
+version id as the dataset's lineage (a run the tool starts has no marker event: it records `absent`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from typing import Any
 from ..code_contract.qlora import hyperparameter_problem, merge_problem
 from ..config.training import TrainingConfig
 from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
+from .outcomes import MARKER_VERSION_KEY
 
-KEYS = ("train_data", "hyperparameters", "eval_data")
+KEYS = ("train_data", "hyperparameters", "eval_data", MARKER_VERSION_KEY)
+MAX_VERSION_ID = 256  # a package metadata value's limit (CreateModelPackage CustomerMetadataValue)
 _S3_URI = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(.+)")
 
 
@@ -82,6 +86,13 @@ def _dataset(data: Mapping[str, Any], field: str, bucket: str | None) -> str:
     return f"s3://{data_bucket}/{_marker_folder(data[field], key)}"
 
 
+def _version_id(value: Any) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_VERSION_ID or re.search(r"\s", value):
+        problem = f"got {_short(value)}; expected the marker's S3 version id (1 to {MAX_VERSION_ID} characters)"
+        raise InputError(MARKER_VERSION_KEY, problem)
+    return value
+
+
 def _value(name: str, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise InputError(f"hyperparameters.{name}", f"got {_short(value)}; expected a string or a number")
@@ -107,6 +118,8 @@ def validate_execution_input(
     checked = {"train_data": _dataset(data, "train_data", bucket)}
     if "eval_data" in data:
         checked["eval_data"] = _dataset(data, "eval_data", bucket)
+    if data.get(MARKER_VERSION_KEY) is not None:  # null: the event had none (the machine records `absent`)
+        checked[MARKER_VERSION_KEY] = _version_id(data[MARKER_VERSION_KEY])
     overrides = data.get("hyperparameters", {})
     if not isinstance(overrides, Mapping):
         raise InputError("hyperparameters", f"got {_short(overrides)}; expected an object of name: value")

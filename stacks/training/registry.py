@@ -1,16 +1,27 @@
-"""Registering each run in the environment's SageMaker model package group, after RecordModel.
+"""Registering each run in the environment's SageMaker model package group, before anything records it.
 
     DescribeRun -> HasMetrics? -> MetricNames -> HasEvaluation? -> GateMetric -> QualityGate? -> Pending | Rejected
         (no metric at all, or no `eval_loss_improvement`: RejectedNoEvaluation)
-    -> DatasetPrefix? -> ListDatasetVersions -> WriteLineage -> RegisterModel
+    -> ReadModelFacts -> MarkerVersion? -> DatasetPrefix? -> ListDatasetVersions -> WriteLineage -> RegisterModel
+    -> GatePassed? -> (PendingManualApproval) the caller's next state: RecordModel
+                   -> (Rejected) ModelRejected -> Notify -> Failed
     [after RecordCompiledModel: RegisterCompiledModel, the compiled model as its own package version]
 
 The gate compares the job's `eval_loss_improvement` metric (base - merged eval loss on the same held-out tokens,
 training_code/qlora) with `training.quality_gate.min_improvement`: below it, the package is `Rejected`, else
-`PendingManualApproval`; nothing here approves. CustomerMetadataProperties holds at most 256 characters of
-`[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]` per value (no JSON), so the full lineage (every current object version under the
-dataset's folder, the merged hyperparameters, base model, code asset hash) is a JSON manifest written beside the
-model, `models/<job>/lineage.json`; the metadata names it and its S3 version id, and carries the short facts.
+`PendingManualApproval`; nothing here approves. Only a version that passed goes on to be recorded for serving
+(the SSM model parameter, the compile step); a rejected one is registered with its metrics and ends the
+execution `ModelRejected`, its cause naming the version, the improvement and the minimum.
+
+The package's metadata says what serving needs to know about the model, from model_facts.json, which train.py
+writes into the model folder from the saved files (finetune/facts.py: architecture, parameter count, context
+length, dtype, heads, chat template, base model), never from config. CustomerMetadataProperties holds at most
+256 characters of `[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]` per value (no JSON): each fact is one entry (numbers and
+booleans as their JSON text), and the full lineage (every current object version under the dataset's folder, the
+merged hyperparameters, base model, code asset hash, the facts) is a JSON manifest written beside the model,
+`models/<job>/lineage.json`; the metadata names it and its S3 version id, and carries the short facts: training
+job, dataset prefix and the S3 version id of its `_READY` marker (from the S3 event; `absent` for a run started
+without one), code asset hash.
 """
 
 from __future__ import annotations
@@ -23,14 +34,33 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from ..code_contract.qlora import model_facts_schema
 from ..config.serving import backend_named
 from ..shared.bucket_layout import DATASETS_PREFIX, MODELS_PREFIX
+from .outcomes import MARKER_VERSION_KEY, MODEL_REJECTED, NO_MARKER_VERSION
 
 GATE_METRIC = "eval_loss_improvement"
 EVALUATION_FILE = "evaluation.json"  # written by train.py into the model folder
+FACTS_FILE, FACT_TYPES = model_facts_schema()  # written by train.py beside it
 LINEAGE_FILE = "lineage.json"
 MAX_LISTED_VERSIONS = 500  # keeps the listing well under Step Functions' 256 KiB state payload
 PENDING, REJECTED = "PendingManualApproval", "Rejected"
+
+
+def facts_key(job_name_path: str) -> str:
+    """`models/<job>/output/model/model_facts.json`, where the job's model folder lands."""
+    return sfn.JsonPath.format(f"{MODELS_PREFIX}{{}}/output/model/{FACTS_FILE}", sfn.JsonPath.string_at(job_name_path))
+
+
+def facts_metadata(path: str) -> dict[str, str]:
+    """One metadata entry per fact at `path`, under the fact's name: strings as they are, numbers and booleans as
+    their JSON text (`6738415616`, `true`)."""
+    return {
+        name: sfn.JsonPath.string_at(f"{path}.{name}")
+        if kind == "str"
+        else sfn.JsonPath.json_to_string(sfn.JsonPath.object_at(f"{path}.{name}"))
+        for name, kind in FACT_TYPES.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -69,7 +99,8 @@ def model_environment(backend: str) -> dict[str, str]:
 
 
 class ModelRegistration(Construct):
-    """The states after RecordModel (`chain`) and, for the compile step, `register_compiled`."""
+    """The states after the training job (`start`; `passed(next_state)` continues a version that passed the gate)
+    and, for the compile step, `register_compiled`."""
 
     def __init__(
         self,
@@ -85,14 +116,14 @@ class ModelRegistration(Construct):
         code_asset_hash: str,
         notify: sfn.IChainable,
     ) -> None:
-        """`base_model`: the base model's S3 URI, or a JSONPath (`$.run.hyperparameters.model_id`)."""
+        """`base_model`: where the base model came from (the model channel's S3 URI, or a JSONPath such as
+        `$.run.hyperparameters.model_id`), recorded as `base_model_source` beside the facts' own `base_model`."""
         super().__init__(scope, construct_id)
         self._group, self._bucket, self._notify = group_name, bucket_name, notify
         self._base_model, self._code_hash = base_model, code_asset_hash
-        register = self._register("RegisterModel", serving, "$.training.model_s3_uri", "$.registry", {})
-        lineage = self._lineage(register)
-        self.start = self._gate(min_improvement, lineage)
-        self.end = register
+        self._register_model = self._register("RegisterModel", serving, "$.training.model_s3_uri", "$.registry", {})
+        lineage = self._lineage(self._register_model)
+        self.start = self._gate(min_improvement, self._facts(self._marker_version(lineage)))
         self.register_compiled = None
         if compiled_serving is not None:
             self.register_compiled = self._register(
@@ -128,6 +159,59 @@ class ModelRegistration(Construct):
         )
         task.add_catch(self._notify, errors=["States.ALL"], result_path="$.error")
         return task
+
+    def passed(self, next_state: sfn.IChainable) -> sfn.Choice:
+        """`GatePassed`: after RegisterModel, only a PendingManualApproval version goes on to `next_state`; a
+        Rejected one ends in `ModelRejected` -> Notify -> Failed, its cause naming the version and the figures."""
+        rejected = sfn.Pass(
+            self,
+            "ModelRejected",
+            parameters={
+                "Error": MODEL_REJECTED,
+                "Cause.$": "States.Format('model package {} (training job {}) is registered Rejected by the quality "
+                f"gate: {GATE_METRIC} {{}}, minimum {{}}; nothing is recorded for serving', "
+                "$.registry.model_package_arn, $.training.job_name, $.approval.improvement, "
+                "$.approval.min_improvement)",
+            },
+            result_path="$.error",
+        )
+        rejected.next(self._notify)
+        gate = sfn.Condition.string_equals("$.approval.status", PENDING)
+        choice = sfn.Choice(self, "GatePassed").when(gate, next_state).otherwise(rejected)
+        self._register_model.next(choice)
+        return choice
+
+    def _facts(self, next_state: sfn.IChainable) -> sfn.IChainable:
+        """`ReadModelFacts`: model_facts.json of the job's model folder into `$.model.facts` (GetObject's Body is
+        the object's text; a missing file fails the run: a model without facts is not registered)."""
+        read = self._task(
+            "ReadModelFacts",
+            "s3",
+            "getObject",
+            {"Bucket": self._bucket, "Key": facts_key("$.training.job_name")},
+            {"facts.$": "States.StringToJson($.Body)"},
+            "$.model",
+            [f"arn:aws:s3:::{self._bucket}/{MODELS_PREFIX}*/output/model/{FACTS_FILE}"],
+        )
+        read.next(next_state)
+        return read
+
+    def _marker_version(self, next_state: sfn.IChainable) -> sfn.Choice:
+        """`MarkerVersion?`: the `_READY` marker's S3 version id the Training rule passed, else `absent`."""
+        given = sfn.Condition.and_(
+            sfn.Condition.is_present(f"$.{MARKER_VERSION_KEY}"),
+            sfn.Condition.is_string(f"$.{MARKER_VERSION_KEY}"),
+            sfn.Condition.not_(sfn.Condition.string_equals(f"$.{MARKER_VERSION_KEY}", "")),
+        )
+        known = sfn.Pass(
+            self, "DatasetMarkerVersion", parameters={"version_id.$": f"$.{MARKER_VERSION_KEY}"}, result_path="$.marker"
+        )
+        unknown = sfn.Pass(
+            self, "NoDatasetMarkerVersion", parameters={"version_id": NO_MARKER_VERSION}, result_path="$.marker"
+        )
+        known.next(next_state)
+        unknown.next(next_state)
+        return sfn.Choice(self, "MarkerVersion").when(given, known).otherwise(unknown)
 
     def _gate(self, min_improvement: float, next_state: sfn.IChainable) -> sfn.IChainable:
         describe = self._task(
@@ -234,10 +318,12 @@ class ModelRegistration(Construct):
             "dataset_prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
             "dataset_objects": sfn.JsonPath.object_at("$.lineage.objects"),
             "dataset_listing_truncated": sfn.JsonPath.object_at("$.lineage.truncated"),
+            "dataset_marker_version_id": sfn.JsonPath.string_at("$.marker.version_id"),
             "hyperparameters": sfn.JsonPath.object_at("$.run.hyperparameters"),
-            "base_model": self._base_model_value(),
+            "base_model_source": self._base_model_value(),
             "code_asset_hash": self._code_hash,
             "evaluation": sfn.JsonPath.object_at("$.approval"),
+            "model_facts": sfn.JsonPath.object_at("$.model.facts"),
         }
         body = sfn.Pass(
             self,
@@ -283,8 +369,11 @@ class ModelRegistration(Construct):
     ) -> tasks.CallAwsService:
         """CreateModelPackage: a new version in the group, its status from the gate."""
         metadata = {
+            **facts_metadata("$.model.facts"),
             "training_job": sfn.JsonPath.string_at("$.training.job_name"),
             "dataset": sfn.JsonPath.string_at("$.train_data"),
+            "dataset_prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
+            "dataset_marker_version_id": sfn.JsonPath.string_at("$.marker.version_id"),
             "dataset_objects": sfn.JsonPath.format(
                 "{}", sfn.JsonPath.array_length(sfn.JsonPath.list_at("$.lineage_manifest.objects"))
             ),
@@ -292,7 +381,7 @@ class ModelRegistration(Construct):
                 f"s3://{self._bucket}/{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at("$.training.job_name")
             ),
             "lineage_version_id": sfn.JsonPath.string_at("$.lineage_object.version_id"),
-            "base_model": self._base_model_value(),
+            "base_model_source": self._base_model_value(),
             "code_asset_hash": self._code_hash,
             "eval_loss_improvement": sfn.JsonPath.string_at("$.approval.improvement"),
             "quality_gate_min_improvement": sfn.JsonPath.string_at("$.approval.min_improvement"),

@@ -32,7 +32,7 @@ from ..shared.placement import Placement
 from ..shared.workflow_shell import job_submitter_statements
 from .compile_job import neuron_compile_request
 from .job import job_placement, runs_offline, training_job_request
-from .registry import LINEAGE_FILE, PENDING, REJECTED, ServingSpec, model_environment
+from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, ServingSpec, model_environment
 from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
 
@@ -88,13 +88,13 @@ class TrainingStack(Stack):
         **kwargs,
     ) -> None:
         """`placement`: isolated mode (network.isolated): the job runs in these subnets, network-isolated;
-        `model_package_group_name`: the DataStack's registry group every run is registered in."""
+        `model_package_group_name`: the DataStack's registry group every run is registered in (its export's
+        import: the name is generated per Data stack)."""
         super().__init__(scope, construct_id, **kwargs)
         training = config.training
         self.job_name_prefix = prefix = job_name_prefix(config)
         compiles = config.compiles_for_neuron
-        # stacks/nag.py: the CompileRole entries, the registry group's package versions
-        self.nag_details = {"compile": "" if compiles else None, "model_package_group": model_package_group_name}
+        self.nag_details = {"compile": "" if compiles else None}  # stacks/nag.py: the CompileRole entries
         serving_image = [config.serving.image_name] if config.serving is not None else []
         images = ContainerImages(
             self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else []), *serving_image]
@@ -254,7 +254,7 @@ class TrainingStack(Stack):
         self, config: AppConfig, *, bucket: s3.IBucket, images: ContainerImages, code: s3_assets.Asset, group_name: str
     ) -> dict:
         """ModelRegistration's settings: the gate, the serving backend's image and ml.inf2 type, the lineage's
-        synth-time facts (base model, code asset hash)."""
+        synth-time values (where the base model comes from, code asset hash)."""
         serving = config.serving
         spec = compiled = None
         if serving is not None:
@@ -284,8 +284,10 @@ class TrainingStack(Stack):
 
     def _registry_statements(self, *, bucket: s3.IBucket, group_name: str) -> list[iam.PolicyStatement]:
         """Register versions in this environment's group only, never as Approved (a person approves);
-        list the dataset's versions under datasets/; write only the lineage manifests beside the models.
-        DescribeRun's DescribeTrainingJob is in OwnTrainingJobs; the bucket key's GenerateDataKey in the shell."""
+        read only the model facts train.py writes into each model folder; list the dataset's versions under
+        datasets/; write only the lineage manifests beside the models. DescribeRun's DescribeTrainingJob is in
+        OwnTrainingJobs; the data key's Decrypt (reading the facts) and GenerateDataKey (writing the manifest)
+        in the shell's EncryptNotification."""
         return [
             iam.PolicyStatement(
                 sid="RegisterModelPackages",
@@ -295,6 +297,11 @@ class TrainingStack(Stack):
                     self.format_arn(service="sagemaker", resource="model-package-group", resource_name=group_name),
                 ],
                 conditions={"StringEquals": {"sagemaker:ModelApprovalStatus": [PENDING, REJECTED]}},
+            ),
+            iam.PolicyStatement(
+                sid="ReadModelFacts",
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects(f"{MODELS_PREFIX}*/output/model/{FACTS_FILE}")],
             ),
             iam.PolicyStatement(
                 sid="ListDatasetVersions",

@@ -14,6 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
+from .outcomes import MARKER_VERSION_KEY
 
 # EventBridge's `*` also matches '/': a deeper marker starts a run too, which ValidateInput refuses with a cause.
 READY_MARKER_PATTERN = f"{DATASETS_PREFIX}*/{DATASET_READY_MARKER}"
@@ -22,7 +23,7 @@ READY_MARKER_PATTERN = f"{DATASETS_PREFIX}*/{DATASET_READY_MARKER}"
 def dataset_upload_rule(scope: Construct, *, bucket: s3.IBucket, state_machine: sfn.IStateMachine) -> events.Rule:
     """A `datasets/<name>/_READY` marker starts a run with the marker as training data (the same input shape as
     tools/start_training.py: see stacks/training/execution_input.py; the state machine turns the marker into
-    its folder); the rule's role may only start this machine."""
+    its folder) and the marker's S3 version id; the rule's role may only start this machine."""
     rule = events.Rule(
         scope,
         "DatasetUploaded",
@@ -58,6 +59,8 @@ def dataset_upload_rule(scope: Construct, *, bucket: s3.IBucket, state_machine: 
                     + "/"
                     + events.EventField.from_path("$.detail.object.key"),
                     "hyperparameters": {},
+                    # The marker's S3 version (the bucket is versioned): the registry's lineage names it.
+                    MARKER_VERSION_KEY: events.EventField.from_path("$.detail.object.version-id"),
                 }
             ),
         )

@@ -1,13 +1,15 @@
-"""The training state machine: validate input, run the SageMaker job (.sync), record the model, or notify.
+"""The training state machine: validate input, run the SageMaker job (.sync), register the model, record a model
+that passed the quality gate, or notify.
 
     ValidateInput -> (input_checks.py: hyperparameter values and names, dataset marker -> folder) -> Defaults
-        -> Prepare -> EvalData? -> Train | TrainWithEval -> TrainCompleted? -> RecordModel
-        -> (registry.py: quality gate, lineage) RegisterModel
+        -> Prepare -> EvalData? -> Train | TrainWithEval -> TrainCompleted?
+        -> (registry.py: quality gate, model facts, lineage) RegisterModel -> GatePassed? -> RecordModel
         -> [CompileForNeuron -> CompileCompleted? -> RecordCompiledModel -> RegisterCompiledModel] -> Done
     ValidateInput / each check --refused--> InvalidInput (or the check's own Invalid* state) -> Notify -> Failed
     Train* --capacity error--> CapacityRetry? -> WaitForCapacity -> NextAttempt -> EvalData?
-    Train* / RecordModel --any other error--> Notify -> Failed
+    Train* / registry / RecordModel --any other error--> Notify -> Failed
     TrainCompleted --job not Completed (e.g. Stopped, MaxRuntimeExceeded)--> TrainNotCompleted -> Notify -> Failed
+    GatePassed --registered Rejected--> ModelRejected -> Notify -> Failed (nothing recorded, nothing compiled)
 
 Job names are `<prefix>-<md5(execution id)>-<capacity attempt>-<API retry>`: unique per try (SageMaker
 never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Checkpoints go to
@@ -86,7 +88,8 @@ class TrainingWorkflow(Construct):
     ) -> None:
         """`compile_request` (with `compiled_model_parameter`): the Neuron compile step after RecordModel;
         `distributed`: the job has several GPUs (torchrun), which ValidateInput's method / fsdp rules follow;
-        `registration`: ModelRegistration's settings (registry.py), the package states after RecordModel."""
+        `registration`: ModelRegistration's settings (registry.py), the package states between the job and
+        RecordModel."""
         super().__init__(scope, construct_id)
         invalid, notify = failure_path(
             self,
@@ -114,16 +117,17 @@ class TrainingWorkflow(Construct):
             self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
         )
         defaults.next(prepare).next(eval_data)
-        completed = job_completed(self, "TrainCompleted", result_path="$.training", notify=notify, next_state=record)
+        self._registry = None
+        trained: sfn.IChainable = record
+        if registration is not None:  # the gate first: only a version that passed is recorded for serving
+            self._registry = ModelRegistration(self, "Registry", notify=notify, **registration)
+            self._registry.passed(record)
+            trained = self._registry.start
+        completed = job_completed(self, "TrainCompleted", result_path="$.training", notify=notify, next_state=trained)
         train_eval.next(completed)
         train.next(completed)
-        self._registry = None
-        recorded = sfn.Chain.start(record)
-        if registration is not None:
-            self._registry = ModelRegistration(self, "Registry", notify=notify, **registration)
-            recorded = recorded.next(sfn.Chain.custom(self._registry.start, [self._registry.end], self._registry.end))
         self._finish(
-            recorded,
+            sfn.Chain.start(record),
             model_parameter=model_parameter,
             notify=notify,
             compile_request=compile_request,

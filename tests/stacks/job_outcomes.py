@@ -3,7 +3,8 @@
 moto 5.2 stops at `createTrainingJob.sync`. `JobOutcomes` registers a SageMaker integration in the interpreter's
 own factory (the hook local/emulator/sagemaker_sync.py uses): it sends the real Create* call to moto's SageMaker,
 records the end the test names for that job (status, secondary status, transitions, e.g. Stopped /
-MaxRuntimeExceeded as SageMaker ends a job past MaxRuntimeInSeconds) and returns moto's own Describe* answer,
+MaxRuntimeExceeded as SageMaker ends a job past MaxRuntimeInSeconds; the metrics it logged; for a completed
+training job, the model_facts.json train.py leaves in the model folder) and returns moto's own Describe* answer,
 as `.sync` does; an outcome of Failed fails the task with States.TaskFailed, as `.sync` does.
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
+import boto3
 from moto.sagemaker import models as sagemaker_models
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_factory
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_factory
@@ -26,8 +28,17 @@ from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 
 from local.emulator.sagemaker_sync import sync_task_failed
+from tests.stacks.model_folder import model_facts_body
 
-COMPLETED = {"status": "Completed", "secondary": "Completed", "message": "Training job completed"}
+# A completed QLoRA job logs train.py's held-out figures (the gate's metric among them, above every config's
+# minimum) and leaves its merged model folder, model_facts.json included, under models/<job>/output/model/.
+TRAINED_METRICS = {"eval_loss_base": 3.2, "eval_loss_merged": 1.1, "eval_loss_improvement": 2.1}
+COMPLETED = {
+    "status": "Completed",
+    "secondary": "Completed",
+    "message": "Training job completed",
+    "metrics": TRAINED_METRICS,
+}
 # SageMaker's end for a job that runs past StoppingCondition.MaxRuntimeInSeconds.
 MAX_RUNTIME_EXCEEDED = {
     "status": "Stopped",
@@ -87,6 +98,16 @@ class _Outcomes(StateTaskServiceCallback):
             },
             {"Status": outcome["secondary"], "StartTime": now, "StatusMessage": outcome["message"]},
         ]
+        if outcome.get("metrics"):
+            job.final_metric_data_list = [
+                {"MetricName": k, "Value": v, "Timestamp": now} for k, v in outcome["metrics"].items()
+            ]
+        output = job.output_data_config["S3OutputPath"]
+        if outcome["status"] == "Completed" and output.endswith("/models/"):  # the training job, not the compile job
+            bucket = output.removeprefix("s3://").split("/", 1)[0]
+            key = f"models/{name}/output/model/model_facts.json"
+            body = model_facts_body((job.hyper_parameters or {}).get("model_id", "/opt/ml/input/data/model"))
+            boto3.client("s3", region_name=backend.region_name).put_object(Bucket=bucket, Key=key, Body=body)
         return backend.describe_training_job(name), outcome["status"] == "Failed"
 
     def _end_tuning_job(self, backend, params: dict) -> tuple[dict, bool]:

@@ -8,6 +8,7 @@ account and region. An intrinsic this resolver does not know fails the test inst
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 ACCOUNT, REGION, PARTITION = "123456789012", "us-east-1", "aws"
@@ -63,6 +64,8 @@ class Resolver:
     def _Ref(self, stack: str, target: str) -> Any:
         if target in PSEUDO:
             return PSEUDO[target]
+        if target == "AWS::StackId":  # a UUID per stack, as CloudFormation gives each new stack
+            return f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{stack}/{uuid.uuid5(uuid.NAMESPACE_URL, stack)}"
         kind, name = self._resource(stack, target), target.lower()
         arns = {
             "AWS::SNS::Topic": f"arn:aws:sns:{REGION}:{ACCOUNT}:{name}",

@@ -32,6 +32,12 @@ REJECTED = [
     ("whitespace", {"train_data": f"s3://{BUCKET}/datasets/a b.jsonl"}, BUCKET, "no whitespace"),
     ("hps-not-object", {"train_data": DATA, "hyperparameters": "lora_r=8"}, BUCKET, "hyperparameters: got 'lora_r=8'"),
     (
+        "marker-version-not-string",
+        {"train_data": DATA, "dataset_marker_version_id": 7},
+        BUCKET,
+        "dataset_marker_version_id: got 7; expected the marker's S3 version id (1 to 256 characters)",
+    ),
+    (
         "unknown-hp",
         {"train_data": DATA, "hyperparameters": {"lora_rank": 8}},
         BUCKET,

@@ -2,8 +2,9 @@
 
 Loads the base model in 4-bit NF4, trains a LoRA adapter on the answers (resuming from the newest complete
 checkpoint; a SIGTERM saves one), merges it into a full-precision copy of the base for serving, writes a model
-card and model_kind.json beside it, and training_report.json. Under torchrun each rank trains (DDP, or FSDP
-with --fsdp) and rank 0 merges. See --help; the code is the `finetune` package beside this file.
+card, model_kind.json and model_facts.json (read back from the saved files) beside it, and
+training_report.json. Under torchrun each rank trains (DDP, or FSDP with --fsdp) and rank 0 merges.
+See --help; the code is the `finetune` package beside this file.
 """
 
 from __future__ import annotations

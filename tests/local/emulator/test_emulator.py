@@ -1,11 +1,15 @@
-"""The emulator deploys the real synthesized templates, redeploys as a no-op and reports what it skips."""
+"""The emulator deploys the real synthesized templates, redeploys as a no-op, reports what it skips, and fills
+rule input as EventBridge does."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from local.emulator import CloudAssemblyReader, LocalAws
 from local.emulator.emulator import DeployError
+from local.emulator.execution_patches import transformed_input
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +80,38 @@ def test_failed_create_raises_with_the_reason_and_leaves_no_stack(local_aws, tmp
     assert "\n" not in str(failure.value)
     stacks = local_aws.client("cloudformation").list_stacks()["StackSummaries"]
     assert [s["StackStatus"] for s in stacks if s["StackName"] == "Bad"] in ([], ["DELETE_COMPLETE"])
+
+
+# The EventBridge user guide's "Input transform examples" (eb-transform-target-input): its EC2 event, input paths,
+# and each JSON template with the output the guide gives for it.
+GUIDE_EVENT = {
+    "time": "2015-11-11T21:29:54Z",
+    "resources": ["arn:aws:ec2:us-east-1:123456789012:instance/i-abcd1111"],
+    "detail": {"instance-id": "i-0123456789", "state": "RUNNING"},
+}
+GUIDE_PATHS = {"timestamp": "$.time", "instance": "$.detail.instance-id", "state": "$.detail.state"}
+GUIDE_EXAMPLES = [
+    ('{"instance" : <instance>, "state": <state>}', {"instance": "i-0123456789", "state": "RUNNING"}),
+    (
+        '{"instance" : <instance>, "state": "<state>", "instanceStatus": "instance \\"<instance>\\" is in <state>"}',
+        {"instance": "i-0123456789", "state": "RUNNING", "instanceStatus": 'instance "i-0123456789" is in RUNNING'},
+    ),
+    (
+        '{"instance" : <instance>, "state": [ 9, <state>, true ], "Transformed" : "Yes"}',
+        {"instance": "i-0123456789", "state": [9, "RUNNING", True], "Transformed": "Yes"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("template", "output"), GUIDE_EXAMPLES)
+def test_rule_input_is_transformed_as_the_eventbridge_guide_shows(template, output):
+    assert json.loads(transformed_input(template, GUIDE_PATHS, GUIDE_EVENT)) == output
+
+
+def test_a_path_missing_from_the_event_is_null_in_a_json_rule_input():
+    paths = {"version": "$.detail.object.version-id", "key": "$.detail.object.key"}
+    event = {"detail": {"object": {"key": "datasets/a/_READY"}}}  # an unversioned bucket's event has no version-id
+    assert json.loads(transformed_input('{"v": <version>, "k": "<key>"}', paths, event)) == {
+        "v": None,
+        "k": "datasets/a/_READY",
+    }

@@ -17,6 +17,7 @@ import pytest
 from local.emulator import LocalAws
 from local.emulator import workflow_run as run
 from local.emulator.faults import Drill, FaultPlan
+from stacks.training.registry import FACT_TYPES
 from tests.local.emulator.tiny_training import FAST, ROWS
 from tests.synth import ROOT, replaced, synth
 
@@ -51,8 +52,10 @@ def deployed(tmp_path_factory):
             "aws": aws,
             "bucket": bucket,
             "queue": queue,
-            "config": config,
+            "config": replaced(config, training=training),
             "training": outputs[config.stack_id("Training")],
+            "assembly": assembly,
+            "base": base,
         }
 
 
@@ -105,6 +108,10 @@ def requests_of(deployed, execution_name_hash: str) -> list[dict]:
     return [r for r in deployed["aws"].job_runner.requests if execution_name_hash in r["TrainingJobName"]]
 
 
+def machine_of(deployed) -> str:
+    return deployed["training"]["StateMachineArn"]
+
+
 def run_name(described: dict) -> str:
     return json.loads(described.get("output") or "{}").get("job_name", "")
 
@@ -128,6 +135,7 @@ def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(
     described = sharded["described"]
     assert described["status"] == "SUCCEEDED", described.get("cause")
     output = json.loads(described["output"])
+    assert output["approval"]["status"] == "PendingManualApproval"  # passed the gate, so it is recorded
     assert output["train_data"] == f"s3://{deployed['bucket']}/datasets/sharded/"
     job = [r for r in aws.job_runner.requests if r["TrainingJobName"] == output["job_name"]][0]
     assert job["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] == output["train_data"]
@@ -143,18 +151,57 @@ def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(
     described_job = aws.client("sagemaker").describe_training_job(TrainingJobName=output["job_name"])
     assert described_job["TrainingJobStatus"] == "Completed"
     assert {m["MetricName"] for m in described_job["FinalMetricDataList"]} >= {"train_loss"}
-    _check_registered(deployed, output, SHARDED_KEYS)
+    package = _check_registered(deployed, output["model_package_arn"], output["model_s3_uri"], SHARDED_KEYS)
+    marker = aws.client("s3").head_object(Bucket=deployed["bucket"], Key="datasets/sharded/_READY")
+    assert package["CustomerMetadataProperties"]["dataset_marker_version_id"] == marker["VersionId"]
+    assert package["CustomerMetadataProperties"]["dataset_prefix"] == "datasets/sharded/"
 
 
-def _check_registered(deployed, output: dict, dataset_keys: list[str]) -> dict:
+def test_the_registered_facts_are_the_merged_model_as_transformers_loads_it(deployed, sharded, tmp_path):
+    """The package metadata of the normal run against the merged folder it points at, loaded by transformers."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from local.emulator.s3_folders import download_prefix
+
+    output = json.loads(sharded["described"]["output"])
+    aws = deployed["aws"]
+    metadata = aws.client("sagemaker").describe_model_package(ModelPackageName=output["model_package_arn"])[
+        "CustomerMetadataProperties"
+    ]
+    download_prefix(aws.client("s3"), output["model_s3_uri"], tmp_path)
+    config = AutoConfig.from_pretrained(tmp_path)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path, dtype="auto")
+    # config/local.yaml: the base is the `model` channel, /opt/ml/input/data/model in SageMaker (the job's own
+    # folder here, as the toolkit's SAGEMAKER_BASE_DIR puts it)
+    assert metadata["base_model"].endswith("/input/data/model")
+    assert {k: metadata[k] for k in FACT_TYPES} == {
+        "base_model": metadata["base_model"],
+        "model_type": config.model_type,
+        "architecture": type(model).__name__,
+        "parameters": str(sum(p.numel() for p in model.parameters())),
+        "size_bytes": str(sum(p.stat().st_size for p in tmp_path.glob("*.safetensors"))),
+        "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
+        "context_length": str(config.max_position_embeddings),
+        "num_attention_heads": str(config.num_attention_heads),
+        "num_key_value_heads": str(config.num_key_value_heads),
+        "chat_template": "true" if AutoTokenizer.from_pretrained(tmp_path).chat_template else "false",
+    }
+    base_key = deployed["config"].training.base_model_key
+    assert metadata["base_model_source"] == f"s3://{deployed['bucket']}/{base_key}"
+
+
+def _check_registered(deployed, package_arn: str, model_s3_uri: str, dataset_keys: list[str]) -> dict:
     """The run's package version in the Data stack's group: the merged prefix, its evaluation report, a lineage
     manifest naming the dataset's current object versions."""
     aws, config = deployed["aws"], deployed["config"]
     group = aws.outputs(config.stack_id("Data"))["ModelPackageGroupName"]
-    package = aws.client("sagemaker").describe_model_package(ModelPackageName=output["model_package_arn"])
-    assert package["ModelPackageGroupName"] == group and output["approval"]["status"] == package["ModelApprovalStatus"]
+    package = aws.client("sagemaker").describe_model_package(ModelPackageName=package_arn)
+    assert package["ModelPackageGroupName"] == group
     source = package["InferenceSpecification"]["Containers"][0]["ModelDataSource"]["S3DataSource"]
-    assert source == {"S3Uri": output["model_s3_uri"], "S3DataType": "S3Prefix", "CompressionType": "None"}
+    assert source == {"S3Uri": model_s3_uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
+    metrics = package["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"]
+    bucket, key = metrics.removeprefix("s3://").split("/", 1)
+    assert metrics == f"{model_s3_uri}evaluation.json" and aws.client("s3").head_object(Bucket=bucket, Key=key)
     metadata = package["CustomerMetadataProperties"]
     bucket, key = metadata["lineage"].removeprefix("s3://").split("/", 1)
     s3 = aws.client("s3")
@@ -175,18 +222,52 @@ def _logs_gate_metric() -> bool:
     return GATE_METRIC in {d["Name"] for d in metric_definitions()}
 
 
+def _parameter(deployed) -> dict:
+    """The SSM model parameter as it is now: its value and version."""
+    name = deployed["training"]["ModelParameterName"]
+    found = deployed["aws"].client("ssm").get_parameter(Name=name)["Parameter"]
+    return {"value": found["Value"], "version": found["Version"]}
+
+
+def _assert_rejected_and_reported(deployed, described: dict, minimum: str) -> dict:
+    """A rejected run: registered Rejected with its metrics, ended ModelRejected, reported on the failure topic
+    with the version, its improvement and the minimum; returns the package."""
+    aws = deployed["aws"]
+    assert described["status"] == "FAILED" and described["error"] == "ModelRejected", described.get("cause")
+    states = run.states_entered(aws, described["executionArn"])
+    assert states[-6:] == ["RegisterModel", "GatePassed", "ModelRejected", "Notify", "ErrorName", "Failed"]
+    assert "RecordModel" not in states
+    arn = run.task_result(aws, described["executionArn"], "RegisterModel")["ModelPackageArn"]
+    package = aws.client("sagemaker").describe_model_package(ModelPackageName=arn)
+    metadata = package["CustomerMetadataProperties"]
+    assert package["ModelApprovalStatus"] == "Rejected" and metadata["quality_gate_min_improvement"] == minimum
+    assert float(metadata["eval_loss_improvement"]) < float(minimum)
+    [message] = notifications(deployed)
+    assert message["error"]["Error"] == "ModelRejected" and message["error"]["Cause"] == described["cause"]
+    for fragment in (arn, f"eval_loss_improvement {metadata['eval_loss_improvement']}", f"minimum {minimum}"):
+        assert fragment in described["cause"], (fragment, described["cause"])
+    return package
+
+
 @pytest.mark.skipif(not _logs_gate_metric(), reason="train.py does not log eval_loss_improvement yet")
-def test_the_gate_rejects_a_run_with_learning_rate_0_and_passes_the_normal_run(deployed, sharded):
-    statuses = {}
+def test_the_gate_rejects_a_run_with_learning_rate_0_and_records_nothing(deployed, sharded):
+    """The normal run passed (and is the recorded model); a run that learned nothing is registered Rejected,
+    fails, and leaves the model parameter as it was."""
+    assert sharded["described"]["status"] == "SUCCEEDED"
+    before = _parameter(deployed)
+    notifications(deployed)
     described = start(deployed, name="gate-lr0", hyperparameters={"learning_rate": "0"}, dataset="datasets/gate/")
-    for name, run_described, keys in (
-        ("gate-lr0", described, [f"datasets/gate/train-{i}.jsonl" for i in range(3)]),
-        ("gate-normal", sharded["described"], SHARDED_KEYS),
-    ):
-        assert run_described["status"] == "SUCCEEDED", run_described.get("cause")
-        output = json.loads(run_described["output"])
-        statuses[name] = _check_registered(deployed, output, keys)["ModelApprovalStatus"]
-    assert statuses == {"gate-lr0": "Rejected", "gate-normal": "PendingManualApproval"}
+    package = _assert_rejected_and_reported(deployed, described, "0.01")
+    assert package["CustomerMetadataProperties"]["eval_loss_improvement"] == "0.0"
+    assert package["CustomerMetadataProperties"]["dataset_marker_version_id"] == "absent"  # started by hand
+    job = run.task_result(deployed["aws"], described["executionArn"], "DescribeRun")["TrainingJobName"]
+    _check_registered(
+        deployed,
+        package["ModelPackageArn"],
+        f"s3://{deployed['bucket']}/models/{job}/output/model/",
+        [f"datasets/gate/train-{i}.jsonl" for i in range(3)],
+    )
+    assert _parameter(deployed) == before
 
 
 @pytest.mark.parametrize(
@@ -326,3 +407,49 @@ def test_a_job_past_max_runtime_is_stopped_and_not_recorded(deployed, drills):
     assert "MaxRuntimeExceeded" in described["cause"] and "Stopped" in described["cause"]
     assert ssm.get_parameter(Name=parameter)["Parameter"]["Value"] == before
     assert len(notifications(deployed)) == 1
+
+
+@pytest.mark.skipif(not _logs_gate_metric(), reason="train.py does not log eval_loss_improvement yet")
+def test_a_gate_minimum_above_the_gain_rejects_the_run_and_the_pipeline_serves_nothing(deployed, sharded, tmp_path):
+    """The measurement that found the gate after RecordModel: config/local.yaml's minimum raised to 9.5, above any
+    gain of this run, and `make pipeline`'s training path (local/pipeline.py) on the redeployed stack. The package
+    is registered Rejected, the model parameter keeps its value and version, the failure topic says why, and the
+    pipeline exits with one line, before downloading or serving anything."""
+    from local import pipeline
+
+    assert sharded["described"]["status"] == "SUCCEEDED"
+    aws, config = deployed["aws"], deployed["config"]
+    gate = dataclasses.replace(config.training.quality_gate, min_improvement=9.5)
+    raised = replaced(config, training=dataclasses.replace(config.training, quality_gate=gate))
+    aws.deploy(synth(raised, tmp_path / "cdk-raised").directory, [config.stack_id("Training")])
+    before = _parameter(deployed)
+    notifications(deployed)
+    data = tmp_path / "instructions.jsonl"
+    data.write_text("\n".join(ROWS) + "\n")
+    lines: list[str] = []
+    outputs = pipeline.stack_outputs(aws, config)
+    try:
+        with pytest.raises(SystemExit) as refused:
+            pipeline.run_training(
+                aws, outputs, config, tmp_path / "work", lines.append, data=data, base=deployed["base"]
+            )
+    finally:
+        aws.deploy(deployed["assembly"].directory, [config.stack_id("Training")])  # the module's gate again
+    line = str(refused.value.code)
+    sfn = aws.client("stepfunctions")
+    runs = [sfn.describe_execution(executionArn=e["executionArn"]) for e in run.executions(aws, machine_of(deployed))]
+    [described] = [d for d in runs if json.loads(d["input"])["train_data"].endswith("/datasets/instructions/_READY")]
+    package = _assert_rejected_and_reported(deployed, described, "9.5")
+    metadata = package["CustomerMetadataProperties"]
+    assert float(metadata["eval_loss_improvement"]) > 0  # it learned; the bar was raised above it
+    marker = aws.client("s3").head_object(Bucket=deployed["bucket"], Key="datasets/instructions/_READY")
+    assert metadata["dataset_marker_version_id"] == marker["VersionId"]
+    assert line == (
+        f"pipeline: not serving {package['ModelPackageArn']}: registered Rejected by the quality gate "
+        f"(eval_loss_improvement {metadata['eval_loss_improvement']}, minimum 9.5); the model parameter was not "
+        "written"
+    )
+    after = _parameter(deployed)
+    print(f"{line}\nSSM before {before}, after {after}; package {package['ModelPackageArn']}: {metadata}")  # pytest -s
+    assert after == before
+    assert not (tmp_path / "work" / "model").exists() and not any("downloaded" in x for x in lines)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from aws_cdk.assertions import Match, Template
 
 from tests.conftest import ENVIRONMENTS
+from tests.stacks.policy_documents import Resolver
 
 ENVS = ("dev", "prod")
 
@@ -122,17 +125,34 @@ def test_termination_protection_only_in_prod(assemblies):
     assert protection["dev"]["llm-inf2-dev-Data"] is False
 
 
+class _NewStack(Resolver):
+    """The same templates deployed as new stacks: another UUID in each AWS::StackId."""
+
+    def _Ref(self, stack, target):
+        found = super()._Ref(stack, target)
+        return found.rsplit("/", 1)[0] + "/" + str(uuid.uuid4()) if target == "AWS::StackId" else found
+
+
 def test_each_environment_has_its_own_retained_model_package_group(templates):
-    """CloudFormation requires the group's name: generated from the stack path, unique per environment, lower
-    case (package ARNs, which the IAM scopes match, carry it as is), within the API's 63 and pattern."""
+    """CloudFormation requires the group's name: generated from the stack path (unique per environment) and
+    the stack's id (unique per stack, so a redeploy after `cdk destroy` does not collide with the retained
+    group), lower case (package ARNs, which the IAM scopes match, carry it as is), within the API's 63 and
+    pattern; exported for the Training stack."""
     import regex
 
     names = set()
     for env in ENVIRONMENTS:
-        group = _only(templates[env]["Data"], "AWS::SageMaker::ModelPackageGroup", "/ModelPackageGroup")
+        data = templates[env]["Data"]
+        group = _only(data, "AWS::SageMaker::ModelPackageGroup", "/ModelPackageGroup")
         assert group["DeletionPolicy"] == "Retain" and group["UpdateReplacePolicy"] == "Retain"
-        name = group["Properties"]["ModelPackageGroupName"]
+        stack = f"llm-inf2-{env}-Data"
+        name = Resolver({stack: data}).resolve(stack, group["Properties"]["ModelPackageGroupName"])
         assert name == name.lower() and len(name) <= 63 and regex.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*", name)
-        assert templates[env]["Data"]["Outputs"]["ModelPackageGroupName"]["Value"] == name
+        assert name.rsplit("-", 1)[1] == Resolver({})._Ref(stack, "AWS::StackId").rsplit("-", 1)[1]
+        redeployed = _NewStack({stack: data}).resolve(stack, group["Properties"]["ModelPackageGroupName"])
+        assert redeployed != name and redeployed.rsplit("-", 1)[0] == name.rsplit("-", 1)[0]
+        output = data["Outputs"]["ModelPackageGroupName"]
+        assert output["Value"] == group["Properties"]["ModelPackageGroupName"]
+        assert output["Export"] == {"Name": f"{stack}:ModelPackageGroupName"}
         names.add(name)
     assert len(names) == len(ENVIRONMENTS)

@@ -37,11 +37,15 @@ def _resolved(value):
     return value
 
 
-def test_compile_runs_after_the_merged_model_is_recorded(states):
+def test_compile_runs_after_the_merged_model_passed_the_gate_and_is_recorded(states):
     assert states["Train"]["Next"] == "TrainCompleted"
-    assert states["TrainCompleted"]["Choices"][0]["Next"] == "RecordModel"
-    assert states["RecordModel"]["Next"] == "DescribeRun"  # the registry's gate and lineage (registry.py)
-    assert states["RegisterModel"]["Next"] == "CompileForNeuron"
+    assert states["TrainCompleted"]["Choices"][0]["Next"] == "DescribeRun"  # the registry's gate and lineage
+    assert states["RegisterModel"]["Next"] == "GatePassed"
+    assert states["GatePassed"]["Choices"] == [
+        {"Variable": "$.approval.status", "StringEquals": "PendingManualApproval", "Next": "RecordModel"}
+    ]
+    assert states["GatePassed"]["Default"] == "ModelRejected"  # a rejected model is never compiled
+    assert states["RecordModel"]["Next"] == "CompileForNeuron"
     assert states["CompileForNeuron"]["Next"] == "CompileCompleted"
     assert states["CompileCompleted"]["Choices"] == [
         {"Variable": "$.compile.status", "StringEquals": "Completed", "Next": "RecordCompiledModel"}

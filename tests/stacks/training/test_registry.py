@@ -1,10 +1,12 @@
 """The registry states of the synthesized Training machine, executed on moto (its ASL interpreter forwards the
 aws-sdk integrations to moto's SageMaker and S3): the quality gate on the job's `eval_loss_improvement`
-metric, the lineage manifest naming object versions that exist, and the CreateModelPackage request as the
-interpreter sent it, checked against botocore (ParamValidator plus max/pattern/enum, which it skips).
+metric, the model's facts read from its folder, the lineage manifest naming object versions that exist, and the
+CreateModelPackage request as the interpreter sent it, checked against botocore (ParamValidator plus
+max/pattern/enum, which it skips).
 
-The machine starts at DescribeRun (right after RecordModel) with the state a real run has there; the job is a
-moto training job whose FinalMetricDataList is the recorded shape SageMaker returns.
+The machine starts at DescribeRun (right after TrainCompleted) with the state a real run has there and ends at
+RegisterModel; the job is a moto training job whose FinalMetricDataList is the recorded shape SageMaker returns,
+and its model folder holds the model_facts.json train.py's facts module writes (tests/stacks/model_folder.py).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from botocore.validate import ParamValidator
 from moto import mock_aws
 from moto.sagemaker import models as sagemaker_models
 
-from local.emulator.execution_patches import aws_sdk_timestamps_as_strings
+from local.emulator.execution_patches import aws_sdk_answers_as_json
+from stacks.training.registry import FACT_TYPES
 from tests.stacks.botocore_limits import limit_violations
-from tests.stacks.job_outcomes import run_execution
+from tests.stacks.job_outcomes import entered, run_execution
+from tests.stacks.model_folder import model_facts_body
 from tests.stacks.training.test_training_stack import definition
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
@@ -50,7 +54,7 @@ def _registry_machine(template: dict) -> tuple[dict, str]:
 @pytest.fixture(scope="module")
 def aws(templates):
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    aws_sdk_timestamps_as_strings()  # as AWS answers (local/emulator/execution_patches.py)
+    aws_sdk_answers_as_json()  # as AWS answers (local/emulator/execution_patches.py)
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         clients = {n: boto3.client(n, region_name=REGION) for n in ("s3", "sagemaker", "stepfunctions", "sns")}
         asl, group = _registry_machine(templates["dev"]["Training"])
@@ -86,10 +90,14 @@ def _training_job(aws, name: str, metrics: dict[str, float]) -> None:
         job.final_metric_data_list = None
 
 
-def _run(aws, name: str, metrics: dict[str, float]) -> tuple[dict, list[dict]]:
+def _run(aws, name: str, metrics: dict[str, float], **execution_input) -> tuple[dict, list[dict]]:
     _training_job(aws, name, metrics)
+    aws["s3"].put_object(
+        Bucket=BUCKET, Key=f"models/{name}/output/model/model_facts.json", Body=model_facts_body("tiny/base")
+    )
     state = {
         "train_data": f"s3://{BUCKET}/datasets/guanaco/",
+        **execution_input,
         "run": {"name": name, "hyperparameters": {"learning_rate": "0", "model_id": "tiny/base"}},
         "training": {"job_name": name, "model_s3_uri": f"s3://{BUCKET}/models/{name}/output/model/"},
     }
@@ -155,8 +163,51 @@ def test_lineage_names_the_current_versions_of_the_dataset_objects(aws):
     for key, version in listed.items():
         assert s3.head_object(Bucket=BUCKET, Key=key)["VersionId"] == version  # exists, and is current
     assert manifest["hyperparameters"]["learning_rate"] == "0"
-    assert manifest["base_model"] == metadata["base_model"] == "tiny/base"  # dev: hyperparameters.model_id
+    assert manifest["base_model_source"] == metadata["base_model_source"] == "tiny/base"  # dev: the model_id
     assert re.fullmatch(r"[0-9a-f]{64}", manifest["code_asset_hash"])
+    assert metadata["dataset_prefix"] == manifest["dataset_prefix"] == "datasets/guanaco/"
+    facts = json.loads(s3.get_object(Bucket=BUCKET, Key=f"models/{name}/output/model/model_facts.json")["Body"].read())
+    assert manifest["model_facts"] == facts
+
+
+def test_the_package_metadata_carries_the_model_facts_under_their_own_names(aws):
+    name = "llm-inf2-dev-facts-0-0"
+    metadata = _package(aws, _run(aws, name, TRAINED)[0])["CustomerMetadataProperties"]
+    body = aws["s3"].get_object(Bucket=BUCKET, Key=f"models/{name}/output/model/model_facts.json")["Body"].read()
+    facts = json.loads(body)
+    assert set(facts) == set(FACT_TYPES)
+    expected = {k: json.dumps(v) if not isinstance(v, str) else v for k, v in facts.items()}  # 744, true
+    assert {k: metadata[k] for k in facts} == expected
+    assert expected["chat_template"] == "true" and expected["parameters"].isdigit()
+
+
+@pytest.mark.parametrize(
+    ("execution_input", "recorded"),
+    [
+        ({"dataset_marker_version_id": "3sL4kqtJlcpXroDTDmJ+rmSpXd3dIbrH"}, "3sL4kqtJlcpXroDTDmJ+rmSpXd3dIbrH"),
+        ({}, "absent"),  # started by hand (tools/start_training.py): no marker event
+        ({"dataset_marker_version_id": None}, "absent"),
+    ],
+)
+def test_lineage_names_the_dataset_marker_version_or_says_it_is_absent(aws, execution_input, recorded):
+    name = f"llm-inf2-dev-marker-{len(execution_input)}-{execution_input.get('dataset_marker_version_id') is None}"
+    metadata = _package(aws, _run(aws, name, TRAINED, **execution_input)[0])["CustomerMetadataProperties"]
+    assert metadata["dataset_marker_version_id"] == recorded
+    lineage = aws["s3"].get_object(Bucket=BUCKET, Key=f"models/{name}/lineage.json")["Body"].read()
+    assert json.loads(lineage)["dataset_marker_version_id"] == recorded
+
+
+def test_a_model_folder_without_facts_is_not_registered(aws):
+    name = "llm-inf2-dev-nofacts-0-0"
+    _training_job(aws, name, TRAINED)
+    state = {
+        "train_data": f"s3://{BUCKET}/datasets/guanaco/",
+        "run": {"name": name, "hyperparameters": {}},
+        "training": {"job_name": name, "model_s3_uri": f"s3://{BUCKET}/models/{name}/output/model/"},
+    }
+    execution, events = run_execution(aws, aws["machine"], state, name)
+    assert execution["status"] == "FAILED" and "RegisterModel" not in entered(events)
+    assert entered(events)[-2:] == ["ReadModelFacts", "Notify"]
 
 
 def test_the_recorded_create_model_package_request_is_within_botocore_limits(aws):

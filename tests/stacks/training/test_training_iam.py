@@ -8,6 +8,7 @@ import pytest
 
 from stacks import nag
 from stacks.config import load_config
+from tests.stacks.policy_documents import Resolver
 from tests.synth import ROOT
 
 ENVS = ("dev", "prod")
@@ -172,13 +173,17 @@ def test_the_registry_statements_register_only_unapproved_versions_in_this_group
     """CreateModelPackage (service authorization reference: resource types model-package and
     model-package-group, condition key sagemaker:ModelApprovalStatus) on this environment's group only, never
     Approved; ListBucketVersions under datasets/; PutObject of lineage manifests only."""
-    group = templates[env]["Data"]["Resources"]["ModelPackageGroup"]["Properties"]["ModelPackageGroupName"]
+    stacks = {f"llm-inf2-{env}-{unit}": templates[env][unit] for unit in ("Data", "Training")}
+    data = templates[env]["Data"]
+    group = Resolver(stacks).resolve(f"llm-inf2-{env}-Data", data["Outputs"]["ModelPackageGroupName"]["Value"])
     register = statement(templates[env]["Training"], "WorkflowPolicy", "RegisterModelPackages")
     assert register["Action"] == "sagemaker:CreateModelPackage"
-    resources = [_text(r) for r in register["Resource"]]
+    imported = _text({"Fn::ImportValue": f"llm-inf2-{env}-Data:ModelPackageGroupName"})
+    assert all(imported in _text(r) for r in register["Resource"]), "the group's name is the Data stack's export"
+    resources = Resolver(stacks).resolve(f"llm-inf2-{env}-Training", register["Resource"])
     assert len(resources) == 2
-    assert sum(f':model-package/{group}/*"' in r for r in resources) == 1
-    assert sum(f':model-package-group/{group}"' in r for r in resources) == 1
+    assert sum(r.endswith(f":model-package/{group}/*") for r in resources) == 1
+    assert sum(r.endswith(f":model-package-group/{group}") for r in resources) == 1
     assert register["Condition"] == {
         "StringEquals": {"sagemaker:ModelApprovalStatus": ["PendingManualApproval", "Rejected"]}
     }
@@ -187,3 +192,19 @@ def test_the_registry_statements_register_only_unapproved_versions_in_this_group
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*"]}}
     lineage = statement(templates[env]["Training"], "WorkflowPolicy", "WriteLineage")
     assert lineage["Action"] == "s3:PutObject" and "/models/*/lineage.json" in _text(lineage["Resource"])
+    facts = statement(templates[env]["Training"], "WorkflowPolicy", "ReadModelFacts")
+    assert facts["Action"] == "s3:GetObject" and BUCKET_ARN in _text(facts["Resource"])
+    assert _text(facts["Resource"]).endswith('/models/*/output/model/model_facts.json"]]}')
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_the_workflow_can_decrypt_and_encrypt_the_objects_its_registry_reads_and_writes(templates, env):
+    """The bucket is SSE-KMS with the data key (a bucket key too): S3 GetObject needs the caller's kms:Decrypt,
+    PutObject its kms:GenerateDataKey, on that key; aws-cdk-lib's CallAwsService grants neither, only s3:*."""
+    data_key = statement(templates[env]["Training"], "WorkflowPolicy", "EncryptNotification")
+    assert sorted(_list(data_key["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert KEY_ARN in _text(data_key["Resource"])
+    sse = templates[env]["Data"]["Resources"]
+    (bucket,) = [r for k, r in sse.items() if k.startswith("ArtifactBucket") and r["Type"] == "AWS::S3::Bucket"]
+    rule = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"]["Fn::GetAtt"][0].startswith("ArtifactKey")

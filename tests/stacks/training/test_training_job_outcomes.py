@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from local.emulator.execution_patches import aws_sdk_timestamps_as_strings
+from local.emulator.execution_patches import aws_sdk_answers_as_json
 from tests.stacks.job_outcomes import (
     MAX_RUNTIME_EXCEEDED,
     deploy_state_machine,
@@ -27,7 +27,7 @@ REGION = "us-east-1"
 @pytest.fixture(scope="module")
 def aws():
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    aws_sdk_timestamps_as_strings()  # aws-sdk results carry timestamps as AWS gives them (the registry lists versions)
+    aws_sdk_answers_as_json()  # aws-sdk results carry timestamps as AWS gives them (the registry lists versions)
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         names = ("s3", "sagemaker", "sns", "ssm", "stepfunctions")
         yield {name: boto3.client(name, region_name=REGION) for name in names}
@@ -60,8 +60,8 @@ def test_a_completed_job_is_recorded(aws, dev):
         execution, events = _run(aws, machine, names["bucket"], "completed")
     assert execution["status"] == "SUCCEEDED", (execution.get("error"), execution.get("cause"), entered(events))
     states = entered(events)
-    assert states[states.index("Train") :][:3] == ["Train", "TrainCompleted", "RecordModel"]
-    assert states[-1] == "Done" and "RegisterModel" in states
+    assert states[states.index("Train") :][:3] == ["Train", "TrainCompleted", "DescribeRun"]
+    assert states[-3:] == ["GatePassed", "RecordModel", "Done"] and states[-4] == "RegisterModel"
     assert _value(aws, names["parameters"][0]).endswith("/output/model/")
 
 
@@ -90,7 +90,7 @@ def test_a_compile_job_stopped_at_max_runtime_is_not_recorded(aws, staging):
         execution, events = _run(aws, machine, names["bucket"], "compile-max-runtime")
     states = entered(events)
     assert states[-7:] == [
-        "RegisterModel",
+        "RecordModel",
         "CompileForNeuron",
         "CompileCompleted",
         "CompileNotCompleted",

@@ -195,12 +195,16 @@ def test_every_failure_notifies_then_fails(definitions):
         assert states[name]["Retry"] == states["Train"]["Retry"] and states[name]["Next"] == "TrainCompleted"
     completed = states["TrainCompleted"]
     assert completed["Choices"] == [
-        {"Variable": "$.training.status", "StringEquals": "Completed", "Next": "RecordModel"}
+        {"Variable": "$.training.status", "StringEquals": "Completed", "Next": "DescribeRun"}
     ]
     assert completed["Default"] == "TrainNotCompleted" and states["TrainNotCompleted"]["Next"] == "Notify"
     assert states["TrainNotCompleted"]["Parameters"]["Error"] == "JobNotCompleted"
     catch_all = {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Notify"}
-    assert states["RecordModel"]["Catch"] == [catch_all]
+    registry = ("DescribeRun", "ReadModelFacts", "ListDatasetVersions", "WriteLineage", "RegisterModel")
+    for task in (*registry, "RecordModel"):
+        assert states[task]["Catch"] == [catch_all], task
+    assert states["GatePassed"]["Default"] == "ModelRejected" and states["ModelRejected"]["Next"] == "Notify"
+    assert states["ModelRejected"]["Parameters"]["Error"] == "ModelRejected"
     assert states["ValidateInput"]["Default"] == "InvalidInput" and states["InvalidInput"]["Next"] == "Notify"
     for refusal in ("InvalidHyperparameterValue", "UnknownHyperparameter", "InvalidDatasetMarker"):
         assert states[refusal]["Next"] == "Notify" and states[refusal]["Parameters"]["Error"] == "InvalidInput"
@@ -312,9 +316,27 @@ def test_dataset_uploads_start_an_execution(templates):
     assert transformer["InputPathsMap"] == {
         "detail-bucket-name": "$.detail.bucket.name",
         "detail-object-key": "$.detail.object.key",
+        "detail-object-version-id": "$.detail.object.version-id",  # the marker's version, for the lineage
     }
-    rendered = transformer["InputTemplate"].replace("<detail-bucket-name>", "b").replace("<detail-object-key>", "d/k")
-    assert json.loads(rendered) == {"train_data": "s3://b/d/k", "hyperparameters": {}}
+    assert json.loads(_rule_input(transformer["InputTemplate"], "b", "d/k", "v1")) == {
+        "train_data": "s3://b/d/k",
+        "hyperparameters": {},
+        "dataset_marker_version_id": "v1",
+    }
+
+
+def _rule_input(template: str, bucket: str, key: str, version: str | None) -> str:
+    """The InputTemplate filled as the EventBridge user guide shows: a placeholder inside a JSON string takes the
+    value as it is, one outside takes its JSON text (`"instance": <instance>` -> `"instance": "i-0123456789"`)."""
+    assert '"<detail-object-version-id>"' not in template  # outside a string: a JSON value, null when absent
+    filled = {
+        "<detail-bucket-name>": bucket,
+        "<detail-object-key>": key,
+        "<detail-object-version-id>": json.dumps(version),
+    }
+    for placeholder, value in filled.items():
+        template = template.replace(placeholder, value)
+    return template
 
 
 @pytest.mark.parametrize("env", ENVS)
@@ -385,9 +407,7 @@ def test_rule_input_passes_the_manual_start_validator(templates):
     (rule,) = resources_of(templates["dev"]["Training"], "AWS::Events::Rule").values()
     template = rule["Properties"]["Targets"][0]["InputTransformer"]["InputTemplate"]
     bucket = "llm-inf2-dev-data-artifactbucket-x1"
-    event_input = json.loads(
-        template.replace("<detail-bucket-name>", bucket).replace("<detail-object-key>", "datasets/a/_READY")
-    )
+    event_input = json.loads(_rule_input(template, bucket, "datasets/a/_READY", "3sL4kqtJlcpXroDTDmJ+rmSpXd3dIbrH"))
     assert event_input["train_data"] == f"s3://{bucket}/datasets/a/_READY"
     # the tool normalises the marker to its folder, as the machine's DatasetMarker state does
     assert validate_execution_input(event_input, bucket=bucket) == {

@@ -167,6 +167,36 @@ def test_exact_duplicate_rows_never_land_in_both_train_and_eval(tmp_path, tokeni
         assert len(set(held_out)) == len(held_out)  # deduplicated
 
 
+def _accounted(summary: dict) -> int:
+    evaluation = summary["eval"]
+    dropped = evaluation.get("held_out_duplicates_dropped", 0) + evaluation.get("removed_repeats_or_in_train", 0)
+    return summary["train"]["rows"] + evaluation["rows"] + dropped
+
+
+def test_the_data_summary_accounts_for_every_row_read_when_held_out_rows_have_copies(tmp_path, tokenizer):
+    rows = [{"instruction": f"explain item {i}", "response": f"item {i} is a thing"} for i in range(51)]
+    rows += rows[:8] + rows[:2]  # 61 rows: 8 rows twice more, 2 of them three times
+    path = write_jsonl(tmp_path / "train.jsonl", rows)
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    options = DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE)
+    dropped = []
+    for seed in range(6):
+        summary = prepare_data(tokenizer, DataSources(str(path), eval_fraction=0.2), options, seed=seed).summary
+        assert summary["rows_read"] == lines == _accounted(summary), (seed, summary)
+        dropped.append(summary["eval"]["held_out_duplicates_dropped"])
+    assert any(dropped), "no seed held out a row with copies: the test would not exercise the count"
+
+
+def test_the_data_summary_accounts_for_an_eval_channel_rows_too(tmp_path, tokenizer):
+    rows = [{"instruction": f"explain item {i}", "response": f"item {i} is a thing"} for i in range(20)]
+    train = write_jsonl(tmp_path / "train.jsonl", rows)
+    evaluation = write_jsonl(tmp_path / "eval.jsonl", rows[:3] + [{"instruction": "new", "response": "x"}] * 2)
+    options = DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE)
+    summary = prepare_data(tokenizer, DataSources(str(train), eval_data=str(evaluation)), options, seed=0).summary
+    assert summary["rows_read"] == 20 + 5 == _accounted(summary)
+    assert summary["eval"]["rows"] == 1 and summary["eval"]["removed_repeats_or_in_train"] == 4
+
+
 def test_bad_hold_outs_are_one_line_errors(tmp_path, tokenizer):
     few = write_jsonl(tmp_path / "few.jsonl", [{"instruction": f"explain {i}", "response": "ok"} for i in range(7)])
     options = DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE)

@@ -113,6 +113,32 @@ def test_merged_folder_is_servable_safetensors_with_tokenizer_and_generates(merg
     assert isinstance(tokenizer.decode(generated[0]), str)
 
 
+def test_the_merged_folder_carries_its_facts_beside_the_evaluation(merged_run, tiny_llama):
+    """model_facts.json describes the folder as transformers loads it (the fp16 merge of a 4-bit run)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    report, out, _ = merged_run
+    model_dir = out / "model"
+    assert (model_dir / "evaluation.json").is_file()
+    facts = json.loads((model_dir / "model_facts.json").read_text())
+    config = AutoConfig.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="auto")
+    assert facts == report["model_facts"]
+    assert facts == {
+        "base_model": str(tiny_llama),
+        "model_type": "llama",
+        "architecture": "LlamaForCausalLM",
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "size_bytes": sum(p.stat().st_size for p in model_dir.glob("*.safetensors")),
+        "dtype": "float16",
+        "context_length": config.max_position_embeddings,
+        "num_attention_heads": config.num_attention_heads,
+        "num_key_value_heads": config.num_key_value_heads,
+        "chat_template": AutoTokenizer.from_pretrained(model_dir).chat_template is not None,
+    }
+    assert facts["chat_template"]  # the template that rendered the data is saved with the tokenizer
+
+
 def test_instruction_data_with_chat_template_trains_and_saves_the_adapter_without_merge(tiny_chat_llama, tmp_path):
     data = write_jsonl(tmp_path / "train.jsonl", instruction_rows(24))
     report, _ = run_training(
@@ -126,6 +152,7 @@ def test_instruction_data_with_chat_template_trains_and_saves_the_adapter_withou
     assert len(evaluation["generations"]) == 5 and evaluation["merged"]["rouge_l"] is not None
     assert (tmp_path / "out" / "model" / "adapter_config.json").is_file()
     assert (tmp_path / "out" / "model" / "tokenizer_config.json").is_file()
+    assert not (tmp_path / "out" / "model" / "model_facts.json").exists()  # an adapter is not served as it is
 
 
 class SimulatedSpotInterruption(Exception):

@@ -245,7 +245,8 @@ def _row_key(row: Tokenized) -> tuple:
 
 def distinct_split(rows: list[Tokenized], fraction: float, seed: int, min_rows: int) -> tuple[list, list, dict]:
     """(train, eval, counts): the hold-out is drawn from distinct rows, so an exact duplicate is never on both
-    sides; eval keeps one copy of each held-out row, train keeps every copy of the rest."""
+    sides; eval keeps one copy of each held-out row (the other copies are counted, as
+    `held_out_duplicates_dropped`), train keeps every copy of the rest."""
     groups: dict[tuple, list[Tokenized]] = {}
     for row in rows:
         groups.setdefault(_row_key(row), []).append(row)
@@ -255,6 +256,7 @@ def distinct_split(rows: list[Tokenized], fraction: float, seed: int, min_rows: 
         "source": "split of the training data",
         "distinct_rows": len(groups),
         "duplicate_rows": len(rows) - len(groups),
+        "held_out_duplicates_dropped": sum(len(groups[key]) - 1 for key in eval_keys),
         "min_eval_rows": min_rows,
     }
     return train, [groups[key][0] for key in eval_keys], counts
@@ -290,13 +292,17 @@ class DataSources:
 
 
 def prepare_data(tokenizer: Any, sources: DataSources, options: DataOptions, seed: int) -> PreparedData:
+    """The examples and their summary, whose counts account for every row read: `rows_read` is train.rows +
+    eval.rows + eval.held_out_duplicates_dropped (a split) or eval.removed_repeats_or_in_train (an eval channel)."""
     kind, train_rows = _tokenized(
         sources.train_data, "train", sources.train_split, sources.train_files, tokenizer, options
     )
+    rows_read = len(train_rows)
     if sources.eval_data:
         eval_kind, eval_rows = _tokenized(
             sources.eval_data, "eval", sources.eval_split, sources.eval_files, tokenizer, options
         )
+        rows_read += len(eval_rows)
         eval_rows, eval_source = distinct_eval_rows(train_rows, eval_rows)
     else:
         eval_kind = kind
@@ -309,6 +315,7 @@ def prepare_data(tokenizer: Any, sources: DataSources, options: DataOptions, see
     train, train_summary, _ = build_examples(kind, train_rows, options, "training", pack_length)
     evaluation, eval_summary, eval_kept = build_examples(eval_kind, eval_rows, options, "evaluation", pack_length)
     summary = {
+        "rows_read": rows_read,
         "train": train_summary,
         "eval": {**eval_summary, **(eval_source if eval_rows else {"source": None})},
         "packing": options.packing,

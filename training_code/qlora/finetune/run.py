@@ -2,8 +2,8 @@
 
 Loads the base model in 4-bit NF4, trains a LoRA adapter on the answers (resuming from the newest complete
 checkpoint; a SIGTERM saves one), merges it into a full-precision copy of the base for serving, writes a model
-card and model_kind.json beside it, and training_report.json. Under torchrun each rank trains (DDP, or FSDP
-with --fsdp) and rank 0 merges.
+card, model_kind.json and model_facts.json (read back from the saved files) beside it, and
+training_report.json. Under torchrun each rank trains (DDP, or FSDP with --fsdp) and rank 0 merges.
 """
 
 from __future__ import annotations
@@ -279,8 +279,10 @@ def _save_adapter(args, report, trained: dict[str, Any]) -> None:
 
 
 def _save_outputs(args, report, trained) -> Any:
-    """On rank 0: the merged model (or the adapter with --no-merge), its evaluation, card and model_kind.json."""
+    """On rank 0: the merged model (or the adapter with --no-merge), its evaluation, card, model_kind.json and,
+    for a merged model, model_facts.json."""
     from .card import write_model_card, write_model_kind
+    from .facts import write_model_facts
 
     check = None
     if args.merge:
@@ -293,6 +295,8 @@ def _save_outputs(args, report, trained) -> Any:
         report.set(model_kind=kind)
         write_model_card(args.model_dir, report.data, kind)
         write_model_kind(args.model_dir, kind, args.model_id)
+        if args.merge:  # a servable folder: what the registry records about it, read from its files
+            report.set(model_facts=write_model_facts(args.model_dir, args.model_id))
     return check
 
 
