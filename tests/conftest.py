@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 from app import kernel_node_options  # noqa: E402  (the project root is on sys.path from here)
-from stacks.config.deploy import deployed_environments  # noqa: E402
+from stacks.config.loader import deployed_environments  # noqa: E402
 
 # The pinned Node 24 (`make tools`) first, as make puts it for `make test`, also when pytest runs on its own: the
 # jsii kernel of the in-process synths, the CDK CLI and the node tools the tests start.

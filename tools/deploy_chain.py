@@ -27,7 +27,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from stacks.config import ConfigError  # noqa: E402
-from stacks.config.deploy import MAX_WAVES, Stage, load_chain  # noqa: E402
+from stacks.config.deploy import MAX_WAVES, Stage  # noqa: E402
+from stacks.config.loader import load_chain  # noqa: E402
 
 
 class Refusal(Exception):

@@ -623,7 +623,7 @@ def _stack_env(stack_name: str) -> str:
 
 def aws_environments(config_dir: Path = ROOT / "config") -> set[str]:
     """The environments deploy.yml deploys (a deploy: section); the others run only on the emulator."""
-    from stacks.config.deploy import deployed_environments
+    from stacks.config.loader import deployed_environments
 
     return set(deployed_environments(config_dir))
 

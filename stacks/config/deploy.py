@@ -8,7 +8,6 @@ environment is adding its file. A file without a `deploy:` section (the emulator
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from .errors import ConfigError
 from .schema import setting
@@ -101,15 +100,3 @@ def _wave(name: str, deployed: dict, waves: dict[str, int], path: list[str]) -> 
         )
     waves[name] = wave
     return wave
-
-
-def load_chain(config_dir: str | Path = "config") -> list[list[Stage]]:
-    """Load and validate every config/*.yaml, then their chain."""
-    from .loader import available_envs, load_config
-
-    return deploy_chain({name: load_config(name, config_dir) for name in available_envs(Path(config_dir))})
-
-
-def deployed_environments(config_dir: str | Path = "config") -> list[str]:
-    """The environments deploy.yml deploys, in chain order (wave, then name)."""
-    return [stage.name for wave in load_chain(config_dir) for stage in wave]

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from .app_config import AppConfig
-from .deploy import ENV_NAME_PATTERN
+from .deploy import ENV_NAME_PATTERN, Stage, deploy_chain
 from .errors import ConfigError
 from .model_lock import lock_path, read_lock
 from .rehearsal import check_rehearsal
@@ -78,3 +78,13 @@ def served_from_lock(config: AppConfig, config_dir: Path) -> AppConfig:
     if not path.is_file():
         return config
     return with_model(config, read_lock(path), path.as_posix())
+
+
+def load_chain(config_dir: str | Path = "config") -> list[list[Stage]]:
+    """Load and validate every config/*.yaml, then their chain."""
+    return deploy_chain({name: load_config(name, config_dir) for name in available_envs(Path(config_dir))})
+
+
+def deployed_environments(config_dir: str | Path = "config") -> list[str]:
+    """The environments deploy.yml deploys, in chain order (wave, then name)."""
+    return [stage.name for wave in load_chain(config_dir) for stage in wave]

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from stacks.config.deploy import load_chain
+from stacks.config.loader import load_chain
 from tests.synth import ROOT
 from tools import deploy_chain
 

@@ -10,7 +10,8 @@ import sys
 import pytest
 import yaml
 
-from stacks.config.deploy import MAX_WAVES, load_chain
+from stacks.config.deploy import MAX_WAVES
+from stacks.config.loader import load_chain
 from tests.synth import ROOT
 from tools import deploy_chain
 

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from stacks.config import ConfigError, load_config
-from stacks.config.deploy import MAX_WAVES, deployed_environments, load_chain
+from stacks.config.deploy import MAX_WAVES
+from stacks.config.loader import deployed_environments, load_chain
 from tests.synth import ROOT
 
 
