@@ -1,15 +1,17 @@
-"""docs/aws.md's first deploy, step by step on the emulator, from an empty artifact bucket.
+"""docs/aws.md's first deploy, every command of it as written, on the emulator, from an empty artifact bucket.
 
-The environment is config/local.yaml as a new account's folder starts: no config/local.model.json. Steps, in
-the guide's order: bootstrap; deploy every stack (no Serving stack, no endpoint); upload a base model and a
-dataset (its `_READY` marker starts the Training workflow by the bucket's rule); read the prefix the workflow
-recorded in SSM; approve the version it registered (a person's decision) and promote it (tools/promote_model.py
-writes config/local.model.json); deploy again; the endpoint is InService and its model points at objects that
-exist. Only train.py's step count is cut (FAST), so the run takes seconds.
+The guide's ```bash blocks under "First deploy" run in order (tests/local/emulator/guide_commands.py): the AWS
+CLI commands as the boto3 calls the CLI makes, `aws s3 cp` and the make/npx commands through the actions below.
+The guide speaks of dev; here its commands run against config/local.yaml (the emulator's profile: a tiny Llama),
+so `llm-inf2-dev-` stack names and `ENV=dev`/`TO=dev` mean local, and the base model goes to local's
+`base_model_key`. The environment starts as a new account's does: no config/local.model.json. Only train.py's
+step count is cut (FAST), so the run takes seconds.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -19,6 +21,7 @@ import yaml
 
 from local.emulator import LocalAws
 from local.emulator import workflow_run as run
+from tests.local.emulator.guide_commands import GuideRunner, command_lines, section
 from tests.local.emulator.tiny_training import FAST, ROWS
 from tests.synth import ROOT, synth
 from tools import promote_model
@@ -45,88 +48,129 @@ def _deploy(aws: LocalAws, folder: Path, out: Path) -> tuple[dict, list[str]]:
     return aws.deploy(assembly.directory, names), names
 
 
-def test_first_deploy_guide_from_an_empty_bucket(tmp_path, monkeypatch, capsys):
+def _settings(words: list[str]) -> dict[str, str]:
+    """`make target NAME=value ...`: the NAME=value pairs."""
+    return dict(word.split("=", 1) for word in words[2:])
+
+
+def test_first_deploy_guide_runs_as_written_from_an_empty_bucket(tmp_path, monkeypatch, capsys):
     sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
     from finetune.tiny import build_tiny_llama
 
     from stacks.config import load_config
 
-    steps: list[str] = []
     started = time.monotonic()
-
-    def step(line: str) -> None:
-        steps.append(f"[{time.monotonic() - started:5.1f}s] {line}")
-        print(steps[-1], flush=True)
-
     config_dir = tmp_path / "config"
     config_dir.mkdir()
     _new_account_file(config_dir)
     config = load_config(ENV, config_dir)
+    guide_env = "dev"
+    deployed: dict = {"names": [], "outputs": {}}
+    base = build_tiny_llama(tmp_path / "base", ROWS, vocab_size=300)
+    for name, value in (("AWS_ACCESS_KEY_ID", "emulated"), ("AWS_SECRET_ACCESS_KEY", "emulated")):
+        monkeypatch.setenv(name, value)
+
     with LocalAws.start(time_scale=0.001, work_root=tmp_path / "jobs") as aws:
-        aws.bootstrap()
-        step("1 bootstrap: cdk bootstrap (version parameter, assets bucket)")
-
-        outputs, names = _deploy(aws, config_dir, tmp_path / "cdk-1")
-        assert config.stack_id("Serving") not in names
-        bucket = outputs[config.stack_id("Data")]["ArtifactBucketName"]
         s3, sagemaker = aws.client("s3"), aws.client("sagemaker")
-        assert s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
-        assert sagemaker.list_endpoints()["Endpoints"] == []
-        step(f"2 deploy, serving off: {', '.join(names)}; bucket empty, no endpoint")
 
-        base = build_tiny_llama(tmp_path / "base", ROWS, vocab_size=300)
-        for path in base.iterdir():
-            s3.upload_file(str(path), bucket, config.training.base_model_key + path.name)
-        machine = outputs[config.stack_id("Training")]["StateMachineArn"]
-        for i in range(2):
-            s3.put_object(
-                Bucket=bucket, Key=f"datasets/first/train-{i}.jsonl", Body=("\n".join(ROWS[i::2]) + "\n").encode()
-            )
-        s3.put_object(Bucket=bucket, Key="datasets/first/_READY", Body=b"")
-        step(f"3 upload: base model -> {config.training.base_model_key}, dataset -> datasets/first/ + _READY")
+        def bootstrap(words):
+            aws.bootstrap()
 
-        executions = run.wait_for_executions(aws, machine, 1)
-        described = run.follow(aws, executions[0]["executionArn"], say=lambda line: None, timeout_s=600)
-        assert described["status"] == "SUCCEEDED", described.get("cause")
-        parameter = run.output_of(described)["model_parameter"]
-        step(f"4 Training workflow (started by the _READY rule): {described['status']}")
+        def deploy(words):
+            assert _settings(words) == {"TARGET": "aws", "ENV": guide_env}
+            outputs, names = _deploy(aws, config_dir, tmp_path / f"cdk-{len(runner.ran)}")
+            deployed.update(names=names, outputs=outputs)
+            bucket = outputs[config.stack_id("Data")]["ArtifactBucketName"]
+            if config.stack_id("Serving") not in names:  # the first deploy: serving off, nothing in the bucket
+                assert s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+                assert sagemaker.list_endpoints()["Endpoints"] == []
 
-        recorded = aws.client("ssm").get_parameter(Name=parameter)["Parameter"]["Value"]
-        prefix = recorded.removeprefix(f"s3://{bucket}/")
-        assert recorded.startswith(f"s3://{bucket}/models/") and prefix.endswith("/output/model/")
-        step(f"5 recorded prefix: aws ssm get-parameter --name {parameter} -> {recorded}")
+        def diff(words):
+            assert _settings(words) == {"ENV": guide_env}
+            from stacks.config import load_config as reload
 
-        group = outputs[config.stack_id("Data")]["ModelPackageGroupName"]
-        (summary,) = sagemaker.list_model_packages(ModelPackageGroupName=group)["ModelPackageSummaryList"]
-        version = summary["ModelPackageArn"]
-        metadata = sagemaker.describe_model_package(ModelPackageName=version)["CustomerMetadataProperties"]
-        # a person approves it; moto 5.2's UpdateModelPackage drops the metadata it is not given (AWS keeps it)
-        sagemaker.update_model_package(
-            ModelPackageArn=version, ModelApprovalStatus="Approved", CustomerMetadataProperties=metadata
+            names = [s.stack_name for s in synth(reload(ENV, config_dir), tmp_path / "cdk-diff").stacks]
+            added = sorted(set(names) - set(deployed["names"]))
+            assert added == [config.stack_id("Serving")], added  # the guide: "the Serving stack is added"
+            return " ".join(added)
+
+        def copy(words):
+            source, target, *flags = words[3:]
+            bucket, key = target.removeprefix("s3://").split("/", 1)
+            if source == "./base-model/":
+                assert flags == ["--recursive"]
+                assert key == load_config("prod", ROOT / "config").training.base_model_key  # the guide's example
+                for path in base.iterdir():
+                    s3.upload_file(str(path), bucket, config.training.base_model_key + path.name)
+            elif source == "/dev/null":
+                s3.put_object(Bucket=bucket, Key=key, Body=b"")
+            else:
+                assert source.endswith(".jsonl"), source
+                s3.put_object(Bucket=bucket, Key=key, Body=("\n".join(ROWS) + "\n").encode())
+
+        def list_executions(words):
+            machine = words[words.index("--state-machine-arn") + 1]
+            (execution,) = run.wait_for_executions(aws, machine, 1)
+            described = run.follow(aws, execution["executionArn"], say=lambda line: None, timeout_s=600)
+            assert described["status"] == "SUCCEEDED", described.get("cause")
+            answer = runner.aws_cli(words[1:])
+            assert '"status": "SUCCEEDED"' in answer
+            return answer
+
+        def approve(words):
+            # moto 5.2's UpdateModelPackage drops the metadata it is not given (AWS keeps it): hand it back
+            arn = words[words.index("--model-package-arn") + 1]
+            metadata = sagemaker.describe_model_package(ModelPackageName=arn)["CustomerMetadataProperties"]
+            return runner.aws_cli([*words[1:], "--customer-metadata-properties", json.dumps(metadata)])
+
+        def promote(words):
+            settings = _settings(words)
+            assert settings.keys() == {"TO", "VERSION"} and settings["TO"] == guide_env
+            arguments = ["--to", ENV, "--version", settings["VERSION"], "--config-dir", str(config_dir)]
+            code = promote_model.main([*arguments, "--endpoint-url", aws.endpoint_url, "--region", aws.region])
+            printed = capsys.readouterr()
+            assert code == 0, printed.err
+            assert f"model_package_arn={settings['VERSION']}" in printed.out
+            assert (config_dir / f"{ENV}.model.json").is_file()
+
+        runner = GuideRunner(
+            client=aws.client,
+            actions={
+                "npx cdk bootstrap": bootstrap,
+                "make deploy": deploy,
+                "make diff": diff,
+                "make promote": promote,
+                "aws s3 cp": copy,
+                "aws stepfunctions list-executions": list_executions,
+                "aws sagemaker update-model-package": approve,
+            },
         )
-        for name, value in (("AWS_ACCESS_KEY_ID", "emulated"), ("AWS_SECRET_ACCESS_KEY", "emulated")):
-            monkeypatch.setenv(name, value)
-        promoted = promote_model.main(
-            ["--to", ENV, "--version", version, "--config-dir", str(config_dir), "--endpoint-url", aws.endpoint_url]
-            + ["--region", aws.region]
-        )
-        assert promoted == 0, capsys.readouterr().err
-        assert f"model_package_arn={version}" in capsys.readouterr().out
-        outputs, names = _deploy(aws, config_dir, tmp_path / "cdk-2")
-        serving = config.stack_id("Serving")
-        assert serving in names
-        step(f"6 approved {version}; make promote TO={ENV}: config/{ENV}.model.json; deploy again: {serving} created")
+        guide = section((ROOT / "docs" / "aws.md").read_text(), "First deploy")
+        commands = list(command_lines(guide))
+        stack_prefix = config.stack_id("Data").removesuffix("Data")
+        for line in commands:
+            answer = runner.run(line.replace(f"llm-inf2-{guide_env}-", stack_prefix))
+            print(f"[{time.monotonic() - started:5.1f}s] {shlex.split(line)[:3]} -> {answer}", flush=True)
 
-        endpoint = outputs[serving]["EndpointName"]
-        described_endpoint = sagemaker.describe_endpoint(EndpointName=endpoint)
-        assert described_endpoint["EndpointStatus"] == "InService"
-        variant = sagemaker.describe_endpoint_config(EndpointConfigName=described_endpoint["EndpointConfigName"])[
+        assert runner.ran and len(runner.ran) == len(commands)
+        version = ["--model-package-name", runner.variables["ARN"]]
+        query = ["--query", "[ModelApprovalStatus, CustomerMetadataProperties]"]
+        status, metadata = json.loads(runner.aws_cli(["sagemaker", "describe-model-package", *version, *query]))
+        assert status == "Approved"
+        assert metadata["architecture"] == "LlamaForCausalLM" and int(metadata["parameters"]) > 0
+        endpoint = ["--endpoint-name", runner.variables["ENDPOINT"], "--query", "EndpointStatus", "--output", "text"]
+        assert runner.aws_cli(["sagemaker", "describe-endpoint", *endpoint]) == "InService"
+        described = sagemaker.describe_endpoint(EndpointName=runner.variables["ENDPOINT"])
+        variant = sagemaker.describe_endpoint_config(EndpointConfigName=described["EndpointConfigName"])[
             "ProductionVariants"
         ][0]
-        model = sagemaker.describe_model(ModelName=variant["ModelName"])
-        model_uri = model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"]
-        assert model_uri == recorded
+        model_uri = sagemaker.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]["Environment"][
+            "OPTION_MODEL_ID"
+        ]
+        bucket = runner.variables["BUCKET"]
+        prefix = model_uri.removeprefix(f"s3://{bucket}/")
+        assert model_uri.startswith(f"s3://{bucket}/models/") and prefix.endswith("/output/model/")
         served = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]}
-        assert {prefix + "config.json", prefix + "model.safetensors"} <= served
-        step(f"7 endpoint {endpoint}: InService, OPTION_MODEL_ID {model_uri} ({len(served)} objects there)")
-    step("done")
+        assert {prefix + "config.json", prefix + "model.safetensors", prefix + "model_facts.json"} <= served
+        parameter = deployed["outputs"][config.stack_id("Training")]["ModelParameterName"]
+        assert aws.client("ssm").get_parameter(Name=parameter)["Parameter"]["Value"] == model_uri
