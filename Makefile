@@ -152,8 +152,9 @@ preflight: app-deps
 
 # The deploy chain's per-environment steps before an environment is synthesized (deploy-environment.yml's diff job),
 # so what they change is in the diff the approver reads and in the assembly that deploys. None yet.
+# The committed model lock against the environment's registry and bucket, read-only (tools/promote_model.py --verify).
 pre-deploy: app-deps
-	@echo "pre-deploy $(ENV): no steps"
+	$(APP_PY) tools/promote_model.py --verify --to "$(ENV)"
 
 PIPELINE ?= training
 

@@ -4,6 +4,7 @@
     python tools/promote_model.py --to prod --version <package ARN>                # from prod's own registry
     python tools/promote_model.py --from dev --to staging --version <package ARN>  # between environments
     make promote FROM=dev TO=staging VERSION=<package ARN>
+    python tools/promote_model.py --verify --to staging      # deploy.yml's pre-deploy step (make pre-deploy)
 
 Everything is checked before anything is copied or written: the version is Approved; its recorded facts
 (architecture, parameter count, context, heads, size), backend, image, listed instance types and compiled shape
@@ -17,6 +18,11 @@ config/<to>.model.json is written (deterministic JSON): commit it and open the r
 The target's (and source's) bucket, key and group come from the deployed Data stacks' outputs (DescribeStacks).
 Environments in separate accounts: --from-profile / --to-profile; the grants it needs are in docs/aws.md
 (Promoting across accounts), and a missing one is refused with one line naming it.
+
+`--verify` is the deploy workflow's check of a merged lock, read-only, before the diff: the version the lock names
+is in the environment's own group, still Approved, and every object under the lock's prefixes is in the
+environment's bucket; else the deploy stops with one line (a lock merged without its promotion's copy would
+otherwise create an endpoint that cannot load its model).
 
 Exit codes for a CI step: 0 promoted (stdout: `key=value` lines: model_package_arn, source_model_package_arn, lock,
 lock_changed, copied_objects), 2 refused (one stderr line `promote_model: refused: ...`; nothing copied, registered
@@ -356,6 +362,30 @@ def promote(version: str, source: Environment, target: Environment, config_dir: 
     return Promotion(arn, version if between else None, lock_file, text != before, copied, diff)
 
 
+def verify(env: Environment, config_dir: Path) -> str:
+    """The committed lock's version and artifacts, as the environment's account sees them; the one line to print."""
+    lock_file = lock_path(config_dir, env.name)
+    if not lock_file.is_file():
+        return f"{env.name}: no {lock_file.name}: nothing served"
+    try:
+        lock = load_config(env.name, config_dir).model  # the synth's checks of the lock against the profile
+    except ConfigError as err:
+        raise Refused(str(err)) from None
+    data = data_outputs(env)
+    package = describe_version(env, lock.model_package_arn)
+    check_approved(package)
+    arn = lock.model_package_arn
+    if package.get("ModelPackageGroupName") != data.group:
+        raise Refused(
+            f"{arn}: {lock_file.name} names a version of group {package.get('ModelPackageGroupName')}, not "
+            f"{env.name}'s {data.group}: promote it into {env.name} (make promote FROM=<env> TO={env.name})"
+        )
+    artifacts = Artifacts(data.bucket, lock.model_prefix, lock.compiled_prefix)
+    objects = readable_objects(env.client("s3"), artifacts, arn, f"environment {env.name}")
+    count = sum(len(keys) for keys in objects.values())
+    return f"{env.name}: {arn} Approved, {count} objects under {', '.join(artifacts.prefixes)} in {data.bucket}"
+
+
 def _document(lock) -> dict:
     import json
 
@@ -377,17 +407,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--to", required=True, help="the environment to serve the version (config/<to>.yaml)")
     parser.add_argument("--from", dest="source", help="the environment whose registry holds it (default: --to)")
-    parser.add_argument("--version", required=True, help="the model package version's ARN (Approved)")
+    parser.add_argument("--version", help="the model package version's ARN (Approved)")
+    parser.add_argument("--verify", action="store_true", help="check --to's committed lock against AWS; write nothing")
     parser.add_argument("--config-dir", type=Path, default=ROOT / "config")
     parser.add_argument("--from-profile", help="AWS profile of the source environment's account")
     parser.add_argument("--to-profile", help="AWS profile of the target environment's account")
     parser.add_argument("--region", help="default: the environment's region, else the AWS configuration's")
     parser.add_argument("--endpoint-url", help="the emulator's URL (make deploy KEEP=1); default: AWS")
     args = parser.parse_args(argv)
+    if not args.verify and not args.version:
+        parser.error("--version is required (or --verify)")
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         target = environment(args.to, args.config_dir, args.to_profile, args.region, args.endpoint_url)
+        if args.verify:
+            print(f"promote_model: verified {verify(target, args.config_dir)}")
+            return 0
         source = target
         if args.source and args.source != args.to:
             source = environment(args.source, args.config_dir, args.from_profile, args.region, args.endpoint_url)

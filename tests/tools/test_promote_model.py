@@ -519,3 +519,62 @@ def test_a_target_without_its_data_stack_is_refused(account, tmp_path, capsys):
         "environment staging: its Data stack llm-inf2-staging-Data cannot be described (ValidationError): deploy it "
         "first (make deploy TARGET=aws ENV=staging) with these credentials"
     )
+
+
+def _verify(config_dir: Path, env: str) -> int:
+    return promote_model.main(["--verify", "--to", env, "--config-dir", str(config_dir), "--region", REGION])
+
+
+@pytest.fixture
+def promoted_staging(account, tmp_path, capsys):
+    """dev's version promoted into staging (dev's serving profile there): staging's lock and its copies."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    _shipped(config_dir, "dev", "prod")
+    _serving_like_dev(config_dir, "staging")
+    data = {env: account.deploy_data(env) for env in ("dev", "staging")}
+    assert _promote(account, config_dir, account.register("dev"), "staging", source="dev") == 0
+    capsys.readouterr()
+    return config_dir, data
+
+
+def test_verify_accepts_a_lock_whose_version_and_artifacts_are_in_the_environment(promoted_staging, capsys):
+    config_dir, data = promoted_staging
+    lock = json.loads((config_dir / "staging.model.json").read_text())
+    assert _verify(config_dir, "staging") == 0
+    assert capsys.readouterr().out.strip() == (
+        f"promote_model: verified staging: {lock['model_package_arn']} Approved, {len(MODEL_FILES)} objects under "
+        f"{lock['model_prefix']} in {data['staging']['ArtifactBucketName']}"
+    )
+
+
+def test_verify_without_a_lock_says_nothing_is_served(account, dev_and_shipped, capsys):
+    assert _verify(dev_and_shipped, "dev") == 0
+    assert capsys.readouterr().out.strip() == "promote_model: verified dev: no dev.model.json: nothing served"
+
+
+def test_verify_refuses_a_lock_whose_artifacts_are_not_in_the_environment_s_bucket(account, promoted_staging, capsys):
+    config_dir, data = promoted_staging
+    lock = json.loads((config_dir / "staging.model.json").read_text())
+    bucket = data["staging"]["ArtifactBucketName"]
+    for key in account.keys("staging"):
+        account.s3.delete_object(Bucket=bucket, Key=key)
+    assert _verify(config_dir, "staging") == 2
+    assert _refusal(capsys) == (
+        f"{lock['model_package_arn']}: artifacts missing: nothing under s3://{bucket}/{lock['model_prefix']}; "
+        "the version's model is not there"
+    )
+
+
+def test_verify_refuses_a_lock_naming_another_environment_s_version(account, promoted_staging, capsys):
+    config_dir, data = promoted_staging
+    path = config_dir / "staging.model.json"
+    lock = json.loads(path.read_text())
+    (dev_version,) = account.versions("dev")
+    path.write_text(json.dumps({**lock, "model_package_arn": dev_version}, sort_keys=True, indent=2) + "\n")
+    assert _verify(config_dir, "staging") == 2
+    assert _refusal(capsys) == (
+        f"{dev_version}: staging.model.json names a version of group {data['dev']['ModelPackageGroupName']}, not "
+        f"staging's {data['staging']['ModelPackageGroupName']}: promote it into staging (make promote FROM=<env> "
+        "TO=staging)"
+    )
