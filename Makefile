@@ -24,7 +24,7 @@ APP_STAMP := $(APP_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
-.PHONY: help deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest
+.PHONY: help deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest mutation
 TARGET ?= local
 
 help:
@@ -43,6 +43,8 @@ help:
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff check + ruff format --check"
+	@echo "make mutation               mutation score of stacks/config/ and the job request (mutmut, one process, ~1 h):"
+	@echo "                             bench/mutation.json's after entry, survivors with their reasons (bench/README-mutation.md)"
 	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [BACKEND=lmi_neuronx|vllm_neuronx] [PROMPT=...]"
 	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
@@ -78,6 +80,13 @@ $(VLLM_STAMP): requirements-vllm.txt
 	test -x .venv-vllm/bin/python || $(PYTHON) -m venv .venv-vllm
 	.venv-vllm/bin/python -m pip install -q -r requirements-vllm.txt
 	.venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+# mutmut for make mutation (not part of make test): a venv of its own; the mutants' tests run in .venv.
+MUTATION_STAMP := .venv-mutation/.installed
+$(MUTATION_STAMP): requirements-mutation.txt
+	test -x .venv-mutation/bin/python || $(PYTHON) -m venv .venv-mutation
+	.venv-mutation/bin/python -m pip install -q -r requirements-mutation.txt
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json
@@ -132,6 +141,9 @@ lint: deps
 # module's asserts (5.6 s of a worker's 26.6 s collection). __pycache__ is git-ignored and never in an asset.
 test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+mutation: $(VENV_STAMP) $(MUTATION_STAMP)
+	.venv-mutation/bin/python bench/mutation.py --output bench/mutation.json
 
 BASE ?= origin/main
 REVIEW_OUT ?= review.md
