@@ -126,7 +126,7 @@ ROLLING_BATCH = AwsField(
     "RollingUpdatePolicy.MaximumBatchSize.Value",
     documented_min=5,
     citation=API_REFERENCE + "API_RollingUpdatePolicy.html: 'Value must be between 5% to 50% of the variant's "
-    "total instance count' (the 50% is of the instance count: one instance still rolls as one batch)",
+    "total instance count' (the 50% is not enforced here: RolloutConfig.maximum_batch_percent says why)",
 )
 ROLLBACK_BATCH = AwsField("sagemaker", "CreateEndpoint", "RollingUpdatePolicy.RollbackMaximumBatchSize.Value")
 # One shape (WaitIntervalInSeconds, MaximumExecutionTimeoutInSeconds) in both policies: the rolling one names it.
@@ -241,5 +241,6 @@ LOG_RETENTION = AwsField(
     "logs",
     "PutRetentionPolicy",
     "retentionInDays",
+    rule="one of the documented periods",
     citation="https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutRetentionPolicy.html",
 )

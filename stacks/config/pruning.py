@@ -141,7 +141,7 @@ class PruningConfig:
     image_uri: str | None = setting(
         None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table", aws=aws.TRAINING_IMAGE
     )
-    log_retention_days: int = setting(30)
+    log_retention_days: int = setting(30, aws=aws.LOG_RETENTION)  # check_log_retention: the list
     base_endpoint: EncoderEndpointConfig | None = setting(None, hint="null: no endpoint for the unpruned model")
     pruned_endpoint: EncoderEndpointConfig | None = setting(None, hint="null: no endpoint for the pruned model")
 

@@ -166,7 +166,7 @@ class TrainingConfig:
     )
     capacity_retries: int = setting(2, ge=0, le=5, hint="new jobs after an InsufficientCapacity failure")
     capacity_backoff_seconds: int = setting(600, ge=60, le=7200, hint="first wait; doubles per retry")
-    log_retention_days: int = setting(30)
+    log_retention_days: int = setting(30, aws=aws.LOG_RETENTION)  # check_log_retention: the list
     hyperparameters: dict[str, str] = setting(dict(SEED_HYPERPARAMETERS))
     neuron_compile: NeuronCompileConfig = setting(NeuronCompileConfig())
     quality_gate: QualityGateConfig = setting(QualityGateConfig())

@@ -776,5 +776,5 @@ def test_log_retention_is_cloudwatch_logs_documented_list():
             line = _refused(name, days)
             assert (
                 f"got {days}; allowed: 1, 3, 5, 7" in line
-                and "(CloudWatch Logs PutRetentionPolicy retentionInDays)" in line
+                and "(CloudWatch Logs PutRetentionPolicy retentionInDays; " in line
             )
