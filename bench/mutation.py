@@ -39,6 +39,7 @@ TESTS = {
             "tests/stacks/config/test_config_bounds.py",
             "tests/stacks/config/test_app_config.py",
             "tests/stacks/config/test_config_reference.py",
+            "tests/stacks/config/test_aws_models.py",
             "tests/stacks/config/test_pruning_config.py",
         ],
         [

@@ -22,7 +22,6 @@ SERVICE_LABELS = {
     "logs": "CloudWatch Logs",
     "application-autoscaling": "Application Auto Scaling",
     "s3": "S3",
-    "stepfunctions": "Step Functions",
 }
 
 
@@ -47,7 +46,7 @@ class AwsField:
     def note(self) -> str:
         """` (<label>: <min>..<max>[; rule])`, the suffix of every error line of a setting sent as this field."""
         low, high = api_range(self)
-        unit = {"string": " characters", "list": " items", "map": " entries"}.get(shape_of(self)["type"], "")
+        unit = {"string": " characters", "list": " items"}.get(shape_of(self)["type"], "")
         span = "" if low is None and high is None else f": {_text(low)}..{_text(high)}{unit}"
         rule = f"; {self.rule}" if self.rule else ""
         return f" ({self.label}{span}{rule})"

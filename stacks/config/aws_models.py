@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import Any
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    """`path` as JSON, or its `.gz` twin, or None when neither exists."""
+def _read(path: Path) -> dict[str, Any]:
+    """`path` as JSON, or its `.gz` twin (botocore ships most models compressed)."""
     packed = path.with_name(path.name + ".gz")
-    if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
     if packed.exists():
         return json.loads(gzip.decompress(packed.read_bytes()).decode("utf-8"))
-    return None
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 @cache
@@ -30,11 +28,9 @@ def service_model(service: str) -> dict[str, Any]:
 
     newest = sorted((Path(botocore.__file__).parent / "data" / service).iterdir())[-1]
     model = _read(newest / "service-2.json")
-    if model is None:
-        raise FileNotFoundError(f"botocore ships no service model for {service!r} in {newest}")
-    extras = _read(newest / "service-2.sdk-extras.json")
-    if extras is not None:
-        _merge(model, extras.get("merge", {}))
+    extras = newest / "service-2.sdk-extras.json"
+    if extras.exists():
+        _merge(model, _read(extras)["merge"])
     return model
 
 

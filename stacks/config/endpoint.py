@@ -83,7 +83,8 @@ class AlarmConfig:
     # Two of the periods CloudWatch documents (aws_limits.ALARM_PERIOD): SageMaker's endpoint metrics are per
     # minute, so a 10-30 s (high-resolution) alarm would lapse into INSUFFICIENT_DATA.
     period_seconds: Literal[60, 300] = setting(60, aws=aws.ALARM_PERIOD)
-    # Project: at most 60 periods (5 hours at 300 s), inside CloudWatch's one-day evaluation window.
+    # Project: at most 60 periods (5 hours at 300 s, inside CloudWatch's one-day evaluation window), and so at most
+    # 60 breaching datapoints (check: no more than evaluation_periods).
     evaluation_periods: int = setting(5, le=60, aws=aws.ALARM_EVALUATION_PERIODS)
     datapoints_to_alarm: int = setting(3, le=60, aws=aws.ALARM_DATAPOINTS)
 

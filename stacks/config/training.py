@@ -116,6 +116,7 @@ class NeuronCompileConfig:
         "ml.r5.4xlarge", pattern=r"ml\.[a-z0-9]+\.[a-z0-9]+", hint="CPU, >= 64 GiB host RAM for 7-8B models"
     )
     max_runtime_hours: int = setting(4, le=72, aws=aws.MAX_RUNTIME_HOURS)  # project: a compile takes an hour or two
+    # Project: the training job's range (below).
     volume_size_gb: int = setting(
         200, ge=5, le=16384, hint="the merged model plus the compiled one", aws=aws.TRAINING_VOLUME_SIZE
     )

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import stacks.config
-from stacks.config import ConfigError
+from stacks.config import ConfigError, aws_limits
 from stacks.config.app_config import AppConfig
 from stacks.config.errors import one_line
 from stacks.config.schema import describe, parse, setting
@@ -150,3 +150,44 @@ def test_the_schema_converts_what_it_accepts():
     assert (parsed.at_least, parsed.at_most, parsed.free, parsed.names, parsed.required) == (2, 3.0, -7, ("a",), "x")
     assert isinstance(parsed.at_most, float) and not math.isnan(parsed.at_most)
     assert _Limits(required="x").names == [] and _Limits(required="x").names is not _Limits(required="x").names
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sent:
+    # looser than the field: SageMaker's 1..512 GB wins; stricter: its own 10 wins
+    volume: int = setting(8, ge=0, le=10**6, aws=aws_limits.VARIANT_VOLUME_SIZE)
+    count: int = setting(1, le=10, aws=aws_limits.VARIANT_INSTANCE_COUNT)
+    labels: dict[str, str] = setting({}, key_pattern="[a-z]+")
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        ({"volume": 0}, "s: volume: got 0; expected an integer in 1..512 (SageMaker CreateEndpointConfig "),
+        ({"volume": 513}, "s: volume: got 513; expected an integer in 1..512 (SageMaker CreateEndpointConfig "),
+        ({"count": 11}, "s: count: got 11; expected an integer in 1..10 (SageMaker CreateEndpointConfig "),
+        ({"labels": {1: "a"}}, "s: labels: key 1 must be a string"),
+        ({"labels": {"A": "a"}}, "s: labels: key 'A' must match [a-z]+"),
+        ({"labels": ["a"]}, "s: labels: got ['a']; expected a mapping"),
+    ],
+)
+def test_an_aws_field_narrows_a_looser_range_and_keeps_a_stricter_one(data, line):
+    with pytest.raises(ConfigError) as caught:
+        parse(_Sent, data, source="s")
+    assert str(caught.value).startswith(line), str(caught.value)
+    assert parse(_Sent, {"volume": 512, "count": 10}, source="s").volume == 512
+
+
+def test_types_the_schema_cannot_check_fail_loudly():
+    @dataclasses.dataclass(frozen=True)
+    class Union:
+        value: int | str = setting(1)
+
+    @dataclasses.dataclass(frozen=True)
+    class Raw:
+        value: bytes = setting(b"")
+
+    with pytest.raises(TypeError, match=r"unsupported union int \| str at value"):
+        parse(Union, {"value": 1}, source="s")
+    with pytest.raises(TypeError, match="unsupported config type <class 'bytes'> at value"):
+        parse(Raw, {"value": b"x"}, source="s")
