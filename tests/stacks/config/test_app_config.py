@@ -48,6 +48,15 @@ def test_the_compile_step_follows_the_backend_unless_set():
     assert _config(serving=vllm, training={**DEV["training"], "neuron_compile": {}}).compiles_for_neuron is True
     off = {**DEV["training"], "neuron_compile": {"enabled": False}}
     assert _config(serving=vllm, training=off).compiles_for_neuron is False
+    on = {**DEV["training"], "neuron_compile": {"enabled": True}}
+    assert _config(serving=vllm, training=on).compiles_for_neuron is True
+    with pytest.raises(ConfigError) as caught:
+        _config(training=on)
+    assert str(caught.value) == (
+        "config/dev.yaml: training.neuron_compile.enabled: got true with serving.backend lmi_neuronx; the compile "
+        "step exports for vllm_neuronx (LMI's partition step needs Neuron devices; see README): set "
+        "serving.backend: vllm_neuronx or null"
+    )
 
 
 def test_warnings_are_lines_of_the_source_file():
@@ -95,10 +104,23 @@ def test_every_section_is_frozen(cls):
 
 
 def test_the_package_names_load_on_first_use():
-    assert stacks.config.AppConfig is AppConfig and stacks.config.ConfigError is ConfigError
-    assert sorted(stacks.config.__all__) == stacks.config.__all__
-    with pytest.raises(AttributeError, match="module 'stacks.config' has no attribute 'Nothing'"):
+    import importlib
+
+    homes = {"AppConfig": "app_config", "ConfigError": "errors", "DataConfig": "data", "PruningConfig": "pruning"}
+    homes |= {"ServingConfig": "serving", "TrainingConfig": "training", "load_config": "loader"}
+    assert stacks.config.__all__ == sorted(homes)
+    for name, module in homes.items():
+        assert getattr(stacks.config, name) is getattr(importlib.import_module(f"stacks.config.{module}"), name)
+    with pytest.raises(AttributeError) as caught:
         _ = stacks.config.Nothing
+    assert str(caught.value) == "module 'stacks.config' has no attribute 'Nothing'"
+
+
+def test_name_and_source_are_the_loaders_not_the_files():
+    config = parse(AppConfig, {}, source="s")
+    assert (config.env_name, config.source) == ("", "")
+    with pytest.raises(ConfigError, match="env_name: unknown setting"):
+        parse(AppConfig, {"env_name": "prod"}, source="s")
 
 
 def test_errors_are_one_line_whatever_the_key_holds():
@@ -191,3 +213,126 @@ def test_types_the_schema_cannot_check_fail_loudly():
         parse(Union, {"value": 1}, source="s")
     with pytest.raises(TypeError, match="unsupported config type <class 'bytes'> at value"):
         parse(Raw, {"value": b"x"}, source="s")
+
+
+def test_inf2_types_are_the_documented_shapes():
+    """Inferentia2 chips (2 NeuronCores each), vCPUs and host memory (GiB) per size, as the Neuron documentation
+    lists them (awsdocs-neuron.readthedocs-hosted.com, general/arch/neuron-hardware/inf2-arch)."""
+    from stacks.config.inf2 import INF2_TYPES
+
+    documented = {"ml.inf2.xlarge": (1, 4, 16), "ml.inf2.8xlarge": (1, 32, 128)}
+    documented |= {"ml.inf2.24xlarge": (6, 96, 384), "ml.inf2.48xlarge": (12, 192, 768)}
+    assert {name: (t.neuron_cores, t.vcpus, t.host_memory_gb) for name, t in INF2_TYPES.items()} == {
+        name: (2 * chips, vcpus, memory) for name, (chips, vcpus, memory) in documented.items()
+    }
+
+
+def test_isolated_mode_creates_what_the_config_does_not_name():
+    from stacks.config.network import NetworkConfig
+
+    def network(**data):
+        return parse(NetworkConfig, data, source="s", path="network")
+
+    assert (network().creates_vpc, network().creates_security_group) == (False, False)
+    assert (network(isolated=True).creates_vpc, network(isolated=True).creates_security_group) == (True, True)
+    subnets = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+    given = network(isolated=True, vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets)
+    assert (given.creates_vpc, given.creates_security_group) == (False, True)
+    grouped = network(
+        isolated=True, vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets, security_group_ids=["sg-01234567"]
+    )
+    assert grouped.creates_security_group is False
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (
+            {"isolated": True, "security_group_ids": ["sg-01234567"]},
+            "s: network.security_group_ids: needs vpc_id (the VPC they belong to)",
+        ),
+        (
+            {"isolated": True, "vpc_id": "vpc-01234567", "subnet_ids": ["subnet-01234567"] * 2},
+            "s: network.subnet_ids: lists a subnet twice",
+        ),
+        ({"security_group_ids": ["sg-01234567"]}, "s: network.security_group_ids: only used with isolated: true"),
+    ],
+)
+def test_isolated_mode_refuses_a_half_named_vpc(data, line):
+    from stacks.config.network import NetworkConfig
+
+    with pytest.raises(ConfigError) as caught:
+        parse(NetworkConfig, data, source="s", path="network")
+    assert str(caught.value).startswith(line), str(caught.value)
+
+
+def test_the_loader_lists_the_environments_it_knows(tmp_path):
+    from stacks.config import load_config
+
+    with pytest.raises(ConfigError, match=r"known environments: none$"):
+        load_config("dev", tmp_path)
+    for env in ("prod", "dev"):
+        (tmp_path / f"{env}.yaml").write_text("app_name: shop\n")
+    with pytest.raises(ConfigError, match=r"qa.yaml: env: no such file for env 'qa'; known environments: dev, prod$"):
+        load_config("qa", tmp_path)
+    (tmp_path / "bad.yaml").write_bytes(b"app_name: a\x00\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: <yaml>: invalid YAML: unacceptable character #x0000"):
+        load_config("bad", tmp_path)
+
+
+def test_the_loader_reads_config_of_the_working_folder(monkeypatch):
+    from stacks.config import load_config
+
+    monkeypatch.chdir(ROOT)
+    config = load_config("dev")
+    assert (config.source, config.env_name) == ("config/dev.yaml", "dev")
+
+
+def test_isolated_mode_lists_every_setting_that_needs_the_internet():
+    from stacks.config.app_config import OFFLINE_IMAGE, isolation_problems
+
+    subnet, group = "subnet-0123456789abcdef0", "sg-0123456789abcdef0"
+    training = {**DEV["training"], "subnet_ids": [subnet], "security_group_ids": [group]}
+    serving = {**DEV["serving"], "model_prefix": "models/x/", "compiled_graph_prefix": "graphs/x/"}
+    config = _config(training=training, serving=serving)
+    isolated = "network.isolated: true"
+    assert isolation_problems(config) == [
+        (
+            "training.base_model_key",
+            f"missing; {isolated} needs the base model as an S3 `model` channel (e.g. base-models/llama-2-7b-chat-hf/) "
+            "instead of a hub download",
+        ),
+        (
+            "training.hyperparameters.model_id",
+            "got 'NousResearch/Llama-2-7b-chat-hf'; a Hugging Face hub id needs the internet (network.isolated: true):"
+            " remove it, training.base_model_key supplies the model",
+        ),
+        ("training.image_uri", f"missing; {isolated}: {OFFLINE_IMAGE}"),
+        ("training.subnet_ids", f"set the VPC under network: ({isolated} uses it for training and serving)"),
+        ("training.security_group_ids", f"set the VPC under network: ({isolated} uses it for training and serving)"),
+        (
+            "serving.compiled_graph_prefix",
+            f"got 'graphs/x/'; with {isolated} the container cannot reach S3, so it must lie under "
+            "serving.model_prefix 'models/x/' (mounted at /opt/ml/model)",
+        ),
+        (
+            "pruning.enabled",
+            f"got true; the Pruning stack downloads models from the Hugging Face hub, which {isolated} cannot reach",
+        ),
+    ]
+
+
+def test_isolated_mode_takes_a_local_model_path_and_a_graph_under_the_model():
+    from stacks.config.app_config import isolation_problems
+
+    hyperparameters = {**DEV["training"]["hyperparameters"], "model_id": "/opt/ml/input/data/model"}
+    training = {
+        **DEV["training"],
+        "hyperparameters": hyperparameters,
+        "base_model_key": "base-models/llama/",
+        "image_repository": "llm-inf2-training:qlora-1",
+    }
+    serving = {**DEV["serving"], "model_prefix": "models/x/", "compiled_graph_prefix": "models/x/neuron/"}
+    config = _config(training=training, serving=serving, pruning={"enabled": False})
+    assert isolation_problems(config) == []
+    assert isolation_problems(_config(training=training, serving=None, pruning={"enabled": False})) == []
