@@ -336,3 +336,29 @@ def test_isolated_mode_takes_a_local_model_path_and_a_graph_under_the_model():
     config = _config(training=training, serving=serving, pruning={"enabled": False})
     assert isolation_problems(config) == []
     assert isolation_problems(_config(training=training, serving=None, pruning={"enabled": False})) == []
+
+
+def test_alarms_need_no_more_datapoints_than_periods():
+    from stacks.config.endpoint import AlarmConfig
+
+    assert parse(AlarmConfig, {"evaluation_periods": 3, "datapoints_to_alarm": 3}, source="s").datapoints_to_alarm == 3
+    with pytest.raises(ConfigError) as caught:
+        parse(AlarmConfig, {"evaluation_periods": 3, "datapoints_to_alarm": 4}, source="s", path="serving.alarms")
+    assert str(caught.value) == "s: serving.alarms.datapoints_to_alarm: got 4; must be <= evaluation_periods (3)"
+
+
+def test_a_rolling_update_may_last_exactly_start_up_plus_baking():
+    rollout = {"maximum_execution_timeout_seconds": 1920, "wait_interval_seconds": 120}
+    serving = {**DEV["serving"], "container_startup_health_check_timeout_seconds": 1800, "rollout": rollout}
+    assert _config(serving=serving).serving.rollout.maximum_execution_timeout_seconds == 1920
+
+
+def test_an_unknown_instance_type_gets_its_three_closest():
+    from stacks.config.instance_types import TRAINING, check_instance_type
+
+    with pytest.raises(ConfigError) as caught:
+        check_instance_type("ml.g5.3xlarge", TRAINING, "s", "training.instance_type")
+    assert str(caught.value) == (
+        "s: training.instance_type: got 'ml.g5.3xlarge'; not a SageMaker TrainingInstanceType (botocore's model): "
+        "closest: ml.g5.xlarge, ml.g5.8xlarge, ml.g5.4xlarge"
+    )

@@ -40,8 +40,15 @@ def test_every_named_field_is_a_member_of_its_operations_request(name):
 
 
 def test_a_shape_alone_is_no_field():
-    with pytest.raises(KeyError, match="ProductionVariant: name a member of ProductionVariant"):
+    with pytest.raises(KeyError) as caught:
         shape_of(AwsField("sagemaker", "CreateEndpointConfig", "ProductionVariant"))
+    assert caught.value.args == ("ProductionVariant: name a member of ProductionVariant",)
+
+
+def test_a_path_steps_through_lists_to_their_members():
+    tag_key = service_model("sagemaker")["shapes"]["TagKey"]
+    assert shape_of(AwsField("sagemaker", "CreateTrainingJob", "Tags.Key")) == tag_key
+    assert shape_of(AwsField("sagemaker", "CreateTrainingJob", "Tags"))["type"] == "list"
 
 
 def test_an_instance_type_nothing_resembles_gets_examples():
@@ -53,3 +60,14 @@ def test_an_instance_type_nothing_resembles_gets_examples():
         f"e.g. {', '.join(enum[:3])}"
     )
     check_instance_type(service_model("sagemaker")["shapes"][ENDPOINT]["enum"][0], ENDPOINT, "s", "f")
+
+
+def test_extras_merge_into_nested_tables_and_add_new_entries():
+    from stacks.config.aws_models import _merge
+
+    model = {"shapes": {"Expires": {"type": "string", "documentation": "d"}}, "version": 1}
+    _merge(model, {"shapes": {"Expires": {"type": "timestamp"}, "New": {"type": "integer"}}, "version": 2})
+    assert model == {
+        "shapes": {"Expires": {"type": "timestamp", "documentation": "d"}, "New": {"type": "integer"}},
+        "version": 2,
+    }

@@ -778,3 +778,16 @@ def test_log_retention_is_cloudwatch_logs_documented_list():
                 f"got {days}; allowed: 1, 3, 5, 7" in line
                 and "(CloudWatch Logs PutRetentionPolicy retentionInDays; " in line
             )
+
+
+@pytest.mark.parametrize("api", [RUNTIME_HOURS, TRIAL_MINUTES, WAIT_HOURS], ids=lambda a: a.label)
+def test_a_setting_in_hours_or_minutes_takes_the_whole_units_inside_the_apis_seconds(api):
+    from stacks.config import aws_limits
+
+    [field] = [
+        f
+        for f in vars(aws_limits).values()
+        if isinstance(f, aws_limits.AwsField) and f.label == api.label and f.per_unit == api.per_unit
+    ]
+    high = api.high if api.api_range()[1] is not None else None
+    assert aws_limits.setting_range(field) == (api.low, high)
