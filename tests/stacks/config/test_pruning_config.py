@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stacks.config import ConfigError, PruningConfig
+from stacks.config.pruning import SUPERNET_HYPERPARAMETERS
 from stacks.config.schema import parse
 
 KEY = "pruning/run-1/jobs/run-1-export-0/output/model.tar.gz"
@@ -123,3 +124,54 @@ def test_the_per_layer_space_fits_the_30_hyperparameters_a_tuning_job_searches()
         "dev.yaml: pruning.num_layers: got 15; the per_layer space tunes 1 + 2 x num_layers parameters and a tuning "
         "job allows 30: use the uniform space or at most 14 layers"
     )
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "gpu", "vcpus"),
+    # EC2's sizes: large 2 vCPUs, xlarge 4, Nxlarge 4N; g and p families carry GPUs
+    [("ml.m5.large", False, 2), ("ml.c5.xlarge", False, 4), ("ml.c5.9xlarge", False, 36), ("ml.p3.2xlarge", True, 8)],
+)
+def test_an_endpoints_image_and_cpu_alarm_follow_its_instance_type(instance_type, gpu, vcpus):
+    endpoint = _parse({"base_endpoint": {"model_key": KEY, "instance_type": instance_type}}).base_endpoint
+    assert (endpoint.gpu, endpoint.vcpus) == (gpu, vcpus)
+    assert endpoint.image == ("hf_pytorch_inference_gpu" if gpu else "hf_pytorch_inference_cpu")
+
+
+def test_a_size_the_naming_rule_does_not_cover_counts_one_vcpu():
+    from stacks.config.pruning import EncoderEndpointConfig
+
+    assert EncoderEndpointConfig(model_key=KEY, instance_type="ml.c5.metal").vcpus == 1
+
+
+# What the jobs get from SageMaker (paths), the stack (search space) or the tuning job (the split, the ranges).
+SUPERNET_FROM_THE_STACK = ("output-dir", "checkpoint-dir", "data-dir", "search-space")
+TRIAL_FROM_THE_STACK = ("search-space", "dataset", "split-seed", "validation-fraction", "data-dir", "model-dir")
+TRIAL_FROM_THE_STACK += ("output-data-dir",)
+
+
+@pytest.mark.parametrize("name", SUPERNET_FROM_THE_STACK)
+def test_the_supernet_flags_the_stack_sets_are_refused(name):
+    with pytest.raises(ConfigError) as caught:
+        _parse({"supernet_hyperparameters": {**SUPERNET_HYPERPARAMETERS, name: "x"}})
+    assert str(caught.value) == (
+        f"dev.yaml: pruning.supernet_hyperparameters.{name}: is set by the stack (paths from SageMaker, search_space)"
+    )
+
+
+@pytest.mark.parametrize("name", TRIAL_FROM_THE_STACK)
+def test_the_trial_flags_the_stack_or_the_tuning_job_sets_are_refused(name):
+    with pytest.raises(ConfigError) as caught:
+        _parse({"trial_hyperparameters": {name: "x"}})
+    assert str(caught.value) == (
+        f"dev.yaml: pruning.trial_hyperparameters.{name}: is set per trial by the stack or the tuning job (the split "
+        "comes from nas_supernet.json, the sub-network from the ranges): remove it"
+    )
+
+
+def test_a_section_parsed_alone_names_its_fields_without_a_path():
+    with pytest.raises(ConfigError, match=r"^s: log_retention_days: got 2; allowed: 1, 3"):
+        parse(PruningConfig, {"log_retention_days": 2}, source="s")
+    with pytest.raises(ConfigError, match=r"^s: max_parallel_jobs: got 2; must be <= max_jobs \(1\)$"):
+        parse(PruningConfig, {"max_jobs": 1, "max_parallel_jobs": 2}, source="s")
+    with pytest.raises(ConfigError, match=r"^s: trial_instance_type: got 'ml.c5.xxlarge'; not a SageMaker"):
+        parse(PruningConfig, {"trial_instance_type": "ml.c5.xxlarge"}, source="s")
