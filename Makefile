@@ -30,7 +30,7 @@ NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
 .PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest \
-	promote deploy-chain preflight pre-deploy
+	promote deploy-chain preflight pre-deploy mutation
 TARGET ?= local
 
 help:
@@ -50,6 +50,8 @@ help:
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff check + ruff format --check"
+	@echo "make mutation               mutation score of stacks/config/ and the job request (mutmut, one process, ~1 h):"
+	@echo "                             bench/mutation.json's after entry, survivors with their reasons (bench/README-mutation.md)"
 	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [BACKEND=lmi_neuronx|vllm_neuronx] [PROMPT=...]"
 	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
@@ -92,6 +94,13 @@ $(VLLM_STAMP): requirements-vllm.txt
 	test -x .venv-vllm/bin/python || $(PYTHON) -m venv .venv-vllm
 	.venv-vllm/bin/python -m pip install -q -r requirements-vllm.txt
 	.venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+# mutmut for make mutation (not part of make test): a venv of its own; the mutants' tests run in .venv.
+MUTATION_STAMP := .venv-mutation/.installed
+$(MUTATION_STAMP): requirements-mutation.txt
+	test -x .venv-mutation/bin/python || $(PYTHON) -m venv .venv-mutation
+	.venv-mutation/bin/python -m pip install -q -r requirements-mutation.txt
 	touch $@
 
 # The wheel's bin/npm and bin/npx are copies of npm's launchers that cannot find npm's code from there; the links
@@ -187,6 +196,9 @@ test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 # Promotion needs only the lean venv (boto3 is an app requirement): exit 0 promoted, 2 refused (one line), 1 AWS error.
 promote: app-deps
 	$(APP_PY) tools/promote_model.py --to "$(TO)" --version "$(VERSION)" $(if $(FROM),--from "$(FROM)")
+
+mutation: $(VENV_STAMP) $(MUTATION_STAMP)
+	.venv-mutation/bin/python bench/mutation.py --output bench/mutation.json
 
 BASE ?= origin/main
 REVIEW_OUT ?= review.md

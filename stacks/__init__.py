@@ -12,6 +12,8 @@ File map (the file for a concern in one guess):
         nas.py              NAS entry points, tuning-job parameter ranges, metric definitions
     config/               the typed, validated per-environment config (config/<env>.yaml); serving.py builds
                           the serving section from the backends' own sections (serving/backends/)
+        aws_limits.py       the AWS request field each setting is sent as; its limits from botocore's model
+        aws_models.py       the one reader of botocore's service models (each parsed once, when first needed)
     shared/               CDK pieces two or more units use
         assets.py           deterministic, content-addressed tarball assets
         bucket_layout.py    the artifact bucket's prefixes (datasets/, pruning-datasets/, models/, ...), _READY

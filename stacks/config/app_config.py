@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from . import aws_limits as aws
 from .data import DataConfig
 from .deploy import DeployConfig
 from .errors import ConfigError
@@ -28,12 +29,16 @@ class AppConfig:
     account: str | None = setting(None, pattern=ACCOUNT_PATTERN, hint="12 digits, or null for any account")
     region: str | None = setting(None, pattern=REGION_PATTERN, hint="e.g. us-east-1, or null for any region")
     termination_protection: bool = setting(False)
-    # AWS tag rules (the strictest of the resources we tag): keys 1..128, values 1..256 of this alphabet.
+    # AWS tag rules (the strictest of the resources we tag): keys and values as long as SageMaker's Tag allows, of
+    # this alphabet (the ASCII part of its \p{L}\p{Z}\p{N} classes); project: values not empty, which CloudFormation
+    # refuses for some resources only at deploy; keys not aws: (reserved).
     tags: dict[str, str] = setting(
         {},
-        key_pattern=r"(?!aws:)[A-Za-z0-9 _.:/=+\-@]{1,128}",
-        pattern=r"[A-Za-z0-9 _.:/=+\-@]{1,256}",
+        key_pattern=rf"(?!aws:)[A-Za-z0-9 _.:/=+\-@]{{1,{aws.setting_range(aws.TAG_KEY)[1]}}}",
+        pattern=rf"[A-Za-z0-9 _.:/=+\-@]{{1,{aws.setting_range(aws.TAG_VALUE)[1]}}}",
         hint="AWS tag characters, not empty",
+        aws=aws.TAG_VALUE,
+        key_aws=aws.TAG_KEY,
     )
     data: DataConfig = setting(DataConfig())
     training: TrainingConfig = setting(TrainingConfig())

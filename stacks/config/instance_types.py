@@ -7,11 +7,9 @@ the closest valid names, instead of failing the job or endpoint creation after a
 from __future__ import annotations
 
 import difflib
-import gzip
-import json
 from functools import cache
-from pathlib import Path
 
+from .aws_models import shapes
 from .errors import ConfigError
 
 TRAINING = "TrainingInstanceType"  # CreateTrainingJob / CreateHyperParameterTuningJob ResourceConfig
@@ -20,22 +18,9 @@ PROCESSING = "ProcessingInstanceType"  # CreateProcessingJob ClusterConfig
 
 
 @cache
-def _sagemaker_shapes() -> dict:
-    """The shapes of the SageMaker service model botocore ships (parsed once per synth, only when needed). The
-    file is read directly: botocore.loaders would import urllib3 and its optional codecs into the synth."""
-    import botocore
-
-    versions = sorted((Path(botocore.__file__).parent / "data" / "sagemaker").iterdir())
-    newest = versions[-1]
-    plain, packed = newest / "service-2.json", newest / "service-2.json.gz"
-    text = plain.read_text(encoding="utf-8") if plain.exists() else gzip.decompress(packed.read_bytes()).decode()
-    return json.loads(text)["shapes"]
-
-
-@cache
 def valid_types(shape: str) -> tuple[str, ...]:
     """The enum of `shape` in botocore's SageMaker model."""
-    return tuple(_sagemaker_shapes()[shape]["enum"])
+    return tuple(shapes("sagemaker")[shape]["enum"])
 
 
 def check_instance_type(value: str, shape: str, source: str, field: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import aws_limits as aws
 from .errors import ConfigError
 from .schema import setting
 
@@ -14,9 +15,13 @@ class NetworkConfig:
 
     isolated: bool = setting(False, hint="true: VPC, no internet, EnableNetworkIsolation (README, Isolated mode)")
     vpc_id: str | None = setting(None, pattern=r"vpc-[0-9a-f]{8,17}", hint="null: the Network stack creates one")
-    subnet_ids: list[str] = setting([], pattern=r"subnet-[0-9a-f]{8,17}")
+    # Both go to the jobs' and the models' VpcConfig (one shape: the model's names it).
+    subnet_ids: list[str] = setting([], pattern=r"subnet-[0-9a-f]{8,17}", aws=aws.MODEL_SUBNETS)
     security_group_ids: list[str] = setting(
-        [], pattern=r"sg-[0-9a-f]{8,17}", hint="empty: the Network stack creates one in the VPC"
+        [],
+        pattern=r"sg-[0-9a-f]{8,17}",
+        hint="empty: the Network stack creates one in the VPC",
+        aws=aws.MODEL_SECURITY_GROUPS,
     )
     s3_prefix_list_id: str | None = setting(
         None, pattern=r"pl-[0-9a-f]{8,17}", hint="S3's prefix list in the region; null: HTTPS to 0.0.0.0/0"

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from . import aws_limits as aws
 from .endpoint import AlarmConfig, AutoscalingConfig, RolloutConfig, check_variant
 from .errors import ConfigError
 from .instance_types import TRAINING, check_instance_type
@@ -19,10 +20,12 @@ from .training import ECR_IMAGE_PATTERN, check_log_retention
 
 INSTANCE_TYPE = r"ml\.[a-z0-9]+\.[a-z0-9]+"
 MODEL_KEY = r"([A-Za-z0-9!_.*'()=-]+/)+model\.tar\.gz"
-MAX_TUNED_PARAMETERS = 30  # SageMaker's limit on the ranges of one tuning job
+# SageMaker's limit on the hyperparameters one tuning job searches (the tuning limits page aws_limits cites).
+MAX_TUNED_PARAMETERS = 30
 HYPERPARAMETER_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
-# Tuning job names are `<prefix>-<17-digit start time>-<retry>` and SageMaker allows 32 characters.
-MAX_PRUNING_PREFIX = 32 - (1 + 17 + 2)
+# Tuning job names are `<prefix>-<17-digit start time>-<retry>`, within HyperParameterTuningJobName's maximum.
+_TUNING_NAME_MAX = aws.setting_range(aws.TUNING_JOB_NAME)[1]
+MAX_PRUNING_PREFIX = _TUNING_NAME_MAX - (1 + 17 + 2)
 SUPERNET_HYPERPARAMETERS = {
     "model-name-or-path": "sentence-transformers/all-MiniLM-L6-v2",
     "strategy": "kd",
@@ -56,11 +59,14 @@ class EncoderEndpointConfig:
         pattern=MODEL_KEY, hint="the exported model.tar.gz in the artifact bucket (the state machine's output)"
     )
     instance_type: str = setting("ml.c5.xlarge", pattern=INSTANCE_TYPE, hint="CPU (ml.c*, ml.m*) or GPU (ml.g*)")
-    initial_instance_count: int = setting(1, ge=1, le=100)
-    volume_size_gb: int | None = setting(None, ge=1, le=512, hint="only for instance types without local storage")
+    initial_instance_count: int = setting(1, le=100, aws=aws.VARIANT_INSTANCE_COUNT)  # le: autoscaling's cap
+    volume_size_gb: int | None = setting(
+        None, hint="only for instance types without local storage", aws=aws.VARIANT_VOLUME_SIZE
+    )
+    # Not an AWS field: the container's SAGEMAKER_MODEL_SERVER_WORKERS; project: at most 64 workers.
     model_server_workers: int | None = setting(None, ge=1, le=64, hint="null: one per vCPU (the container default)")
-    container_startup_health_check_timeout_seconds: int = setting(600, ge=60, le=3600)
-    model_data_download_timeout_seconds: int = setting(600, ge=60, le=3600)
+    container_startup_health_check_timeout_seconds: int = setting(600, aws=aws.VARIANT_STARTUP_TIMEOUT)
+    model_data_download_timeout_seconds: int = setting(600, aws=aws.VARIANT_DOWNLOAD_TIMEOUT)
     rollout: RolloutConfig = setting(RolloutConfig(maximum_execution_timeout_seconds=3600))
     autoscaling: AutoscalingConfig = setting(AutoscalingConfig(target_invocations_per_instance=600.0))
     alarms: AlarmConfig = setting(AlarmConfig(model_latency_p90_ms=500))
@@ -102,16 +108,17 @@ class PruningConfig:
     intermediate_size: int = setting(1536, ge=1, le=65536, hint="intermediate_size of the base model")
     supernet_hyperparameters: dict[str, str] = setting(dict(SUPERNET_HYPERPARAMETERS))
     supernet_instance_type: str = setting("ml.g5.xlarge", pattern=INSTANCE_TYPE)
-    supernet_max_runtime_hours: int = setting(6, ge=1, le=72)
+    supernet_max_runtime_hours: int = setting(6, le=72, aws=aws.MAX_RUNTIME_HOURS)  # project: 3 days for one model
     trial_instance_type: str = setting(
         "ml.c5.xlarge", pattern=INSTANCE_TYPE, hint="latency is measured here: use the serving instance family"
     )
-    trial_max_runtime_minutes: int = setting(60, ge=5, le=1440)
+    # Project: 5 minutes to a day per trial (a trial evaluates one sub-network; the tuning job runs hundreds).
+    trial_max_runtime_minutes: int = setting(60, ge=5, le=1440, aws=aws.TRIAL_MAX_RUNTIME_MINUTES)
     trial_hyperparameters: dict[str, str] = setting(
         {}, hint="evaluate_subnetwork.py flags every trial gets, e.g. latency-repeats"
     )
-    max_jobs: int = setting(100, ge=1, le=750, hint="trials of the tuning job")
-    max_parallel_jobs: int = setting(10, ge=1, le=100)
+    max_jobs: int = setting(100, hint="trials of the tuning job", aws=aws.TUNING_MAX_JOBS)
+    max_parallel_jobs: int = setting(10, aws=aws.TUNING_MAX_PARALLEL_JOBS)
     objectives: Literal[
         "validation_error,num_parameters",
         "validation_error,latency_ms",
@@ -129,9 +136,12 @@ class PruningConfig:
         "none", hint="export: dynamic_int8 serves the pruned model's Linear layers in int8 (handler, at load)"
     )
     helper_instance_type: str = setting("ml.m5.large", pattern=INSTANCE_TYPE, hint="selection and export jobs")
-    volume_size_gb: int = setting(30, ge=5, le=1024)
-    image_uri: str | None = setting(None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table")
-    log_retention_days: int = setting(30)
+    # Project: 5 GB to 1 TB for an encoder, its data and checkpoints.
+    volume_size_gb: int = setting(30, ge=5, le=1024, aws=aws.TRAINING_VOLUME_SIZE)
+    image_uri: str | None = setting(
+        None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table", aws=aws.TRAINING_IMAGE
+    )
+    log_retention_days: int = setting(30, aws=aws.LOG_RETENTION)  # check_log_retention: the list
     base_endpoint: EncoderEndpointConfig | None = setting(None, hint="null: no endpoint for the unpruned model")
     pruned_endpoint: EncoderEndpointConfig | None = setting(None, hint="null: no endpoint for the pruned model")
 
@@ -150,7 +160,7 @@ class PruningConfig:
             fail(
                 "job_name_prefix",
                 f"got {self.job_name_prefix!r}; at most {MAX_PRUNING_PREFIX} characters "
-                "(tuning job names are limited to 32)",
+                f"(tuning job names are limited to {_TUNING_NAME_MAX}){aws.TUNING_JOB_NAME.note()}",
             )
         if self.search_space == "per_layer" and 1 + 2 * self.num_layers > MAX_TUNED_PARAMETERS:
             fail(

@@ -2,7 +2,8 @@
 
 Every section is a frozen dataclass whose fields carry their limits in `setting(...)`. `parse`
 walks the type hints, so a new setting needs one line and gets type, range and unknown-key checks
-with the same one-line error format for free.
+with the same one-line error format for free. A setting sent to AWS as a request field names it
+(`aws=`, stacks/config/aws_limits.py): its range comes from botocore's model, and its errors name the field.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
+from .aws_limits import AwsField, setting_range
 from .errors import ConfigError
 
 T = TypeVar("T")
@@ -29,11 +31,23 @@ def setting(
     pattern: str | None = None,
     key_pattern: str | None = None,
     hint: str = "",
+    aws: AwsField | None = None,
+    key_aws: AwsField | None = None,
 ) -> Any:
     """Declare a config field with its allowed range; mutable defaults are copied per instance.
 
-    `pattern` applies to string values (also the values of a mapping), `key_pattern` to mapping keys."""
-    metadata = {"ge": ge, "le": le, "pattern": pattern, "key_pattern": key_pattern, "hint": hint}
+    `pattern` applies to string values (also the values of a mapping), `key_pattern` to mapping keys. `aws`: the
+    request field the value is sent as (a list setting: the list); its limits apply where `ge`/`le` are looser,
+    and a string or list is refused past its maximum length. `key_aws`: the field a mapping's keys are sent as."""
+    metadata = {
+        "ge": ge,
+        "le": le,
+        "pattern": pattern,
+        "key_pattern": key_pattern,
+        "hint": hint,
+        "aws": aws,
+        "key_aws": key_aws,
+    }
     if isinstance(default, dict | list):
         frozen = default
         return dataclasses.field(default_factory=lambda: type(frozen)(frozen), metadata=metadata)
@@ -92,13 +106,14 @@ def _convert(tp: Any, value: Any, field: dataclasses.Field, source: str, path: s
     if origin is Literal:
         if value not in args:
             allowed = ", ".join(repr(a) for a in args)
-            raise ConfigError(source, path, f"got {describe(value)}; allowed: {allowed}")
+            raise ConfigError(source, path, f"got {describe(value)}; allowed: {allowed}{_note(field.metadata)}")
         return value
     if dataclasses.is_dataclass(tp):
         return parse(tp, value, source=source, path=path)
     if origin is list:
         if not isinstance(value, list):
             raise ConfigError(source, path, f"got {describe(value)}; expected a list")
+        _check_length(len(value), "items", field.metadata, "list", source, path)
         return tuple(_convert(args[0], v, field, source, f"{path}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, Mapping):
@@ -109,7 +124,9 @@ def _convert(tp: Any, value: Any, field: dataclasses.Field, source: str, path: s
                 raise ConfigError(source, path, f"key {describe(k)} must be a string")
             key_pattern = field.metadata.get("key_pattern")
             if key_pattern and not re.fullmatch(key_pattern, k):
-                raise ConfigError(source, path, f"key {describe(k)} must match {key_pattern}")
+                raise ConfigError(
+                    source, path, f"key {describe(k)} must match {key_pattern}{_note(field.metadata, 'key_aws')}"
+                )
             out[k] = _convert(args[1], v, field, source, f"{path}.{k}")
         return types.MappingProxyType(dict(sorted(out.items())))
     return _scalar(tp, value, field, source, path)
@@ -122,29 +139,56 @@ def _scalar(tp: Any, value: Any, field: dataclasses.Field, source: str, path: st
         if not isinstance(value, bool):
             raise ConfigError(source, path, f"got {describe(value)}; expected true or false")
         return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(source, path, f"got {describe(value)}; expected an integer{_range(meta)}{hint}")
-    elif tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(source, path, f"got {describe(value)}; expected a number{_range(meta)}{hint}")
-        value = float(value)
-    elif tp is str:
+    if tp is str:
         if not isinstance(value, str):
-            raise ConfigError(source, path, f"got {describe(value)}; expected a string{hint}")
+            raise ConfigError(source, path, f"got {describe(value)}; expected a string{hint}{_note(meta)}")
         if meta.get("pattern") and not re.fullmatch(meta["pattern"], value):
-            raise ConfigError(source, path, f"got {describe(value)}; must match {meta['pattern']}{hint}")
+            raise ConfigError(source, path, f"got {describe(value)}; must match {meta['pattern']}{hint}{_note(meta)}")
+        _check_length(len(value), "characters", meta, "string", source, path)
         return value
-    else:
+    if tp not in (int, float):
         raise TypeError(f"unsupported config type {tp} at {path}")
-    if (meta.get("ge") is not None and value < meta["ge"]) or (meta.get("le") is not None and value > meta["le"]):
-        kind = "an integer" if tp is int else "a number"
-        raise ConfigError(source, path, f"got {describe(value)}; expected {kind}{_range(meta)}{hint}")
+    kind = "an integer" if tp is int else "a number"
+    ge, le = bounds(meta)
+    expected = f"expected {kind}{_range(ge, le)}{hint}{_note(meta)}"
+    if isinstance(value, bool) or not isinstance(value, int | float) or (tp is int and not isinstance(value, int)):
+        raise ConfigError(source, path, f"got {describe(value)}; {expected}")
+    value = float(value) if tp is float else value
+    if (ge is not None and value < ge) or (le is not None and value > le):
+        raise ConfigError(source, path, f"got {describe(value)}; {expected}")
     return value
 
 
-def _range(meta: Mapping[str, Any]) -> str:
+def bounds(meta: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """A number setting's (ge, le): its own, narrowed to its AWS field's range (botocore, in the setting's unit)."""
     ge, le = meta.get("ge"), meta.get("le")
+    aws = meta.get("aws")
+    if aws is None:
+        return ge, le
+    low, high = setting_range(aws)
+    return (
+        low if ge is None else ge if low is None else max(ge, low),
+        high if le is None else le if high is None else min(le, high),
+    )
+
+
+def _note(meta: Mapping[str, Any], key: str = "aws") -> str:
+    """` (<AWS field>: <range>)` when the setting is sent as one."""
+    aws = meta.get(key)
+    return "" if aws is None else aws.note()
+
+
+def _check_length(size: int, unit: str, meta: Mapping[str, Any], kind: str, source: str, path: str) -> None:
+    """A string or list over its AWS field's maximum length (botocore's `max`) fails here, not at the API."""
+    aws = meta.get("aws")
+    if aws is None or aws.kind != kind:
+        return
+    high = setting_range(aws)[1]
+    if high is not None and size > high:
+        raise ConfigError(source, path, f"got {size} {unit}; at most {high}{aws.note()}")
+
+
+def _range(ge: float | None, le: float | None) -> str:
     if ge is not None and le is not None:
         return f" in {ge}..{le}"
     if ge is not None:

@@ -15,6 +15,7 @@ from typing import Literal
 from ..serving.backends import Backend as BackendRecord
 from ..serving.backends import backend as backend_named
 from ..serving.backends import backends, image_names, names
+from . import aws_limits as aws
 from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig, check_variant
 from .errors import ConfigError
 from .inf2 import INF2_TYPES, Inf2Type
@@ -49,13 +50,15 @@ class _ServingSettings:
     backend: Backend = setting("lmi_neuronx", hint=_BACKEND_HINT)
     compiled_graph_prefix: str | None = setting(None, pattern=S3_PREFIX, hint="from config/<env>.model.json")
     image: ImageName | None = setting(None, hint="stacks/images.json; null: the backend's image")
-    image_uri: str | None = setting(None, pattern=ECR_IMAGE, hint="overrides the region table")
+    image_uri: str | None = setting(None, pattern=ECR_IMAGE, hint="overrides the region table", aws=aws.MODEL_IMAGE)
     lmi_version: str | None = setting(None, pattern=r"\d+\.\d+\.\d+", hint="needed when image_uri's tag hides it")
     instance_type: str = setting("ml.inf2.xlarge", pattern=r"ml\.[a-z0-9-]+\.[a-z0-9]+")
-    initial_instance_count: int = setting(1, ge=1, le=100)
-    volume_size_gb: int = setting(64, ge=4, le=512)
-    container_startup_health_check_timeout_seconds: int = setting(1800, ge=60, le=3600)
-    model_data_download_timeout_seconds: int = setting(600, ge=60, le=3600)
+    initial_instance_count: int = setting(1, le=100, aws=aws.VARIANT_INSTANCE_COUNT)  # le: autoscaling's cap
+    # Project: at least 4 GB; the volume holds the downloaded weights (ml.inf2 has no instance storage), and the
+    # smallest model served here is 1.1B parameters, 2.2 GB in 16 bits.
+    volume_size_gb: int = setting(64, ge=4, aws=aws.VARIANT_VOLUME_SIZE)
+    container_startup_health_check_timeout_seconds: int = setting(1800, aws=aws.VARIANT_STARTUP_TIMEOUT)
+    model_data_download_timeout_seconds: int = setting(600, aws=aws.VARIANT_DOWNLOAD_TIMEOUT)
     rollout: RolloutConfig = setting(RolloutConfig())
     autoscaling: AutoscalingConfig = setting(AutoscalingConfig())
     alarms: AlarmConfig = setting(AlarmConfig())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import aws_limits as aws
 from .errors import ConfigError
 from .instance_types import TRAINING, check_instance_type
 from .schema import setting
@@ -16,7 +17,8 @@ OFFLINE_IMAGE = (
     "this account's ECR) or training.image_uri"
 )
 ECR_IMAGE_PATTERN = r"\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+(:[\w.-]+|@sha256:[0-9a-f]{64})"
-# CloudWatch Logs accepts only these retention periods.
+# CloudWatch Logs accepts only these retention periods: botocore's model has no enum for them, its Days shape's
+# documentation lists them ("Possible values are: 1, 3, ...", aws_limits.LOG_RETENTION's citation).
 LOG_RETENTION_DAYS = (
     1,
     3,
@@ -41,9 +43,13 @@ LOG_RETENTION_DAYS = (
     3288,
     3653,
 )
-# Job names are `<prefix>-<32 hex>-<attempt>-<retry>` and SageMaker allows 63 characters.
-MAX_JOB_NAME_PREFIX = 63 - (1 + 32 + 4)
-PREFIX_LIMIT = f"at most {MAX_JOB_NAME_PREFIX} characters so job names fit SageMaker's 63"
+# Job names are `<prefix>-<32 hex>-<attempt>-<retry>` and SageMaker allows TrainingJobName's botocore maximum.
+_JOB_NAME_MAX = aws.setting_range(aws.TRAINING_JOB_NAME)[1]
+MAX_JOB_NAME_PREFIX = _JOB_NAME_MAX - (1 + 32 + 4)
+PREFIX_LIMIT = (
+    f"at most {MAX_JOB_NAME_PREFIX} characters so job names fit SageMaker's {_JOB_NAME_MAX}"
+    + aws.TRAINING_JOB_NAME.note()
+)
 # GPUs per instance of the multi-GPU SageMaker training types; any other type counts as one GPU.
 MULTI_GPU_TYPES = {
     **dict.fromkeys(
@@ -96,7 +102,8 @@ SEED_HYPERPARAMETERS = {
 def check_log_retention(days: int, source: str, field: str) -> None:
     """CloudWatch Logs accepts only the periods of LOG_RETENTION_DAYS."""
     if days not in LOG_RETENTION_DAYS:
-        raise ConfigError(source, field, f"got {days}; allowed: {', '.join(map(str, LOG_RETENTION_DAYS))}")
+        allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
+        raise ConfigError(source, field, f"got {days}; allowed: {allowed}{aws.LOG_RETENTION.note()}")
 
 
 @dataclass(frozen=True)
@@ -108,8 +115,11 @@ class NeuronCompileConfig:
     instance_type: str = setting(
         "ml.r5.4xlarge", pattern=r"ml\.[a-z0-9]+\.[a-z0-9]+", hint="CPU, >= 64 GiB host RAM for 7-8B models"
     )
-    max_runtime_hours: int = setting(4, ge=1, le=72)
-    volume_size_gb: int = setting(200, ge=5, le=16384, hint="the merged model plus the compiled one")
+    max_runtime_hours: int = setting(4, le=72, aws=aws.MAX_RUNTIME_HOURS)  # project: a compile takes an hour or two
+    # Project: the training job's range (below).
+    volume_size_gb: int = setting(
+        200, ge=5, le=16384, hint="the merged model plus the compiled one", aws=aws.TRAINING_VOLUME_SIZE
+    )
 
     def check(self, source: str, path: str) -> None:
         check_instance_type(self.instance_type, TRAINING, source, f"{path}.instance_type")
@@ -130,18 +140,26 @@ class TrainingConfig:
     """One training job shape per environment; executions may override hyperparameters, nothing else."""
 
     instance_type: str = setting("ml.g5.2xlarge", pattern=r"ml\.[a-z0-9]+\.[a-z0-9]+", hint="e.g. ml.g5.2xlarge")
-    instance_count: int = setting(1, ge=1, le=8)
-    volume_size_gb: int = setting(100, ge=5, le=16384)
-    max_runtime_hours: int = setting(24, ge=1, le=672)
+    # Project: at least one instance (0 is for instance groups, which the job does not use); at most 8, a guard
+    # against a typo's bill (torchrun spans instance_count x GPUs).
+    instance_count: int = setting(1, ge=1, le=8, aws=aws.TRAINING_INSTANCE_COUNT)
+    # Project: 5 GB to 16 TiB (16384 GB, the largest EBS gp2 volume SageMaker attaches); the API sets no range.
+    volume_size_gb: int = setting(100, ge=5, le=16384, aws=aws.TRAINING_VOLUME_SIZE)
+    max_runtime_hours: int = setting(24, aws=aws.MAX_RUNTIME_HOURS)
     spot: bool = setting(False)
-    max_wait_hours: int | None = setting(None, ge=1, le=672, hint="managed spot only; >= max_runtime_hours")
+    # Project: the wait (spot capacity plus run time) is capped like the run time, 28 days.
+    max_wait_hours: int | None = setting(
+        None, le=672, hint="managed spot only; >= max_runtime_hours", aws=aws.MAX_WAIT_HOURS
+    )
     network_isolation: bool = setting(False)
     base_model_key: str | None = setting(
         None, pattern=r"base-models/[A-Za-z0-9._/-]+/", hint="a folder in the artifact bucket, e.g. base-models/llama/"
     )
-    subnet_ids: list[str] = setting([], pattern=r"subnet-[0-9a-f]{8,17}")
-    security_group_ids: list[str] = setting([], pattern=r"sg-[0-9a-f]{8,17}")
-    image_uri: str | None = setting(None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table")
+    subnet_ids: list[str] = setting([], pattern=r"subnet-[0-9a-f]{8,17}", aws=aws.TRAINING_SUBNETS)
+    security_group_ids: list[str] = setting([], pattern=r"sg-[0-9a-f]{8,17}", aws=aws.TRAINING_SECURITY_GROUPS)
+    image_uri: str | None = setting(
+        None, pattern=ECR_IMAGE_PATTERN, hint="an ECR image URI; null: the pinned table", aws=aws.TRAINING_IMAGE
+    )
     image_repository: str | None = setting(
         None, pattern=OWN_REPOSITORY_PATTERN, hint="<repo>:<tag> in the deploying account's ECR (same region)"
     )
@@ -150,7 +168,7 @@ class TrainingConfig:
     )
     capacity_retries: int = setting(2, ge=0, le=5, hint="new jobs after an InsufficientCapacity failure")
     capacity_backoff_seconds: int = setting(600, ge=60, le=7200, hint="first wait; doubles per retry")
-    log_retention_days: int = setting(30)
+    log_retention_days: int = setting(30, aws=aws.LOG_RETENTION)  # check_log_retention: the list
     hyperparameters: dict[str, str] = setting(dict(SEED_HYPERPARAMETERS))
     neuron_compile: NeuronCompileConfig = setting(NeuronCompileConfig())
     quality_gate: QualityGateConfig = setting(QualityGateConfig())

@@ -543,3 +543,22 @@ def test_missing_optional_section_takes_defaults(tmp_path):
 
     write_case(tmp_path, _without("data"))
     assert load_config("dev", tmp_path).data == DataConfig()
+
+
+# Refused after load_config, while the app builds the stacks (the image table has no such region).
+BUILD_TIME = {"region-without-images"}
+
+
+@pytest.mark.parametrize(
+    ("case", "env_name", "content", "expected"),
+    [c for c in CASES if c[0] not in BUILD_TIME],
+    ids=[c[0] for c in CASES if c[0] not in BUILD_TIME],
+)
+def test_malformed_config_raises_the_same_line_in_process(tmp_path, case, env_name, content, expected):
+    """load_config, what app.py runs first, raises the line the entry point prints (no process per case)."""
+    from stacks.config import ConfigError, load_config
+
+    write_case(tmp_path, content)
+    with pytest.raises(ConfigError) as caught:
+        load_config(env_name, tmp_path)
+    assert expected in str(caught.value) and "\n" not in str(caught.value)

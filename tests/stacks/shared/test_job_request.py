@@ -105,3 +105,60 @@ def test_refs_must_be_paths_or_intrinsics():
 
 def test_job_names_fit_sagemaker_for_the_longest_allowed_prefix():
     assert max_job_name_length("a" * 26) == MAX_JOB_NAME
+
+
+# What Step Functions substitutes for each run-time value (`Key.$`), in the form the API expects there.
+RUN_TIME_VALUES = {
+    "TrainingJobName": "llm-inf2-dev-0123456789abcdef0123456789abcdef-0-0",
+    "S3Uri": "s3://bucket/datasets/guanaco/",
+    "S3OutputPath": "s3://bucket/models/",
+    "HyperParameters": {"epochs": "1"},
+}
+
+
+def _as_sent(node):
+    """The Parameters as the service receives them: every `Key.$` replaced by a value of Key."""
+    if isinstance(node, list):
+        return [_as_sent(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        (key[:-2] if key.endswith(".$") else key): RUN_TIME_VALUES[key[:-2]] if key.endswith(".$") else _as_sent(value)
+        for key, value in node.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {
+            "max_wait_seconds": 7200,
+            "checkpoint_s3_uri": Ref("States.Format('s3://b/checkpoints/{}/', $.run.name)"),
+            "network_isolation": True,
+            "channels": [S3Channel("training", Ref("$.train_data")), S3Channel("model", "s3://b/base-models/llama/")],
+            "subnet_ids": ["subnet-0123456789abcdef0"],
+            "security_group_ids": ["sg-0123456789abcdef0"],
+            "tags": {"env": "dev", "app": "llm-inf2"},
+            "hyperparameters": {"epochs": "1"},
+            "container_entrypoint": ["python", "compile.py"],
+            "container_arguments": ["--batch_size", "4"],
+        },
+    ],
+    ids=["on-demand", "every-option"],
+)
+def test_the_request_is_one_createtrainingjob_accepts(overrides):
+    """botocore's own validation (types, required members, enums) and the maxima and patterns it skips."""
+    from botocore.validate import ParamValidator
+
+    from tests.stacks.botocore_limits import input_shape, limit_violations
+
+    params = _as_sent(_request(**overrides).to_asl())
+    report = ParamValidator().validate(params, input_shape("sagemaker", "CreateTrainingJob"))
+    assert not report.has_errors(), report.generate_report()
+    assert limit_violations("sagemaker", "CreateTrainingJob", params) == []
+    assert params["AlgorithmSpecification"]["TrainingInputMode"] == "File"
+    if overrides:
+        assert params["Tags"] == [{"Key": "app", "Value": "llm-inf2"}, {"Key": "env", "Value": "dev"}]
+        assert params["AlgorithmSpecification"]["ContainerArguments"] == ["--batch_size", "4"]
+        assert params["HyperParameters"] == {"epochs": "1"}

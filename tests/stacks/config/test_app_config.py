@@ -1,0 +1,372 @@
+"""What the stacks read off a parsed config besides its settings: names, tags, derived job shapes, and the package's
+own surface (lazy names, frozen sections, one-line errors). Parsed in-process from dicts, no app run."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+import stacks.config
+from stacks.config import ConfigError, aws_limits
+from stacks.config.app_config import AppConfig
+from stacks.config.errors import one_line
+from stacks.config.schema import describe, parse, setting
+from stacks.config.training import TrainingConfig
+from tools.config_reference import sections
+
+ROOT = Path(__file__).resolve().parents[3]
+DEV = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
+
+
+def _config(**top) -> AppConfig:
+    config = parse(AppConfig, {**DEV, **top}, source="config/dev.yaml")
+    object.__setattr__(config, "env_name", "dev")
+    return config
+
+
+def test_stack_ids_and_tags_name_app_and_environment():
+    config = _config(app_name="shop", tags={"owner": "ml", "app": "other"})
+    assert config.stack_id("Serving") == "shop-dev-Serving"
+    assert dict(config.all_tags) == {"app": "other", "environment": "dev", "owner": "ml"}
+    assert dict(_config(tags={}).all_tags) == {"app": "llm-inf2", "environment": "dev"}
+
+
+def test_serving_exists_only_with_a_model_prefix():
+    assert _config().serves is False  # dev ships no model yet
+    assert _config(serving={**DEV["serving"], "model_prefix": "models/x/"}).serves is True
+    assert _config(serving=None).serves is False
+
+
+def test_the_compile_step_follows_the_backend_unless_set():
+    staging = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
+    vllm = {**staging["serving"], "model_prefix": None}
+    assert _config().compiles_for_neuron is False
+    assert _config(serving=vllm, training={**DEV["training"], "neuron_compile": {}}).compiles_for_neuron is True
+    off = {**DEV["training"], "neuron_compile": {"enabled": False}}
+    assert _config(serving=vllm, training=off).compiles_for_neuron is False
+    on = {**DEV["training"], "neuron_compile": {"enabled": True}}
+    assert _config(serving=vllm, training=on).compiles_for_neuron is True
+    with pytest.raises(ConfigError) as caught:
+        _config(training=on)
+    assert str(caught.value) == (
+        "config/dev.yaml: training.neuron_compile.enabled: got true with serving.backend lmi_neuronx; the compile "
+        "step exports for vllm_neuronx (LMI's partition step needs Neuron devices; see README): set "
+        "serving.backend: vllm_neuronx or null"
+    )
+
+
+def test_warnings_are_lines_of_the_source_file():
+    config = _config(serving={**DEV["serving"], "model_parameters_billions": 6.7})
+    object.__setattr__(config, "source", "config/dev.yaml")
+    assert [line.split(": ", 2)[:2] for line in config.warnings()] == [
+        ["config/dev.yaml", "serving.backend"],
+        ["config/dev.yaml", "serving.compiled_graph_prefix"],
+    ]
+    assert _config(serving=None).warnings() == []
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "count", "gpus"),
+    # GPUs per instance as AWS documents the types (EC2 accelerated computing: g5.12xlarge 4 A10G, p4d 8 A100)
+    [("ml.g5.2xlarge", 1, 1), ("ml.g5.2xlarge", 3, 3), ("ml.g5.12xlarge", 2, 8), ("ml.p4d.24xlarge", 1, 8)],
+)
+def test_world_size_is_instances_times_gpus(instance_type, count, gpus):
+    training = parse(TrainingConfig, {"instance_type": instance_type, "instance_count": count}, source="s")
+    assert training.world_size == gpus and training.distributed is (gpus > 1)
+
+
+def test_spot_waits_twice_the_run_time_up_to_28_days_unless_set():
+    def wait(**data):
+        return parse(TrainingConfig, data, source="s").max_wait_seconds
+
+    assert wait() is None and wait(max_runtime_hours=5) is None
+    assert wait(spot=True, max_runtime_hours=5) == 10 * 3600
+    assert wait(spot=True, max_runtime_hours=400) == 28 * 24 * 3600  # MaxRuntimeInSeconds' documented maximum
+    assert wait(spot=True, max_runtime_hours=5, max_wait_hours=7) == 7 * 3600
+
+
+def test_an_own_image_is_either_setting():
+    assert not parse(TrainingConfig, {}, source="s").has_own_image
+    assert parse(TrainingConfig, {"image_repository": "r:1"}, source="s").has_own_image
+    assert parse(
+        TrainingConfig, {"image_uri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/r:1"}, source="s"
+    ).has_own_image
+
+
+@pytest.mark.parametrize("cls", sorted(sections(), key=lambda c: c.__name__), ids=lambda c: c.__name__)
+def test_every_section_is_frozen(cls):
+    """Stacks share one config: no section can be changed after validation."""
+    assert cls.__dataclass_params__.frozen
+
+
+def test_the_package_names_load_on_first_use():
+    import importlib
+
+    homes = {"AppConfig": "app_config", "ConfigError": "errors", "DataConfig": "data", "PruningConfig": "pruning"}
+    homes |= {"ServingConfig": "serving", "TrainingConfig": "training", "load_config": "loader"}
+    assert stacks.config.__all__ == sorted(homes)
+    for name, module in homes.items():
+        assert getattr(stacks.config, name) is getattr(importlib.import_module(f"stacks.config.{module}"), name)
+    with pytest.raises(AttributeError) as caught:
+        _ = stacks.config.Nothing
+    assert str(caught.value) == "module 'stacks.config' has no attribute 'Nothing'"
+
+
+def test_name_and_source_are_the_loaders_not_the_files():
+    config = parse(AppConfig, {}, source="s")
+    assert (config.env_name, config.source) == ("", "")
+    with pytest.raises(ConfigError, match="env_name: unknown setting"):
+        parse(AppConfig, {"env_name": "prod"}, source="s")
+
+
+def test_errors_are_one_line_whatever_the_key_holds():
+    assert one_line("a\nb\tc\x00") == "a\\nb\\tc\\x00"
+    error = ConfigError("config/dev.yaml", "tags.a\nb", "got 'x'")
+    assert str(error) == "config/dev.yaml: tags.a\\nb: got 'x'"
+    assert (error.source, error.field, error.problem) == ("config/dev.yaml", "tags.a\nb", "got 'x'")
+
+
+def test_long_values_are_cut_to_sixty_characters():
+    assert describe("a" * 58) == repr("a" * 58)
+    assert describe("a" * 59) == repr("a" * 57)[:57] + "..."
+    assert len(describe(list(range(100)))) == 60
+
+
+@dataclasses.dataclass(frozen=True)
+class _Limits:
+    required: str = setting(pattern="x+", hint="some x")
+    at_least: int = setting(5, ge=2)
+    at_most: float = setting(1.5, le=3)
+    free: int = setting(0)
+    names: list[str] = setting([], pattern="[a-z]+")
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        ({"at_least": 1}, "s: p.at_least: got 1; expected an integer >= 2"),
+        ({"at_most": 3.5}, "s: p.at_most: got 3.5; expected a number <= 3"),
+        ({"at_most": "3"}, "s: p.at_most: got '3'; expected a number <= 3"),
+        ({"free": 1.5}, "s: p.free: got 1.5; expected an integer"),
+        ({"names": "a"}, "s: p.names: got 'a'; expected a list"),
+        ({"names": ["a", "B"]}, "s: p.names[1]: got 'B'; must match [a-z]+"),
+        ({}, "s: p.required: missing; this setting is required"),
+        ({"required": "y"}, "s: p.required: got 'y'; must match x+ (some x)"),
+        ({"required": 1}, "s: p.required: got 1; expected a string (some x)"),
+        ({"zzz": 1}, "s: p.zzz: unknown setting; allowed: at_least, at_most, free, names, required"),
+        ({"at_leest": 1}, "s: p.at_leest: unknown setting; did you mean 'at_least'? allowed: "),
+    ],
+)
+def test_the_schema_refuses_with_one_line(data, line):
+    with pytest.raises(ConfigError) as caught:
+        parse(_Limits, data if "required" in data or not data else {"required": "x", **data}, source="s", path="p")
+    assert str(caught.value).startswith(line), str(caught.value)
+
+
+def test_the_schema_converts_what_it_accepts():
+    parsed = parse(_Limits, {"at_least": 2, "at_most": 3, "free": -7, "names": ["a"], "required": "x"}, source="s")
+    assert (parsed.at_least, parsed.at_most, parsed.free, parsed.names, parsed.required) == (2, 3.0, -7, ("a",), "x")
+    assert isinstance(parsed.at_most, float) and not math.isnan(parsed.at_most)
+    assert _Limits(required="x").names == [] and _Limits(required="x").names is not _Limits(required="x").names
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sent:
+    # looser than the field: SageMaker's 1..512 GB wins; stricter: its own 10 wins
+    volume: int = setting(8, ge=0, le=10**6, aws=aws_limits.VARIANT_VOLUME_SIZE)
+    count: int = setting(1, le=10, aws=aws_limits.VARIANT_INSTANCE_COUNT)
+    labels: dict[str, str] = setting({}, key_pattern="[a-z]+")
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        ({"volume": 0}, "s: volume: got 0; expected an integer in 1..512 (SageMaker CreateEndpointConfig "),
+        ({"volume": 513}, "s: volume: got 513; expected an integer in 1..512 (SageMaker CreateEndpointConfig "),
+        ({"count": 11}, "s: count: got 11; expected an integer in 1..10 (SageMaker CreateEndpointConfig "),
+        ({"labels": {1: "a"}}, "s: labels: key 1 must be a string"),
+        ({"labels": {"A": "a"}}, "s: labels: key 'A' must match [a-z]+"),
+        ({"labels": ["a"]}, "s: labels: got ['a']; expected a mapping"),
+    ],
+)
+def test_an_aws_field_narrows_a_looser_range_and_keeps_a_stricter_one(data, line):
+    with pytest.raises(ConfigError) as caught:
+        parse(_Sent, data, source="s")
+    assert str(caught.value).startswith(line), str(caught.value)
+    assert parse(_Sent, {"volume": 512, "count": 10}, source="s").volume == 512
+
+
+def test_types_the_schema_cannot_check_fail_loudly():
+    @dataclasses.dataclass(frozen=True)
+    class Union:
+        value: int | str = setting(1)
+
+    @dataclasses.dataclass(frozen=True)
+    class Raw:
+        value: bytes = setting(b"")
+
+    with pytest.raises(TypeError) as union:
+        parse(Union, {"value": 1}, source="s")
+    with pytest.raises(TypeError) as raw:
+        parse(Raw, {"value": b"x"}, source="s")
+    assert (str(union.value), str(raw.value)) == (
+        "unsupported union int | str at value",
+        "unsupported config type <class 'bytes'> at value",
+    )
+
+
+def test_inf2_types_are_the_documented_shapes():
+    """Inferentia2 chips (2 NeuronCores each), vCPUs and host memory (GiB) per size, as the Neuron documentation
+    lists them (awsdocs-neuron.readthedocs-hosted.com, general/arch/neuron-hardware/inf2-arch)."""
+    from stacks.config.inf2 import INF2_TYPES
+
+    documented = {"ml.inf2.xlarge": (1, 4, 16), "ml.inf2.8xlarge": (1, 32, 128)}
+    documented |= {"ml.inf2.24xlarge": (6, 96, 384), "ml.inf2.48xlarge": (12, 192, 768)}
+    assert {name: (t.neuron_cores, t.vcpus, t.host_memory_gb) for name, t in INF2_TYPES.items()} == {
+        name: (2 * chips, vcpus, memory) for name, (chips, vcpus, memory) in documented.items()
+    }
+
+
+def test_isolated_mode_creates_what_the_config_does_not_name():
+    from stacks.config.network import NetworkConfig
+
+    def network(**data):
+        return parse(NetworkConfig, data, source="s", path="network")
+
+    assert (network().creates_vpc, network().creates_security_group) == (False, False)
+    assert (network(isolated=True).creates_vpc, network(isolated=True).creates_security_group) == (True, True)
+    subnets = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+    given = network(isolated=True, vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets)
+    assert (given.creates_vpc, given.creates_security_group) == (False, True)
+    grouped = network(
+        isolated=True, vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets, security_group_ids=["sg-01234567"]
+    )
+    assert grouped.creates_security_group is False
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (
+            {"isolated": True, "security_group_ids": ["sg-01234567"]},
+            "s: network.security_group_ids: needs vpc_id (the VPC they belong to)",
+        ),
+        (
+            {"isolated": True, "vpc_id": "vpc-01234567", "subnet_ids": ["subnet-01234567"] * 2},
+            "s: network.subnet_ids: lists a subnet twice",
+        ),
+        ({"security_group_ids": ["sg-01234567"]}, "s: network.security_group_ids: only used with isolated: true"),
+    ],
+)
+def test_isolated_mode_refuses_a_half_named_vpc(data, line):
+    from stacks.config.network import NetworkConfig
+
+    with pytest.raises(ConfigError) as caught:
+        parse(NetworkConfig, data, source="s", path="network")
+    assert str(caught.value).startswith(line), str(caught.value)
+
+
+def test_the_loader_lists_the_environments_it_knows(tmp_path):
+    from stacks.config import load_config
+
+    with pytest.raises(ConfigError, match=r"known environments: none$"):
+        load_config("dev", tmp_path)
+    for env in ("prod", "dev"):
+        (tmp_path / f"{env}.yaml").write_text("app_name: shop\n")
+    with pytest.raises(ConfigError, match=r"qa.yaml: env: no such file for env 'qa'; known environments: dev, prod$"):
+        load_config("qa", tmp_path)
+    (tmp_path / "open.yaml").write_text("app_name: [unclosed\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config("open", tmp_path)
+    assert str(caught.value).endswith("open.yaml: line 2: invalid YAML: expected ',' or ']', but got '<stream end>'")
+    (tmp_path / "bad.yaml").write_bytes(b"app_name: a\x00\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: <yaml>: invalid YAML: unacceptable character #x0000"):
+        load_config("bad", tmp_path)
+
+
+def test_the_loader_reads_config_of_the_working_folder(monkeypatch):
+    from stacks.config import load_config
+
+    monkeypatch.chdir(ROOT)
+    config = load_config("dev")
+    assert (config.source, config.env_name) == ("config/dev.yaml", "dev")
+
+
+def test_isolated_mode_lists_every_setting_that_needs_the_internet():
+    from stacks.config.app_config import OFFLINE_IMAGE, isolation_problems
+
+    subnet, group = "subnet-0123456789abcdef0", "sg-0123456789abcdef0"
+    training = {**DEV["training"], "subnet_ids": [subnet], "security_group_ids": [group]}
+    serving = {**DEV["serving"], "model_prefix": "models/x/", "compiled_graph_prefix": "graphs/x/"}
+    config = _config(training=training, serving=serving)
+    isolated = "network.isolated: true"
+    assert isolation_problems(config) == [
+        (
+            "training.base_model_key",
+            f"missing; {isolated} needs the base model as an S3 `model` channel (e.g. base-models/llama-2-7b-chat-hf/) "
+            "instead of a hub download",
+        ),
+        (
+            "training.hyperparameters.model_id",
+            "got 'NousResearch/Llama-2-7b-chat-hf'; a Hugging Face hub id needs the internet (network.isolated: true):"
+            " remove it, training.base_model_key supplies the model",
+        ),
+        ("training.image_uri", f"missing; {isolated}: {OFFLINE_IMAGE}"),
+        ("training.subnet_ids", f"set the VPC under network: ({isolated} uses it for training and serving)"),
+        ("training.security_group_ids", f"set the VPC under network: ({isolated} uses it for training and serving)"),
+        (
+            "serving.compiled_graph_prefix",
+            f"got 'graphs/x/'; with {isolated} the container cannot reach S3, so it must lie under "
+            "serving.model_prefix 'models/x/' (mounted at /opt/ml/model)",
+        ),
+        (
+            "pruning.enabled",
+            f"got true; the Pruning stack downloads models from the Hugging Face hub, which {isolated} cannot reach",
+        ),
+    ]
+
+
+def test_isolated_mode_takes_a_local_model_path_and_a_graph_under_the_model():
+    from stacks.config.app_config import isolation_problems
+
+    hyperparameters = {**DEV["training"]["hyperparameters"], "model_id": "/opt/ml/input/data/model"}
+    training = {
+        **DEV["training"],
+        "hyperparameters": hyperparameters,
+        "base_model_key": "base-models/llama/",
+        "image_repository": "llm-inf2-training:qlora-1",
+    }
+    serving = {**DEV["serving"], "model_prefix": "models/x/", "compiled_graph_prefix": "models/x/neuron/"}
+    config = _config(training=training, serving=serving, pruning={"enabled": False})
+    assert isolation_problems(config) == []
+    assert isolation_problems(_config(training=training, serving=None, pruning={"enabled": False})) == []
+
+
+def test_alarms_need_no_more_datapoints_than_periods():
+    from stacks.config.endpoint import AlarmConfig
+
+    assert parse(AlarmConfig, {"evaluation_periods": 3, "datapoints_to_alarm": 3}, source="s").datapoints_to_alarm == 3
+    with pytest.raises(ConfigError) as caught:
+        parse(AlarmConfig, {"evaluation_periods": 3, "datapoints_to_alarm": 4}, source="s", path="serving.alarms")
+    assert str(caught.value) == "s: serving.alarms.datapoints_to_alarm: got 4; must be <= evaluation_periods (3)"
+
+
+def test_a_rolling_update_may_last_exactly_start_up_plus_baking():
+    rollout = {"maximum_execution_timeout_seconds": 1920, "wait_interval_seconds": 120}
+    serving = {**DEV["serving"], "container_startup_health_check_timeout_seconds": 1800, "rollout": rollout}
+    assert _config(serving=serving).serving.rollout.maximum_execution_timeout_seconds == 1920
+
+
+def test_an_unknown_instance_type_gets_its_three_closest():
+    from stacks.config.instance_types import TRAINING, check_instance_type
+
+    with pytest.raises(ConfigError) as caught:
+        check_instance_type("ml.g5.3xlarge", TRAINING, "s", "training.instance_type")
+    assert str(caught.value) == (
+        "s: training.instance_type: got 'ml.g5.3xlarge'; not a SageMaker TrainingInstanceType (botocore's model): "
+        "closest: ml.g5.xlarge, ml.g5.8xlarge, ml.g5.4xlarge"
+    )
