@@ -18,7 +18,6 @@ from pathlib import Path
 from local.deploy import deploy
 from local.emulator import LocalAws
 from stacks.config import load_config
-from tools import promote_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,10 +35,12 @@ def promote(aws: LocalAws, *, env_name: str, arn: str, config_dir: Path) -> None
     """`make promote TO=<env> VERSION=<arn>` against the emulator, into `config_dir` (a copy of config/)."""
     shutil.rmtree(config_dir, ignore_errors=True)
     shutil.copytree(ROOT / "config", config_dir, ignore=shutil.ignore_patterns("*.model.json"))
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        os.environ.setdefault(name, "emulated")  # moto takes any key; the tool's session needs one
+    # moto takes any key; the tool's boto3 session needs one
+    env = {"AWS_ACCESS_KEY_ID": "emulated", "AWS_SECRET_ACCESS_KEY": "emulated", **os.environ}
     argv = ["--to", env_name, "--version", arn, "--config-dir", str(config_dir)]
-    if promote_model.main([*argv, "--endpoint-url", aws.endpoint_url, "--region", aws.region]) != 0:
+    argv += ["--endpoint-url", aws.endpoint_url, "--region", aws.region]
+    done = subprocess.run([sys.executable, "tools/promote_model.py", *argv], cwd=ROOT, env=env, check=False)
+    if done.returncode != 0:
         raise SystemExit(f"pipeline: the promotion of {arn} was refused (the line above says why)")
 
 
