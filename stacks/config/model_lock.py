@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from .aws_models import shapes
 from .errors import ConfigError
-from .instance_types import _sagemaker_shapes
 from .schema import describe, parse, setting
 
 LOCK_SUFFIX = ".model.json"
@@ -28,7 +28,7 @@ INTEGER_FACTS = ("parameters", "size_bytes", "context_length", "num_attention_he
 
 def _pattern(shape: str) -> str:
     """A string shape's pattern in botocore's SageMaker model (what SageMaker enforces)."""
-    return _sagemaker_shapes()[shape]["pattern"]
+    return shapes("sagemaker")[shape]["pattern"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class ModelLock:
                 "model_package_arn",
                 f"got {describe(self.model_package_arn)}; not a model package version ARN ({arn_pattern})",
             )
-        statuses = _sagemaker_shapes()["ModelApprovalStatus"]["enum"]
+        statuses = shapes("sagemaker")["ModelApprovalStatus"]["enum"]
         if self.approval_status not in statuses:
             raise ConfigError(
                 source, "approval_status", f"got {describe(self.approval_status)}; allowed: {', '.join(statuses)}"

@@ -28,6 +28,14 @@ def _config(**top) -> AppConfig:
     return config
 
 
+def _served_at(config: AppConfig, model_prefix: str, graph: str) -> AppConfig:
+    """`config` serving these prefixes as a promotion's lock sets them (typed into the YAML they are refused)."""
+    from tests.synth import replaced
+
+    serving = dataclasses.replace(config.serving, model_prefix=model_prefix, compiled_graph_prefix=graph)
+    return replaced(config, serving=serving)
+
+
 def test_stack_ids_and_tags_name_app_and_environment():
     config = _config(app_name="shop", tags={"owner": "ml", "app": "other"})
     assert config.stack_id("Serving") == "shop-dev-Serving"
@@ -35,9 +43,11 @@ def test_stack_ids_and_tags_name_app_and_environment():
     assert dict(_config(tags={}).all_tags) == {"app": "llm-inf2", "environment": "dev"}
 
 
-def test_serving_exists_only_with_a_model_prefix():
+def test_serving_exists_only_with_a_promoted_model_lock():
+    from tests.synth import lock_document, with_lock
+
     assert _config().serves is False  # dev ships no model yet
-    assert _config(serving={**DEV["serving"], "model_prefix": "models/x/"}).serves is True
+    assert with_lock(_config(), lock_document("dev")).serves is True
     assert _config(serving=None).serves is False
 
 
@@ -107,6 +117,7 @@ def test_the_package_names_load_on_first_use():
     import importlib
 
     homes = {"AppConfig": "app_config", "ConfigError": "errors", "DataConfig": "data", "PruningConfig": "pruning"}
+    homes |= {"DeployConfig": "deploy"}
     homes |= {"ServingConfig": "serving", "TrainingConfig": "training", "load_config": "loader"}
     assert stacks.config.__all__ == sorted(homes)
     for name, module in homes.items():
@@ -297,12 +308,12 @@ def test_the_loader_reads_config_of_the_working_folder(monkeypatch):
 
 
 def test_isolated_mode_lists_every_setting_that_needs_the_internet():
+    """A graph outside the model prefix is the lock's check now (test_served_model.py), not listed here."""
     from stacks.config.app_config import OFFLINE_IMAGE, isolation_problems
 
     subnet, group = "subnet-0123456789abcdef0", "sg-0123456789abcdef0"
     training = {**DEV["training"], "subnet_ids": [subnet], "security_group_ids": [group]}
-    serving = {**DEV["serving"], "model_prefix": "models/x/", "compiled_graph_prefix": "graphs/x/"}
-    config = _config(training=training, serving=serving)
+    config = _served_at(_config(training=training), "models/x/", "graphs/x/")
     isolated = "network.isolated: true"
     assert isolation_problems(config) == [
         (
@@ -312,17 +323,12 @@ def test_isolated_mode_lists_every_setting_that_needs_the_internet():
         ),
         (
             "training.hyperparameters.model_id",
-            "got 'NousResearch/Llama-2-7b-chat-hf'; a Hugging Face hub id needs the internet (network.isolated: true):"
-            " remove it, training.base_model_key supplies the model",
+            "got 'TinyLlama/TinyLlama-1.1B-Chat-v1.0'; a Hugging Face hub id needs the internet "
+            "(network.isolated: true): remove it, training.base_model_key supplies the model",
         ),
         ("training.image_uri", f"missing; {isolated}: {OFFLINE_IMAGE}"),
         ("training.subnet_ids", f"set the VPC under network: ({isolated} uses it for training and serving)"),
         ("training.security_group_ids", f"set the VPC under network: ({isolated} uses it for training and serving)"),
-        (
-            "serving.compiled_graph_prefix",
-            f"got 'graphs/x/'; with {isolated} the container cannot reach S3, so it must lie under "
-            "serving.model_prefix 'models/x/' (mounted at /opt/ml/model)",
-        ),
         (
             "pruning.enabled",
             f"got true; the Pruning stack downloads models from the Hugging Face hub, which {isolated} cannot reach",
@@ -340,8 +346,7 @@ def test_isolated_mode_takes_a_local_model_path_and_a_graph_under_the_model():
         "base_model_key": "base-models/llama/",
         "image_repository": "llm-inf2-training:qlora-1",
     }
-    serving = {**DEV["serving"], "model_prefix": "models/x/", "compiled_graph_prefix": "models/x/neuron/"}
-    config = _config(training=training, serving=serving, pruning={"enabled": False})
+    config = _served_at(_config(training=training, pruning={"enabled": False}), "models/x/", "models/x/neuron/")
     assert isolation_problems(config) == []
     assert isolation_problems(_config(training=training, serving=None, pruning={"enabled": False})) == []
 

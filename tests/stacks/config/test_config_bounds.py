@@ -61,6 +61,11 @@ def _bounded(meta: typing.Mapping[str, Any], tp: Any) -> bool:
     return any(meta.get(key) for key in ("pattern", "key_pattern", "aws"))
 
 
+# Set from config/<env>.model.json only (served_model.with_model); typed into a YAML file they are refused whatever
+# the value (tests/stacks/config/test_served_model.py), so they have no edges to accept.
+FROM_THE_LOCK = {"ServingConfig.model_prefix", "ServingConfig.compiled_graph_prefix"}
+
+
 def bounded_settings() -> dict[str, tuple[type, str, str, Any]]:
     """`Section.field` -> (section, field, its path, its type) for each setting with a limit of any kind."""
     found = {}
@@ -68,6 +73,8 @@ def bounded_settings() -> dict[str, tuple[type, str, str, Any]]:
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             tp = _inner(hints[f.name])[0]
+            if f"{cls.__name__}.{f.name}" in FROM_THE_LOCK:
+                continue
             if f.init and not dataclasses.is_dataclass(tp) and tp is not bool and _bounded(f.metadata, tp):
                 found[f"{cls.__name__}.{f.name}"] = (cls, f.name, f"{path}.{f.name}" if path else f.name, tp)
     return found
@@ -446,20 +453,8 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     "ServingConfig.model_name": Text(
         ("tinyllama-1.1b-chat",), (("Tiny", MUST_MATCH), ("no-such", "no template")), "serving_artifacts/<name>/"
     ),
-    "ServingConfig.model_architecture": Text(
-        ("llama",), (("Llama", MUST_MATCH), ("a" * 33, MUST_MATCH)), "config.json's model_type"
-    ),
     "ServingConfig.model_parameters_billions": Range(0.01, 1000, "10 million to a trillion parameters"),
-    "ServingConfig.model_context_length": Range(
-        128, 1048576, "128 tokens to 1M", context={"lmi": {"n_positions": 128}}
-    ),
-    "ServingConfig.model_prefix": Text(
-        ("models/x/",), (("models/x", MUST_MATCH), ("/models/x/", MUST_MATCH)), "an S3 prefix ending in /"
-    ),
     "ServingConfig.backend": Choice(("lmi_neuronx",), "tgi", "stacks/serving/backends/ (vllm_neuronx: staging)"),
-    "ServingConfig.compiled_graph_prefix": Text(
-        ("models/x/graph/",), (("models/x/graph", MUST_MATCH),), "an S3 prefix ending in /"
-    ),
     "ServingConfig.image": Choice(("lmi_neuronx", "lmi_neuronx_0_29"), "vllm", "stacks/images.json's LMI entries"),
     "ServingConfig.image_uri": Text(
         (_image(255, f"{ECR}/djl-inference:0.30.0-neuronx"),),
@@ -640,10 +635,98 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     "NetworkConfig.s3_prefix_list_id": Text(
         ("pl-63a5400a",), (("pl-63a54", MUST_MATCH),), "EC2 prefix list ids", context={"isolated": True}
     ),
+    # the model lock (config/<env>.model.json): written by tools/promote_model.py from the package's records
+    "ModelLock.model_prefix": Text(
+        ("models/j/output/model/",), (("models/j", MUST_MATCH), ("/models/j/", MUST_MATCH)), "an S3 key prefix"
+    ),
+    "ModelLock.compiled_prefix": Text(
+        ("models/j/neuron/bs4/",), (("models/j/neuron", MUST_MATCH),), "an S3 key prefix"
+    ),
+    "ModelFacts.base_model": Text(
+        ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "s" * 256),
+        (("a b", MUST_MATCH), ("s" * 257, MUST_MATCH)),
+        "a hub id or a path: 256 characters, CustomerMetadataProperties' value maximum",
+    ),
+    "ModelFacts.model_type": Text(
+        ("llama", "qwen2", "a" * 32), (("Llama", MUST_MATCH), ("a" * 33, MUST_MATCH)), "config.json model_type names"
+    ),
+    "ModelFacts.architecture": Text(
+        ("LlamaForCausalLM", "A" * 64), (("Llama-For", MUST_MATCH), ("A" * 65, MUST_MATCH)), "transformers classes"
+    ),
+    "ModelFacts.dtype": Text(
+        ("float16", "bfloat16"), (("Float16", MUST_MATCH), ("f" * 17, MUST_MATCH)), "torch dtype names"
+    ),
+    **{
+        f"ModelFacts.{name}": Text((1, 6738415616), ((0, "expected an integer >= 1"),), "a count: at least one")
+        for name in ("parameters", "size_bytes", "context_length", "num_attention_heads", "num_key_value_heads")
+    },
+    "ServingPin.backend": Text(
+        ("lmi_neuronx", "vllm_neuronx"), (("LMI", MUST_MATCH), ("b" * 33, MUST_MATCH)), "backend folder names"
+    ),
+    "ServingPin.image": Text(
+        (f"{ECR}/djl-inference:0.30.0-neuronx-sdk2.20.1",),
+        (("an image", MUST_MATCH), ("i" * 256, MUST_MATCH)),
+        "ContainerImage: 255 characters, no whitespace",
+    ),
+    "ServingPin.instance_types": Text(
+        (["ml.inf2.xlarge", "ml.inf2.24xlarge"],), ((["inf2.xlarge"], MUST_MATCH),), "SageMaker instance types"
+    ),
+    "Lineage.training_job": Text(
+        ("llm-inf2-dev-0-0", "j" * 63), (("j" * 64, MUST_MATCH), ("a job", MUST_MATCH)), "TrainingJobName: 63"
+    ),
+    "Lineage.dataset": Text(("s3://b/datasets/x/",), (("a b", MUST_MATCH),), "an S3 URI"),
+    "Lineage.code_asset_hash": Text(
+        ("9c9b7c89", "f" * 128), (("9c9b7c8", MUST_MATCH), ("F" * 8, MUST_MATCH)), "a hex digest"
+    ),
+    "Lineage.dataset_marker_version_id": Text(
+        ("52e1bc15-cdf6-4297-be9c-a5b34903319d", "absent"), (("a b", MUST_MATCH),), "an S3 version id"
+    ),
+    "Lineage.source_model_package_arn": Text(
+        ("arn:aws:sagemaker:us-east-1:123456789012:model-package/g/1",), (("a b", MUST_MATCH),), "an ARN"
+    ),
+    "DeployConfig.after": Text(
+        ("staging",), (("Staging", MUST_MATCH), ("e" * 17, MUST_MATCH)), "environment names (config/<env>.yaml)"
+    ),
+    "RehearsalConfig.environment": Text(
+        ("prod",), (("Prod", MUST_MATCH), ("e" * 17, MUST_MATCH)), "environment names (config/<env>.yaml)"
+    ),
 }
 
-_SERVING = {**_DEV["serving"], "model_prefix": "models/x/"}
-BASES: dict[str, dict[str, Any]] = {"ServingConfig": _SERVING, "EncoderEndpointConfig": {"model_key": MODEL_KEY}}
+_SERVING = dict(_DEV["serving"])
+_FACTS = {
+    "base_model": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+    "model_type": "llama",
+    "architecture": "LlamaForCausalLM",
+    "parameters": 1100048384,
+    "size_bytes": 2200119864,
+    "dtype": "bfloat16",
+    "context_length": 2048,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "chat_template": True,
+}
+_PIN = {
+    "backend": "lmi_neuronx",
+    "image": f"{ECR}/djl-inference:0.30.0-neuronx-sdk2.20.1",
+    "instance_types": ["ml.inf2.xlarge"],
+}
+_LINEAGE = {"training_job": "llm-inf2-dev-0-0", "dataset": "s3://b/datasets/x/", "code_asset_hash": "9c9b7c89"}
+BASES: dict[str, dict[str, Any]] = {
+    "ServingConfig": _SERVING,
+    "EncoderEndpointConfig": {"model_key": MODEL_KEY},
+    "ModelFacts": _FACTS,
+    "ServingPin": _PIN,
+    "Lineage": _LINEAGE,
+    "RehearsalConfig": {"environment": "prod"},
+    "ModelLock": {
+        "model_package_arn": "arn:aws:sagemaker:us-east-1:123456789012:model-package/g/1",
+        "approval_status": "Approved",
+        "model_prefix": "models/j/output/model/",
+        "facts": _FACTS,
+        "serving": _PIN,
+        "lineage": _LINEAGE,
+    },
+}
 SETTINGS = bounded_settings()
 
 
