@@ -693,6 +693,8 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
 }
 
 _SERVING = dict(_DEV["serving"])
+# TinyLlama's facts, as in tests/synth.py's FACTS; not imported from there, which starts jsii (aws_cdk) and would
+# slow every mutant's fast stage
 _FACTS = {
     "base_model": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
     "model_type": "llama",
