@@ -137,7 +137,13 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
             ),
         )
     ),
-    *(  # `{compile}`: only where the Training workflow compiles for vllm_neuronx (the Training stack's nag_details)
+    Acknowledged(  # `{compile_vpc}`: where the compile job runs in the isolated mode's subnets
+        "Training",
+        "CompileRole/Policy/Resource",
+        f"AwsSolutions-IAM5[Resource::{_ENI_ARN}{{compile_vpc}}]",
+        _ENI_REASON,
+    ),
+    *(  # `{compile}`: only where the Training workflow compiles (the Training stack's nag_details)
         Acknowledged(
             "Training", "CompileRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}{{compile}}]", reason
         )

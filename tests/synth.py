@@ -83,13 +83,22 @@ FACTS = {  # each model's config.json facts, as the Training workflow records th
     },
 }
 SERVED = {  # env: (model, version, training job, merged prefix, compiled prefix, instance type)
-    "dev": ("tinyllama", 3, "llm-inf2-dev-20261119-0-0", "models/tinyllama-1.1b-chat-v1.0/", None, "ml.inf2.xlarge"),
+    "dev": (
+        "tinyllama",
+        3,
+        "llm-inf2-dev-20261119-0-0",
+        "models/tinyllama-1.1b-chat-v1.0/",
+        "models/tinyllama-1.1b-chat-v1.0/neuron/tp2-np2048-bs4-fp16-neuronx-cc-2.15.141.0/"
+        "llm-inf2-dev-20261119-n-0/output/model/",
+        "ml.inf2.xlarge",
+    ),
     "prod": (
         "llama2",
         2,
         "llm-inf2-prod-20261120-0-0",
         "models/llama2-7b-qlora-20261120/merged/",
-        "models/llama2-7b-qlora-20261120/merged/neuron-tp8-np4096-fp16/",
+        "models/llama2-7b-qlora-20261120/neuron/tp8-np4096-bs8-fp16-neuronx-cc-2.15.141.0/"
+        "llm-inf2-prod-20261120-n-0/output/model/",
         "ml.inf2.24xlarge",
     ),
     "staging": (

@@ -220,13 +220,14 @@ def check_lock(config: Any, lock: ModelLock, lock_source: str) -> None:
 
 
 def check_compiled(config: Any, lock: ModelLock, lock_source: str) -> None:
-    """The compiled model (vLLM Neuron) or graph (LMI) is of the shape the environment serves, and where the
-    container can read it."""
+    """The compiled model is of the shape the environment serves (its folder names it: shape, and for LMI the
+    compiler), and a version without one is served only where the container compiles at start-up and the
+    environment's Training workflow does not compile ahead of time."""
     serving, env, version = config.serving, config.source, lock.version
     spec = serving.spec
     compiled = lock.compiled_prefix
     if compiled is None:
-        if spec.serves_compiled:
+        if spec.serves_compiled and (config.compiles_for_neuron or not spec.compiles_at_start_up):
             raise ConfigError(
                 lock_source,
                 "compiled_prefix",
@@ -256,11 +257,12 @@ def check_compiled(config: Any, lock: ModelLock, lock_source: str) -> None:
 
 
 def served_prefixes(serving: Any, lock: ModelLock) -> tuple[str, str | None]:
-    """(what the endpoint mounts or reads, LMI's precompiled graph): the compiled model for a backend that serves
-    one, else the merged model and the graph."""
-    if serving.spec.serves_compiled:
+    """(what the endpoint mounts or reads, a precompiled graph beside it): the compiled model for a backend that
+    serves one (LMI NeuronX loads the partition's folder as its model, tnx_aot_tutorial.md), else the merged model;
+    no separate graph for a version the workflow compiled."""
+    if serving.spec.serves_compiled and lock.compiled_prefix is not None:
         return lock.compiled_prefix, None
-    return lock.model_prefix, lock.compiled_prefix
+    return lock.model_prefix, None
 
 
 def with_model(config: Any, lock: ModelLock, lock_source: str) -> Any:
