@@ -191,6 +191,13 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         "SageMaker numbers the versions of a package group itself; only versions in this environment's group, "
         "and only as PendingManualApproval or Rejected (condition sagemaker:ModelApprovalStatus).",
     ),
+    Acknowledged(  # `{compiled_folder}`: where the compiled model records its shape (LMI's partition)
+        "Training",
+        "Workflow/Policy/Resource",
+        f"AwsSolutions-IAM5[Resource::{_DATA_BUCKET_ARN}/models/*/{{compiled_folder}}*/output/model/config.json]",
+        "The compiled model's own config.json (its shape and compiler), models/<job>/<shape folder>/<compile job>/"
+        "output/model/; job names are generated per execution, and only that file of the folder is read.",
+    ),
     Acknowledged(
         "Training",
         "Workflow/Policy/Resource",

@@ -110,6 +110,18 @@ SERVED = {  # env: (model, version, training job, merged prefix, compiled prefix
         "ml.inf2.8xlarge",
     ),
 }
+# What LMI's partition recorded in each compiled model's config.json (`neuron`), as RegisterCompiledModel
+# registers it: dev's and prod's serving.lmi shapes, neuronx-cc of djl-inference:0.30.0-neuronx-sdk2.20.1.
+COMPILED = {
+    env: {
+        "tensor_parallel_degree": tp,
+        "n_positions": n,
+        "batch_size": b,
+        "dtype": "f16",
+        "compiler_version": "2.15.141.0+d3cfc8ca",
+    }
+    for env, (tp, n, b) in {"dev": (2, 2048, 4), "prod": (8, 4096, 8)}.items()
+}
 SERVED_BACKENDS = {"dev": ("lmi_neuronx", "lmi_neuronx"), "prod": ("lmi_neuronx", "lmi_neuronx")}
 DEV_PRUNING_RUN = "pruning/llm-inf2-dev-20261129000000000/"
 DEV_PRUNING_KEYS = {
@@ -140,6 +152,7 @@ def lock_document(env_name: str, **changes) -> dict:
         "approval_status": "Approved",
         "model_prefix": prefix,
         "compiled_prefix": compiled,
+        "compiled": dict(COMPILED[env_name]) if env_name in COMPILED else None,
         "facts": dict(FACTS[model]),
         "serving": {"backend": backend, "image": image_in(image), "instance_types": [instance_type]},
         "lineage": {

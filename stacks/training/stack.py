@@ -80,6 +80,13 @@ def job_name_prefix(config: AppConfig) -> str:
     return prefix
 
 
+def _compiled_folder_with_facts(config: AppConfig) -> str | None:
+    """Where the compile step writes a model whose config.json records its compiled shape: LMI's partition."""
+    if not config.compiles_for_neuron or config.serving.spec.compiled_shape is None:
+        return None
+    return config.serving.spec.compiled_folder(config.serving)
+
+
 class TrainingStack(Stack):
     """State machine + EventBridge trigger + SNS failure topic + SSM model pointer for one environment."""
 
@@ -99,11 +106,16 @@ class TrainingStack(Stack):
         `model_package_group_name`: the DataStack's registry group every run is registered in (its export's
         import: the name is generated per Data stack)."""
         super().__init__(scope, construct_id, **kwargs)
+        self._config = config
         training = config.training
         self.job_name_prefix = prefix = job_name_prefix(config)
         compiles = config.compiles_for_neuron
         # stacks/nag.py: the CompileRole entries, and its VPC ones when it runs in the isolated mode's subnets
-        self.nag_details = {"compile": "" if compiles else None, "compile_vpc": "" if compiles and placement else None}
+        self.nag_details = {
+            "compile": "" if compiles else None,
+            "compile_vpc": "" if compiles and placement else None,
+            "compiled_folder": _compiled_folder_with_facts(config),
+        }
         serving_image = [config.serving.image_name] if config.serving is not None else []
         images = ContainerImages(
             self, "Images", names=[TRAINING_IMAGE, *([compile_image(config)] if compiles else []), *serving_image]
@@ -289,8 +301,17 @@ class TrainingStack(Stack):
             "serving": spec,
             "compiled_serving": compiled,
             "base_model": f"s3://{bucket.bucket_name}/{base_key}" if base_key else "$.run.hyperparameters.model_id",
+            "compiled_folder": _compiled_folder_with_facts(config),
             "code_asset_hash": code.asset_hash,
         }
+
+    def _compiled_facts_statements(self, bucket: s3.IBucket) -> list[iam.PolicyStatement]:
+        """ReadCompiledFacts (LMI): only the compiled model's config.json, in its shape's folder."""
+        folder = _compiled_folder_with_facts(self._config)
+        if folder is None:
+            return []
+        objects = bucket.arn_for_objects(f"{MODELS_PREFIX}*/{folder}*/output/model/config.json")
+        return [iam.PolicyStatement(sid="ReadCompiledFacts", actions=["s3:GetObject"], resources=[objects])]
 
     def _registry_statements(self, *, bucket: s3.IBucket, group_name: str) -> list[iam.PolicyStatement]:
         """Register versions in this environment's group only, never as Approved (a person approves);
@@ -313,6 +334,7 @@ class TrainingStack(Stack):
                 actions=["s3:GetObject"],
                 resources=[bucket.arn_for_objects(f"{MODELS_PREFIX}*/output/model/{FACTS_FILE}")],
             ),
+            *self._compiled_facts_statements(bucket),
             iam.PolicyStatement(
                 sid="ListDatasetVersions",
                 actions=["s3:ListBucketVersions"],

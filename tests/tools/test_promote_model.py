@@ -490,6 +490,16 @@ def test_the_compiled_version_of_staging_s_shape_locks_both_prefixes(account, de
     assert served.model_prefix == compiled_prefix
 
 
+# What RegisterCompiledModel records from dev's compiled config.json (`neuron`: TP 2, 2048 positions, batch 4, f16)
+COMPILED_METADATA = {
+    "compiled_tensor_parallel_degree": "2",
+    "compiled_n_positions": "2048",
+    "compiled_batch_size": "4",
+    "compiled_dtype": "f16",
+    "compiler_version": "2.15.141.0+d3cfc8ca",
+}
+
+
 def test_shipped_dev_promotes_its_compiled_version_not_the_merged_one(account, tmp_path, capsys):
     """dev as it ships compiles with LMI's partition: its merged version is refused, the compiled one (the
     workflow's RegisterCompiledModel, naming the merged package) is served from its compiled folder."""
@@ -502,12 +512,16 @@ def test_shipped_dev_promotes_its_compiled_version_not_the_merged_one(account, t
     assert "has no compiled model" in _refusal(capsys)
     compiled_prefix = f"models/{job}/neuron/tp2-np2048-bs4-fp16-neuronx-cc-2.15.141.0/{job[:-4]}-n-0/output/model/"
     compiled = account.register(
-        "dev", job=job, prefix=compiled_prefix, extra={"compile_job": f"{job[:-4]}-n-0", "merged_package": merged}
+        "dev",
+        job=job,
+        prefix=compiled_prefix,
+        extra={"compile_job": f"{job[:-4]}-n-0", "merged_package": merged, **COMPILED_METADATA},
     )
     assert _promote(account, config_dir, compiled, "dev") == 0, capsys.readouterr().err
     lock = read_lock(config_dir / "dev.model.json")
     assert (lock.model_prefix, lock.compiled_prefix) == (f"models/{job}/output/model/", compiled_prefix)
     assert load_config("dev", config_dir).serving.model_prefix == compiled_prefix
+    assert lock.compiled.tensor_parallel_degree == 2 and lock.compiled.compiler_version == "2.15.141.0+d3cfc8ca"
 
 
 def test_a_model_in_another_bucket_is_refused(account, dev_and_shipped, capsys):

@@ -177,6 +177,31 @@ LOCK_REFUSALS = [
         "(LMI NeuronX refuses another)",
     ),
     (
+        "lmi-compiled-for-another-batch",
+        "prod",
+        PROD,
+        lock_document("prod", compiled__batch_size=4),
+        f"prod.model.json: compiled.batch_size: {PROD_ARN} is compiled with batch_size 4 (serves 8); prod.yaml "
+        "serving.lmi serves tensor_parallel_degree 8, n_positions 4096, batch_size 8, dtype fp16: promote a version "
+        "compiled for that shape, or serve the shape it was compiled for",
+    ),
+    (
+        "lmi-compiled-by-another-compiler",
+        "prod",
+        PROD,
+        lock_document("prod", compiled__compiler_version="2.14.227.0+2d4c5fb3"),
+        f"prod.model.json: compiled.compiler_version: {PROD_ARN} is compiled by neuronx-cc 2.14.227.0+2d4c5fb3; "
+        f"prod.yaml serving.image lmi_neuronx has neuronx-cc {NEURONX_CC}, which fails to load it (djl-serving "
+        "model-artifacts.md): compile it again in the serving image",
+    ),
+    (
+        "lmi-compiled-without-its-recorded-shape",
+        "dev",
+        DEV,
+        lock_document("dev", compiled=None),
+        f"dev.model.json: compiled: {DEV_ARN} records no compiled shape or compiler",
+    ),
+    (
         "lmi-without-compiled-model",
         "dev",
         DEV,

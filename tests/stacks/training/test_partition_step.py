@@ -54,7 +54,8 @@ def test_the_partition_runs_after_the_gate_passed_version_is_recorded(states, en
     assert steps["CompileForNeuron"]["Resource"] == "arn:aws:states:::sagemaker:createTrainingJob.sync"
     assert steps["CompileForNeuron"]["Next"] == "CompileCompleted"
     assert steps["CompileCompleted"]["Default"] == "CompileNotCompleted"
-    assert steps["RecordCompiledModel"]["Next"] == "RegisterCompiledModel"
+    assert steps["RecordCompiledModel"]["Next"] == "ReadCompiledFacts"
+    assert steps["ReadCompiledFacts"]["Next"] == "RegisterCompiledModel"
     assert [c["Next"] for c in steps["CompileForNeuron"]["Catch"]] == ["Notify"]
 
 
@@ -110,6 +111,27 @@ def test_the_compiled_version_is_registered_for_lmi_with_its_image(states, env):
     assert container["ModelDataSource"]["S3DataSource"]["S3Uri.$"] == "$.compile.model_s3_uri"
     assert compiled["CustomerMetadataProperties"]["serving_backend"] == "lmi_neuronx"
     assert compiled["CustomerMetadataProperties"]["merged_package.$"] == "$.registry.model_package_arn"
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_the_compiled_shape_is_read_from_the_compiled_models_own_config(states, env):
+    """config.json's `neuron` section (djl_python neuron_utils/model_loader.py update_model_config_to_neuron:
+    num_cores, sequence_length, batch_size, auto_cast_type, compiler_version) into the version's metadata."""
+    read = states[env]["ReadCompiledFacts"]
+    assert read["Resource"] == "arn:aws:states:::aws-sdk:s3:getObject"
+    assert read["Parameters"]["Key.$"] == (
+        f"States.Format('models/{{}}/neuron/{SHAPES[env]}-neuronx-cc-{NEURONX_CC}/{{}}/output/model/config.json', "
+        "$.training.job_name, $.compile.job_name)"
+    )
+    assert read["ResultSelector"] == {"config.$": "States.StringToJson($.Body)"}
+    metadata = states[env]["RegisterCompiledModel"]["Parameters"]["CustomerMetadataProperties"]
+    assert {k: v for k, v in metadata.items() if "compile" in k and k != "compile_job.$"} == {
+        "compiled_tensor_parallel_degree.$": "States.JsonToString($.compiled.config.neuron.num_cores)",
+        "compiled_n_positions.$": "States.JsonToString($.compiled.config.neuron.sequence_length)",
+        "compiled_batch_size.$": "States.JsonToString($.compiled.config.neuron.batch_size)",
+        "compiled_dtype.$": "$.compiled.config.neuron.auto_cast_type",
+        "compiler_version.$": "$.compiled.config.neuron.compiler_version",
+    }
 
 
 @pytest.mark.parametrize("env", ENVS)

@@ -68,6 +68,7 @@ def test_a_completed_job_is_recorded(aws, dev):
         "CompileForNeuron",  # dev's LMI partition (tests/stacks/training/test_partition_step.py)
         "CompileCompleted",
         "RecordCompiledModel",
+        "ReadCompiledFacts",
         "RegisterCompiledModel",
         "Done",
     ]
