@@ -500,6 +500,14 @@ CASES = [
         "ml.trn1.32xlarge or ml.trn1n.32xlarge",
     ),
     (
+        "lmi-scale-out-faster-than-an-instance-loads",
+        "dev",
+        _with("serving.autoscaling.scale_out_cooldown_seconds", 300),
+        "serving.autoscaling.scale_out_cooldown_seconds: got 300; a new instance loads the compiled model for up to "
+        "serving.lmi.model_loading_timeout (600 s) before it takes traffic, and a shorter cooldown adds more "
+        "instances on the same load: use >= 600",
+    ),
+    (
         "compile-without-serving",
         "dev",
         _without("serving", base=_with("training.neuron_compile", {"enabled": True})),
@@ -522,7 +530,7 @@ PROD_CASES = [
     (
         "lmi-compile-with-a-tp-trn1-does-not-run",
         "prod",
-        _with("serving.lmi", {"tensor_parallel_degree": 4}, base=PROD_VALID),
+        _with("serving.lmi.tensor_parallel_degree", 4, base=PROD_VALID),
         "serving.lmi.tensor_parallel_degree: got 4; the partition runs on Trn1, whose Neuron runtime runs TP 1, 2, 8, "
         "32 (Inf2: 1, 2, 4, 8, 24): use 1, 2, 8, or set training.neuron_compile.enabled: false to compile at start-up",
     ),

@@ -74,9 +74,9 @@ CASES = [
     ),
     (
         "startup-shorter-than-model-loading",
-        _with("serving.container_startup_health_check_timeout_seconds", 900),
-        "serving.container_startup_health_check_timeout_seconds: got 900; must be >= lmi.model_loading_timeout "
-        "(1500) or SageMaker kills the container while the model still loads",
+        _with("serving.container_startup_health_check_timeout_seconds", 300),
+        "serving.container_startup_health_check_timeout_seconds: got 300; must be >= lmi.model_loading_timeout "
+        "(600) or SageMaker kills the container while the model still loads",
     ),
 ]
 
@@ -118,9 +118,8 @@ MORE_CASES = [
     ),
     (
         "rollout-shorter-than-startup",
-        _with("serving.rollout.maximum_execution_timeout_seconds", 1200),
-        "serving.rollout.maximum_execution_timeout_seconds: got 1200; "
-        "must be >= startup timeout + wait interval (1920)",
+        _with("serving.rollout.maximum_execution_timeout_seconds", 900),
+        "serving.rollout.maximum_execution_timeout_seconds: got 900; must be >= startup timeout + wait interval (1020)",
     ),
     (
         "initial-count-below-autoscaling-min",

@@ -224,8 +224,9 @@ def _listed(degrees: tuple[int, ...] | list[int]) -> str:
 
 
 def compile_problem(config: Any) -> tuple[str, str] | None:
-    """(field, problem) when the compile step's instance cannot partition this profile's model: not a Trainium
-    type, fewer NeuronCores than the TP degree, a TP degree Trn1 does not run, or too little host memory."""
+    """(field, problem) when the compile step's instance cannot partition this profile's model (not a Trainium
+    type, fewer NeuronCores than the TP degree, a TP degree Trn1 does not run, too little host memory), or the
+    endpoint that serves the compiled model scales out faster than an instance loads it."""
     serving, chosen = config.serving, config.training.neuron_compile.instance_type
     tp, billions = serving.lmi.tensor_parallel_degree, serving.model_parameters_billions
     need = COMPILE_HOST_GB_PER_BILLION * billions
@@ -249,6 +250,13 @@ def compile_problem(config: Any) -> tuple[str, str] | None:
         return COMPILE_TYPE, (
             f"got {chosen!r} ({host.neuron_cores} NeuronCores); the partition loads serving.lmi.tensor_parallel_degree "
             f"{tp} shards, one per NeuronCore: {use}"
+        )
+    cooldown, loading = serving.autoscaling.scale_out_cooldown_seconds, serving.lmi.model_loading_timeout
+    if cooldown < loading:
+        return "serving.autoscaling.scale_out_cooldown_seconds", (
+            f"got {cooldown}; a new instance loads the compiled model for up to serving.lmi.model_loading_timeout "
+            f"({loading} s) before it takes traffic, and a shorter cooldown adds more instances on the same load: "
+            f"use >= {loading}"
         )
     if host.host_memory_gb < need:
         return COMPILE_TYPE, (
