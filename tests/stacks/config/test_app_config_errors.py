@@ -500,6 +500,14 @@ CASES = [
         "ml.trn1.32xlarge or ml.trn1n.32xlarge",
     ),
     (
+        "lmi-compile-without-the-host-memory-for-the-model",
+        "dev",
+        _with("serving.model_parameters_billions", 6.7),
+        "training.neuron_compile.instance_type: got 'ml.trn1.2xlarge' (32 GiB host RAM); compiling a 6.7B-parameter "
+        "model (serving.model_parameters_billions) needs ~100 GiB (15 GiB per billion parameters, ~100 GB for a 7B "
+        "model): use ml.trn1.32xlarge or ml.trn1n.32xlarge",
+    ),
+    (
         "lmi-scale-out-faster-than-an-instance-loads",
         "dev",
         _with("serving.autoscaling.scale_out_cooldown_seconds", 300),
