@@ -137,7 +137,13 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
             ),
         )
     ),
-    *(  # `{compile}`: only where the Training workflow compiles for vllm_neuronx (the Training stack's nag_details)
+    Acknowledged(  # `{compile_vpc}`: where the compile job runs in the isolated mode's subnets
+        "Training",
+        "CompileRole/Policy/Resource",
+        f"AwsSolutions-IAM5[Resource::{_ENI_ARN}{{compile_vpc}}]",
+        _ENI_REASON,
+    ),
+    *(  # `{compile}`: only where the Training workflow compiles (the Training stack's nag_details)
         Acknowledged(
             "Training", "CompileRole/Policy/Resource", f"AwsSolutions-IAM5[Resource::{resource}{{compile}}]", reason
         )
@@ -184,6 +190,13 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         "{prefix}-Data:ModelPackageGroupName/*]",  # the group's name, imported from the Data stack's export
         "SageMaker numbers the versions of a package group itself; only versions in this environment's group, "
         "and only as PendingManualApproval or Rejected (condition sagemaker:ModelApprovalStatus).",
+    ),
+    Acknowledged(  # `{compiled_folder}`: where the compiled model records its shape (LMI's partition)
+        "Training",
+        "Workflow/Policy/Resource",
+        f"AwsSolutions-IAM5[Resource::{_DATA_BUCKET_ARN}/models/*/{{compiled_folder}}*/output/model/config.json]",
+        "The compiled model's own config.json (its shape and compiler), models/<job>/<shape folder>/<compile job>/"
+        "output/model/; job names are generated per execution, and only that file of the folder is read.",
     ),
     Acknowledged(
         "Training",

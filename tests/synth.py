@@ -83,13 +83,22 @@ FACTS = {  # each model's config.json facts, as the Training workflow records th
     },
 }
 SERVED = {  # env: (model, version, training job, merged prefix, compiled prefix, instance type)
-    "dev": ("tinyllama", 3, "llm-inf2-dev-20261119-0-0", "models/tinyllama-1.1b-chat-v1.0/", None, "ml.inf2.xlarge"),
+    "dev": (
+        "tinyllama",
+        3,
+        "llm-inf2-dev-20261119-0-0",
+        "models/tinyllama-1.1b-chat-v1.0/",
+        "models/tinyllama-1.1b-chat-v1.0/neuron/tp2-np2048-bs4-fp16-neuronx-cc-2.15.141.0/"
+        "llm-inf2-dev-20261119-n-0/output/model/",
+        "ml.inf2.xlarge",
+    ),
     "prod": (
         "llama2",
         2,
         "llm-inf2-prod-20261120-0-0",
         "models/llama2-7b-qlora-20261120/merged/",
-        "models/llama2-7b-qlora-20261120/merged/neuron-tp8-np4096-fp16/",
+        "models/llama2-7b-qlora-20261120/neuron/tp8-np4096-bs8-fp16-neuronx-cc-2.15.141.0/"
+        "llm-inf2-prod-20261120-n-0/output/model/",
         "ml.inf2.24xlarge",
     ),
     "staging": (
@@ -100,6 +109,18 @@ SERVED = {  # env: (model, version, training job, merged prefix, compiled prefix
         f"models/{STAGING_JOB}/neuron/bs4-seq4096-tp2/llm-inf2-staging-5d41402abc4b2a76b9719d911017c592-n-0/output/model/",
         "ml.inf2.8xlarge",
     ),
+}
+# What LMI's partition recorded in each compiled model's config.json (`neuron`), as RegisterCompiledModel
+# registers it: dev's and prod's serving.lmi shapes, neuronx-cc of djl-inference:0.30.0-neuronx-sdk2.20.1.
+COMPILED = {
+    env: {
+        "tensor_parallel_degree": tp,
+        "n_positions": n,
+        "batch_size": b,
+        "dtype": "f16",
+        "compiler_version": "2.15.141.0+d3cfc8ca",
+    }
+    for env, (tp, n, b) in {"dev": (2, 2048, 4), "prod": (8, 4096, 8)}.items()
 }
 SERVED_BACKENDS = {"dev": ("lmi_neuronx", "lmi_neuronx"), "prod": ("lmi_neuronx", "lmi_neuronx")}
 DEV_PRUNING_RUN = "pruning/llm-inf2-dev-20261129000000000/"
@@ -131,6 +152,7 @@ def lock_document(env_name: str, **changes) -> dict:
         "approval_status": "Approved",
         "model_prefix": prefix,
         "compiled_prefix": compiled,
+        "compiled": dict(COMPILED[env_name]) if env_name in COMPILED else None,
         "facts": dict(FACTS[model]),
         "serving": {"backend": backend, "image": image_in(image), "instance_types": [instance_type]},
         "lineage": {

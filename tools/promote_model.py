@@ -44,7 +44,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from stacks.config import ConfigError, load_config  # noqa: E402
-from stacks.config.model_lock import facts_from_metadata, lock_path, lock_text, parse_lock  # noqa: E402
+from stacks.config.model_lock import (  # noqa: E402
+    compiled_from_metadata,
+    facts_from_metadata,
+    lock_path,
+    lock_text,
+    parse_lock,
+)
 from stacks.config.served_model import check_lock  # noqa: E402
 
 DATA_OUTPUTS = ("ArtifactBucketName", "ArtifactKeyArn", "ModelPackageGroupName")  # stacks/data/stack.py CfnOutputs
@@ -199,6 +205,11 @@ def artifacts_of(env: Environment, package: dict, bucket: str) -> Artifacts:
     return Artifacts(bucket, prefix, None)
 
 
+def _compiled_section(metadata: dict, arn: str) -> dict | None:
+    compiled = compiled_from_metadata(metadata, arn)
+    return None if compiled is None else {f: getattr(compiled, f) for f in compiled.__dataclass_fields__}
+
+
 def candidate_lock(package: dict, artifacts: Artifacts, *, arn: str, source_arn: str | None, lock_source: str):
     """The lock this promotion writes (ModelLock), from the version's own records; ConfigError if one is bad."""
     metadata = package.get("CustomerMetadataProperties", {})
@@ -209,6 +220,7 @@ def candidate_lock(package: dict, artifacts: Artifacts, *, arn: str, source_arn:
         "approval_status": package.get("ModelApprovalStatus"),
         "model_prefix": artifacts.merged,
         "compiled_prefix": artifacts.compiled,
+        "compiled": _compiled_section(metadata, package["ModelPackageArn"]),
         "facts": {f: getattr(facts, f) for f in facts.__dataclass_fields__},
         "serving": {
             "backend": metadata.get("serving_backend", ""),

@@ -43,10 +43,30 @@ import boto3
 from botocore.config import Config
 
 from .faults import CAPACITY_REASON, MAX_RUNTIME_DRILL_S, FaultPlan
-from .opt_ml import OptMl, container_environment, write_input_config
+from .opt_ml import OPT_ML, OptMl, container_environment, write_input_config
 from .s3_folders import download_prefix, split_s3, upload_folder
 
 TIMED_OUT, STOPPED = -9001, -9002  # exit codes the runner gives a job it ended itself
+REPOSITORY = Path(__file__).resolve().parents[2]
+LMI_IMAGE_PROGRAM = "/usr/local/bin/dockerd-entrypoint.sh"  # the LMI NeuronX image's ENTRYPOINT
+LMI_IMAGE = re.compile(r"djl-inference:(\d+)\.(\d+)\.(\d+)-neuronx")
+
+
+def container_stand_in(request: Mapping[str, Any]) -> tuple[list[str], dict[str, str]] | None:
+    """(the stand-in's command, its environment) for a container job whose image program has one here: the LMI
+    NeuronX image's `partition` (local/emulator/lmi_partition.py), told the image's neuronx-cc; else None."""
+    from stacks.serving.backends.lmi_neuronx.config import NEURONX_CC
+
+    from .lmi_partition import COMPILER_VARIABLE
+
+    spec = request.get("AlgorithmSpecification", {})
+    tag = LMI_IMAGE.search(spec.get("TrainingImage", ""))
+    if tag is None or LMI_IMAGE_PROGRAM not in spec.get("ContainerArguments", []):
+        return None
+    compiler = NEURONX_CC.get(tuple(int(g) for g in tag.groups()))
+    if compiler is None:
+        return None
+    return [sys.executable, "-m", "local.emulator.lmi_partition"], {COMPILER_VARIABLE: compiler}
 
 
 def _wait(process: subprocess.Popen, limit_s: float, cancelled: Callable[[], bool]) -> int:
@@ -152,7 +172,8 @@ class LocalJobRunner:
         drill = self.faults.hit("run", name)
         if drill == "capacity":
             return _failed(CAPACITY_REASON, started)
-        if "sagemaker_program" not in (request.get("HyperParameters") or {}):
+        stand_in = container_stand_in(request)
+        if "sagemaker_program" not in (request.get("HyperParameters") or {}) and stand_in is None:
             return _failed(self._not_script_mode(request), started)
         try:
             self._stage(request, tree)
@@ -161,7 +182,10 @@ class LocalJobRunner:
         if drill == "algorithm_error":
             _crash_entry_point(tree)
         limit = MAX_RUNTIME_DRILL_S if drill == "max_runtime" else None
-        code, lines = self._execute(request, tree, job_arn=job_arn, cancelled=cancelled, limit_s=limit)
+        if stand_in is not None:
+            code, lines = self._execute_container(request, tree, stand_in, job_arn=job_arn, cancelled=cancelled)
+        else:
+            code, lines = self._execute(request, tree, job_arn=job_arn, cancelled=cancelled, limit_s=limit)
         definitions = self._metric_definitions(request)
         if drill == "no_metrics":
             lines = [line for line in lines if not parse_metrics([line], definitions)]
@@ -243,6 +267,40 @@ class LocalJobRunner:
             f"    {request['TrainingJobName']}: exit {code} after {time.monotonic() - started:.1f}s (log {log_path})"
         )
         return code, lines
+
+    def _execute_container(
+        self,
+        request: Mapping[str, Any],
+        tree: OptMl,
+        stand_in: tuple[list[str], dict[str, str]],
+        *,
+        job_arn: str,
+        cancelled: Callable[[], bool],
+    ) -> tuple[int, list[str]]:
+        """A container job's own command (ContainerEntrypoint + ContainerArguments, its Environment), /opt/ml
+        rebased onto the job's tree and the image's program replaced by its stand-in (container_stand_in)."""
+        program, extra_env = stand_in
+        spec = request["AlgorithmSpecification"]
+        argv: list[str] = []
+        for item in [*spec["ContainerEntrypoint"], *spec.get("ContainerArguments", [])]:
+            argv.extend(program if item == LMI_IMAGE_PROGRAM else [item.replace(OPT_ML.rstrip("/"), str(tree.root))])
+        env = {
+            **container_environment(request, tree, job_arn=job_arn, endpoint_url=self.endpoint_url, region=self.region),
+            **(request.get("Environment") or {}),
+            **extra_env,
+            "PYTHONPATH": str(REPOSITORY),
+        }
+        limit = request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
+        self.say(f"    {request['TrainingJobName']}: {spec['ContainerEntrypoint'][0]} (image program: stand-in)")
+        log_path = tree.root / "job.log"
+        with log_path.open("w") as log:
+            process = subprocess.Popen(
+                argv, cwd=tree.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+            code = _wait(process, limit, cancelled)
+        if code not in (0, TIMED_OUT, STOPPED) and not tree.failure.exists():  # as SageMaker reports the log's end
+            tree.failure.write_text("\n".join(log_path.read_text(errors="replace").splitlines()[-5:]))
+        return code, log_path.read_text(errors="replace").splitlines()
 
     # -- outputs ----------------------------------------------------------------------------------
     def _upload_outputs(self, request: Mapping[str, Any], tree: OptMl) -> str:

@@ -53,14 +53,18 @@ class AppConfig:
 
     def check(self, source: str, path: str) -> None:
         """Isolated mode: every setting that would need the internet fails here, one line each."""
-        backend = self.serving.backend if self.serving is not None else None
-        if self.training.neuron_compile.enabled and backend != "vllm_neuronx":
+        if self.training.neuron_compile.enabled and (self.serving is None or self.serving.spec.compiled_folder is None):
+            backend = self.serving.backend if self.serving is not None else None
             raise ConfigError(
                 source,
                 "training.neuron_compile.enabled",
-                f"got true with serving.backend {backend}; the compile step exports for vllm_neuronx (LMI's "
-                "partition step needs Neuron devices; see README): set serving.backend: vllm_neuronx or null",
+                f"got true with serving.backend {backend}; the compile step compiles for a serving profile that "
+                "serves a compiled model (vllm_neuronx, lmi_neuronx): set a serving section or enabled: null",
             )
+        problem = self.serving.spec.compile_problem if self.compiles_for_neuron else None
+        found = problem(self) if problem is not None else None
+        if found is not None:
+            raise ConfigError(source, *found)
         if self.network.isolated:
             for name, problem in isolation_problems(self):
                 raise ConfigError(source, name, problem)
@@ -72,10 +76,11 @@ class AppConfig:
 
     @property
     def compiles_for_neuron(self) -> bool:
-        """The Training workflow runs the Neuron compile step (on by default for vllm_neuronx)."""
+        """The Training workflow runs the Neuron compile step (on by default for a backend that serves a compiled
+        model: vllm_neuronx's export, lmi_neuronx's partition)."""
         enabled = self.training.neuron_compile.enabled
-        serves_vllm = self.serving is not None and self.serving.backend == "vllm_neuronx"
-        return serves_vllm if enabled is None else enabled
+        serves_compiled = self.serving is not None and self.serving.spec.compiled_folder is not None
+        return serves_compiled if enabled is None else enabled
 
     def stack_id(self, unit: str) -> str:
         """Stack ids follow `<app>-<env>-<Unit>` so every environment can live in one account."""

@@ -69,6 +69,18 @@ class Lineage:
 
 
 @dataclass(frozen=True)
+class CompiledFacts:
+    """The compiled model's shape and compiler, as its own config.json records them (LMI's partition: the `neuron`
+    section transformers-neuronx's loader writes; the version's compiled_* metadata)."""
+
+    tensor_parallel_degree: int = setting(ge=1)
+    n_positions: int = setting(ge=1)
+    batch_size: int = setting(ge=1)
+    dtype: str = setting(pattern=r"[a-z0-9]{1,8}", hint="transformers-neuronx's amp name: f32, f16, bf16")
+    compiler_version: str = setting(pattern=r"\d+(\.\d+)+(\+\S+)?", hint="neuronx-cc, e.g. 2.15.141.0+<build>")
+
+
+@dataclass(frozen=True)
 class ModelLock:
     """One environment's served model package version (config/<env>.model.json)."""
 
@@ -79,6 +91,7 @@ class ModelLock:
     serving: ServingPin = setting()
     lineage: Lineage = setting()
     compiled_prefix: str | None = setting(None, pattern=S3_KEY_PREFIX, hint="the compiled model's or graph's key")
+    compiled: CompiledFacts | None = setting(None, hint="the compiled model's own shape and compiler (LMI)")
 
     def check(self, source: str, path: str) -> None:
         """The ARN and the status as botocore's SageMaker model defines them."""
@@ -152,3 +165,25 @@ def _typed_fact(fact: str, text: str, source: str) -> Any:
             raise ConfigError(source, f"CustomerMetadataProperties.{fact}", f"got {text!r}; expected an integer")
         return int(text)
     return text
+
+
+COMPILED_METADATA = {  # CustomerMetadataProperties of a compiled version -> the lock's `compiled` field
+    "compiled_tensor_parallel_degree": "tensor_parallel_degree",
+    "compiled_n_positions": "n_positions",
+    "compiled_batch_size": "batch_size",
+    "compiled_dtype": "dtype",
+    "compiler_version": "compiler_version",
+}
+
+
+def compiled_from_metadata(metadata: Mapping[str, str], source: str) -> CompiledFacts | None:
+    """The typed `compiled` section of a version that records its compiled shape, else None."""
+    if not any(key in metadata for key in COMPILED_METADATA):
+        return None
+    typed: dict[str, Any] = {}
+    for key, field_name in COMPILED_METADATA.items():
+        text = metadata.get(key)
+        if text is None:
+            raise ConfigError(source, f"CustomerMetadataProperties.{key}", "missing beside the other compiled facts")
+        typed[field_name] = int(text) if text.isdigit() and field_name not in ("dtype", "compiler_version") else text
+    return parse(CompiledFacts, typed, source=source, path="CustomerMetadataProperties")

@@ -220,13 +220,14 @@ def check_lock(config: Any, lock: ModelLock, lock_source: str) -> None:
 
 
 def check_compiled(config: Any, lock: ModelLock, lock_source: str) -> None:
-    """The compiled model (vLLM Neuron) or graph (LMI) is of the shape the environment serves, and where the
-    container can read it."""
+    """The compiled model is of the shape the environment serves (its folder names it: shape, and for LMI the
+    compiler), and a version without one is served only where the container compiles at start-up and the
+    environment's Training workflow does not compile ahead of time."""
     serving, env, version = config.serving, config.source, lock.version
     spec = serving.spec
     compiled = lock.compiled_prefix
     if compiled is None:
-        if spec.serves_compiled:
+        if spec.serves_compiled and (config.compiles_for_neuron or not spec.compiles_at_start_up):
             raise ConfigError(
                 lock_source,
                 "compiled_prefix",
@@ -238,6 +239,8 @@ def check_compiled(config: Any, lock: ModelLock, lock_source: str) -> None:
         raise ConfigError(
             lock_source, "compiled_prefix", f"{version}: backend {spec.name} serves no compiled model: set it to null"
         )
+    if spec.compiled_shape is not None:
+        check_compiled_facts(config, lock, lock_source)
     folder = spec.compiled_folder(serving)
     if f"/{folder}" not in f"/{compiled}":
         raise ConfigError(
@@ -256,11 +259,12 @@ def check_compiled(config: Any, lock: ModelLock, lock_source: str) -> None:
 
 
 def served_prefixes(serving: Any, lock: ModelLock) -> tuple[str, str | None]:
-    """(what the endpoint mounts or reads, LMI's precompiled graph): the compiled model for a backend that serves
-    one, else the merged model and the graph."""
-    if serving.spec.serves_compiled:
+    """(what the endpoint mounts or reads, a precompiled graph beside it): the compiled model for a backend that
+    serves one (LMI NeuronX loads the partition's folder as its model, tnx_aot_tutorial.md), else the merged model;
+    no separate graph for a version the workflow compiled."""
+    if serving.spec.serves_compiled and lock.compiled_prefix is not None:
         return lock.compiled_prefix, None
-    return lock.model_prefix, lock.compiled_prefix
+    return lock.model_prefix, None
 
 
 def with_model(config: Any, lock: ModelLock, lock_source: str) -> Any:
@@ -286,3 +290,48 @@ def refuse_pinned_prefix(serving: Any, source: str, path: str) -> None:
                 f"got {getattr(serving, name)!r}; the served model is config/{env}.model.json now, which only the "
                 f"promotion writes: remove this line and run `make promote TO={env} VERSION=<model package ARN>`",
             )
+
+
+# transformers-neuronx's amp names (what a compiled config.json records) -> LMI's option.dtype
+DTYPE_OF_AMP = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}
+
+
+def check_compiled_facts(config: Any, lock: ModelLock, lock_source: str) -> None:
+    """The compiled model's own shape (TP, positions, batch, dtype) is the one served, and its compiler is the
+    serving image's: LMI loads a model compiled by another neuronx-cc or for another shape only by failing
+    (djl-serving model-artifacts.md; transformers-neuronx: shapes are fixed at compile time)."""
+    serving, env, version, compiled = config.serving, config.source, lock.version, lock.compiled
+    spec = serving.spec
+    if compiled is None:
+        raise ConfigError(
+            lock_source,
+            "compiled",
+            f"{version} records no compiled shape or compiler (compiled_* metadata, read from the compiled model's "
+            "config.json by ReadCompiledFacts): register it again with the current Training workflow",
+        )
+    recorded = {
+        "tensor_parallel_degree": compiled.tensor_parallel_degree,
+        "n_positions": compiled.n_positions,
+        "batch_size": compiled.batch_size,
+        "dtype": DTYPE_OF_AMP.get(compiled.dtype, compiled.dtype),
+    }
+    served = spec.compiled_shape(serving)
+    differing = [name for name in served if recorded[name] != served[name]]
+    if differing:
+        shown = ", ".join(f"{name} {recorded[name]} (serves {served[name]})" for name in differing)
+        raise ConfigError(
+            lock_source,
+            f"compiled.{differing[0]}",
+            f"{version} is compiled with {shown}; {env} serving.lmi serves "
+            f"{', '.join(f'{k} {v}' for k, v in served.items())}: promote a version compiled for that shape, or "
+            "serve the shape it was compiled for",
+        )
+    image_compiler = spec.compiler_version(serving)
+    if compiled.compiler_version.split("+")[0] != image_compiler:
+        raise ConfigError(
+            lock_source,
+            "compiled.compiler_version",
+            f"{version} is compiled by neuronx-cc {compiled.compiler_version}; {env} serving.image "
+            f"{serving.image_name} has neuronx-cc {image_compiler}, which fails to load it (djl-serving "
+            "model-artifacts.md): compile it again in the serving image",
+        )

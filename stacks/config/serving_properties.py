@@ -112,3 +112,14 @@ def check(props: dict[str, str], values: dict[str, Any], where: str) -> None:
                 key,
                 f"got {props[key]!r} but serving.lmi.{name} is {format_value(value)!r}; write {key}={{{{{name}}}}}",
             )
+
+
+def as_environment(properties: str) -> dict[str, str]:
+    """serving.properties as LMI's environment form: option.tensor_parallel_degree -> OPTION_TENSOR_PARALLEL_DEGREE,
+    engine -> OPTION_ENGINE, option.entryPoint -> OPTION_ENTRYPOINT (the endpoint in isolated mode, where no
+    tarball ships, and the compile step's partition, which reads OPTION_* the same way)."""
+    environment = {}
+    for key, value in parse(properties, PROPERTIES).items():
+        name = key.removeprefix("option.")
+        environment["OPTION_" + name.replace(".", "_").upper()] = value
+    return environment

@@ -108,12 +108,15 @@ def check_log_retention(days: int, source: str, field: str) -> None:
 
 @dataclass(frozen=True)
 class NeuronCompileConfig:
-    """The ahead-of-time Neuron compile step after the merge (`optimum-cli export neuron` in the vLLM Neuron
-    image, shape from serving.neuron). It runs on a CPU instance: training jobs cannot use ml.inf2."""
+    """The ahead-of-time Neuron compile step after the merge, in the serving image: vllm_neuronx's `optimum-cli
+    export neuron` (shape from serving.neuron) on a CPU instance; lmi_neuronx's `partition` (shape from
+    serving.lmi) on ml.trn1, which has the NeuronCores it loads onto (training jobs cannot use ml.inf2)."""
 
-    enabled: bool | None = setting(None, hint="null: on when serving.backend is vllm_neuronx")
+    enabled: bool | None = setting(None, hint="null: on when the serving backend serves a compiled model")
     instance_type: str = setting(
-        "ml.r5.4xlarge", pattern=r"ml\.[a-z0-9]+\.[a-z0-9]+", hint="CPU, >= 64 GiB host RAM for 7-8B models"
+        "ml.r5.4xlarge",
+        pattern=r"ml\.[a-z0-9]+\.[a-z0-9]+",
+        hint="vllm_neuronx: CPU, >= 64 GiB host RAM for 7-8B models; lmi_neuronx: ml.trn1.*",
     )
     max_runtime_hours: int = setting(4, le=72, aws=aws.MAX_RUNTIME_HOURS)  # project: a compile takes an hour or two
     # Project: the training job's range (below).

@@ -70,6 +70,7 @@ class TrainingJobRequest:
     tags: Mapping[str, str] = field(default_factory=dict)
     container_entrypoint: Sequence[str] = ()  # set: run the image's own program instead of script mode
     container_arguments: Sequence[str] = ()
+    environment: Mapping[str, str] | None = None  # the container's environment (None: the image's own)
 
     def __post_init__(self) -> None:
         if self.max_wait_seconds is not None and self.max_wait_seconds < self.max_runtime_seconds:
@@ -100,6 +101,8 @@ class TrainingJobRequest:
             params["AlgorithmSpecification"]["ContainerArguments"] = list(self.container_arguments)
         if self.hyperparameters is not None:
             _put(params, "HyperParameters", self.hyperparameters)
+        if self.environment is not None:
+            params["Environment"] = dict(self.environment)
         params["InputDataConfig"] = [c.to_asl() for c in self.channels]
         params["OutputDataConfig"] = {}
         _put(params["OutputDataConfig"], "S3OutputPath", self.output_s3_uri)

@@ -63,6 +63,28 @@ def facts_metadata(path: str) -> dict[str, str]:
     }
 
 
+# CustomerMetadataProperties of a compiled version <- its config.json `neuron` keys (djl_python neuron_utils
+# model_loader.py update_model_config_to_neuron); the lock's `compiled` section has the same names.
+COMPILED_FACTS = {
+    "compiled_tensor_parallel_degree": "num_cores",
+    "compiled_n_positions": "sequence_length",
+    "compiled_batch_size": "batch_size",
+    "compiled_dtype": "auto_cast_type",
+    "compiler_version": "compiler_version",
+}
+
+
+def compiled_facts_metadata(path: str) -> dict[str, str]:
+    """Numbers as their JSON text, strings as they are (the values' alphabet allows `+` of `2.15.141.0+<hash>`)."""
+    text = ("compiled_dtype", "compiler_version")
+    return {
+        name: sfn.JsonPath.string_at(f"{path}.{key}")
+        if name in text
+        else sfn.JsonPath.json_to_string(sfn.JsonPath.object_at(f"{path}.{key}"))
+        for name, key in COMPILED_FACTS.items()
+    }
+
+
 @dataclass(frozen=True)
 class ServingSpec:
     """What a package says about serving: the backend's image, the ml.inf2 types, where the container
@@ -113,11 +135,14 @@ class ModelRegistration(Construct):
         serving: ServingSpec | None,
         compiled_serving: ServingSpec | None,
         base_model: str,
+        compiled_folder: str | None = None,
         code_asset_hash: str,
         notify: sfn.IChainable,
     ) -> None:
         """`base_model`: where the base model came from (the model channel's S3 URI, or a JSONPath such as
-        `$.run.hyperparameters.model_id`), recorded as `base_model_source` beside the facts' own `base_model`."""
+        `$.run.hyperparameters.model_id`), recorded as `base_model_source` beside the facts' own `base_model`;
+        `compiled_folder`: the compile step writes a model whose config.json records its compiled shape (LMI's
+        partition), read into the compiled version's metadata."""
         super().__init__(scope, construct_id)
         self._group, self._bucket, self._notify = group_name, bucket_name, notify
         self._base_model, self._code_hash = base_model, code_asset_hash
@@ -126,16 +151,19 @@ class ModelRegistration(Construct):
         self.start = self._gate(min_improvement, self._facts(self._marker_version(lineage)))
         self.register_compiled = None
         if compiled_serving is not None:
-            self.register_compiled = self._register(
-                "RegisterCompiledModel",
-                compiled_serving,
-                "$.compile.model_s3_uri",
-                "$.registry_compiled",
-                {
-                    "compile_job": sfn.JsonPath.string_at("$.compile.job_name"),
-                    "merged_package": sfn.JsonPath.string_at("$.registry.model_package_arn"),
-                },
+            extra = {
+                "compile_job": sfn.JsonPath.string_at("$.compile.job_name"),
+                "merged_package": sfn.JsonPath.string_at("$.registry.model_package_arn"),
+            }
+            if compiled_folder is not None:
+                extra.update(compiled_facts_metadata("$.compiled.config.neuron"))
+            register = self._register(
+                "RegisterCompiledModel", compiled_serving, "$.compile.model_s3_uri", "$.registry_compiled", extra
             )
+            self.register_compiled = register
+            if compiled_folder is not None:
+                read = self._compiled_facts(compiled_folder)
+                self.register_compiled = sfn.Chain.start(read).next(register)
 
     def _task(
         self,
@@ -195,6 +223,24 @@ class ModelRegistration(Construct):
         )
         read.next(next_state)
         return read
+
+    def _compiled_facts(self, folder: str) -> tasks.CallAwsService:
+        """`ReadCompiledFacts`: the compiled model's own config.json into `$.compiled.config` (its `neuron` section,
+        written by transformers-neuronx's loader: TP, positions, batch, dtype, neuronx-cc version)."""
+        key = sfn.JsonPath.format(
+            f"{MODELS_PREFIX}{{}}/{folder}{{}}/output/model/config.json",
+            sfn.JsonPath.string_at("$.training.job_name"),
+            sfn.JsonPath.string_at("$.compile.job_name"),
+        )
+        return self._task(
+            "ReadCompiledFacts",
+            "s3",
+            "getObject",
+            {"Bucket": self._bucket, "Key": key},
+            {"config.$": "States.StringToJson($.Body)"},
+            "$.compiled",
+            [f"arn:aws:s3:::{self._bucket}/{MODELS_PREFIX}*/{folder}*/output/model/config.json"],
+        )
 
     def _marker_version(self, next_state: sfn.IChainable) -> sfn.Choice:
         """`MarkerVersion?`: the `_READY` marker's S3 version id the Training rule passed, else `absent`."""

@@ -32,6 +32,7 @@ from ..shared.placement import Placement
 from ..shared.workflow_shell import job_submitter_statements
 from .compile_job import neuron_compile_request
 from .job import job_placement, runs_offline, training_job_request
+from .partition_job import lmi_compile_request
 from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, ServingSpec, model_environment
 from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
@@ -40,6 +41,13 @@ TRAINING_IMAGE = "hf_pytorch_training_gpu"
 # What script mode finds offline: `pip install -r` of a file without requirements installs nothing, needs no index.
 BAKED_REQUIREMENTS = b"# Baked into the training image (training.image_repository or image_uri; README, Training).\n"
 COMPILE_IMAGE = "vllm_neuronx"  # the serving image compiles: same optimum-neuron and neuronx-cc versions
+# Each backend's compile step (both run the serving image's own program, stacks/serving/backends/<name>).
+COMPILE_REQUESTS = {"vllm_neuronx": neuron_compile_request, "lmi_neuronx": lmi_compile_request}
+
+
+def compile_image(config: AppConfig) -> str:
+    """The image the compile job runs: the serving image (vLLM's compile always runs vllm_neuronx)."""
+    return COMPILE_IMAGE if config.serving.backend == "vllm_neuronx" else config.serving.image_name
 
 
 def training_code_tarball(*, offline: bool) -> Path:
@@ -72,6 +80,13 @@ def job_name_prefix(config: AppConfig) -> str:
     return prefix
 
 
+def _compiled_folder_with_facts(config: AppConfig) -> str | None:
+    """Where the compile step writes a model whose config.json records its compiled shape: LMI's partition."""
+    if not config.compiles_for_neuron or config.serving.spec.compiled_shape is None:
+        return None
+    return config.serving.spec.compiled_folder(config.serving)
+
+
 class TrainingStack(Stack):
     """State machine + EventBridge trigger + SNS failure topic + SSM model pointer for one environment."""
 
@@ -91,13 +106,19 @@ class TrainingStack(Stack):
         `model_package_group_name`: the DataStack's registry group every run is registered in (its export's
         import: the name is generated per Data stack)."""
         super().__init__(scope, construct_id, **kwargs)
+        self._config = config
         training = config.training
         self.job_name_prefix = prefix = job_name_prefix(config)
         compiles = config.compiles_for_neuron
-        self.nag_details = {"compile": "" if compiles else None}  # stacks/nag.py: the CompileRole entries
+        # stacks/nag.py: the CompileRole entries, and its VPC ones when it runs in the isolated mode's subnets
+        self.nag_details = {
+            "compile": "" if compiles else None,
+            "compile_vpc": "" if compiles and placement else None,
+            "compiled_folder": _compiled_folder_with_facts(config),
+        }
         serving_image = [config.serving.image_name] if config.serving is not None else []
         images = ContainerImages(
-            self, "Images", names=[TRAINING_IMAGE, *([COMPILE_IMAGE] if compiles else []), *serving_image]
+            self, "Images", names=[TRAINING_IMAGE, *([compile_image(config)] if compiles else []), *serving_image]
         )
         images.require_region(config)
         offline = runs_offline(config, placement)
@@ -114,13 +135,13 @@ class TrainingStack(Stack):
             compile_role = self._compile_role(config, bucket=bucket, key=key, images=images, placement=placement)
             roles.append(compile_role.role)
             self.compiled_model_parameter = self._model_parameter(config, compiled=True)
-            self.compile_request = neuron_compile_request(
+            self.compile_request = COMPILE_REQUESTS[config.serving.backend](
                 config,
                 bucket=bucket,
                 key=key,
                 role=compile_role.role,
                 placement=placement,
-                image_uri=images.uri(COMPILE_IMAGE, config.serving.image_uri),
+                image_uri=images.uri(compile_image(config), config.serving.image_uri),
             )
         self.request, submit_directory = training_job_request(
             config,
@@ -202,7 +223,7 @@ class TrainingStack(Stack):
         """A well-known name per environment (the lookup handle for people and the serving side). Name is the
         parameter's only replacement trigger, so the fixed name can never collide with its own replacement."""
         kind = "compiled-model" if compiled else "model"
-        what = "Neuron-compiled model (vllm_neuronx)" if compiled else "merged QLoRA model"
+        what = f"Neuron-compiled model ({config.serving.backend})" if compiled else "merged QLoRA model"
         return ssm.StringParameter(
             self,
             "CompiledModelParameter" if compiled else "ModelParameter",
@@ -221,6 +242,7 @@ class TrainingStack(Stack):
         placement: Placement | None,
     ) -> SageMakerJobRole:
         """The compile job reads merged models and writes the compiled one beside them (models/); no code."""
+        compile_program = config.serving.spec.compile_program
         return SageMakerJobRole(
             self,
             "CompileRole",
@@ -230,9 +252,9 @@ class TrainingStack(Stack):
             job_name_prefix=self.job_name_prefix,
             read_prefixes=(MODELS_PREFIX,),
             write_prefixes=(MODELS_PREFIX,),
-            image_repository_arn=images.repository_arn(COMPILE_IMAGE, config.serving.image_uri),
+            image_repository_arn=images.repository_arn(compile_image(config), config.serving.image_uri),
             vpc=job_placement(config, placement),
-            description="SageMaker execution role of the Neuron compile jobs (optimum-cli export neuron)",
+            description=f"SageMaker execution role of the Neuron compile jobs ({compile_program})",
             policy_description="Neuron compile job: models/ (merged in, compiled out), data key",
         )
 
@@ -266,10 +288,10 @@ class TrainingStack(Stack):
             )
             if config.compiles_for_neuron:
                 compiled = ServingSpec(
-                    backend="vllm_neuronx",
-                    image_uri=images.uri(COMPILE_IMAGE, serving.image_uri),
+                    backend=serving.backend,
+                    image_uri=images.uri(compile_image(config), serving.image_uri),
                     instance_types=(serving.instance_type,),
-                    environment=model_environment("vllm_neuronx"),
+                    environment=model_environment(serving.backend),
                 )
         base_key = config.training.base_model_key
         return {
@@ -279,8 +301,17 @@ class TrainingStack(Stack):
             "serving": spec,
             "compiled_serving": compiled,
             "base_model": f"s3://{bucket.bucket_name}/{base_key}" if base_key else "$.run.hyperparameters.model_id",
+            "compiled_folder": _compiled_folder_with_facts(config),
             "code_asset_hash": code.asset_hash,
         }
+
+    def _compiled_facts_statements(self, bucket: s3.IBucket) -> list[iam.PolicyStatement]:
+        """ReadCompiledFacts (LMI): only the compiled model's config.json, in its shape's folder."""
+        folder = _compiled_folder_with_facts(self._config)
+        if folder is None:
+            return []
+        objects = bucket.arn_for_objects(f"{MODELS_PREFIX}*/{folder}*/output/model/config.json")
+        return [iam.PolicyStatement(sid="ReadCompiledFacts", actions=["s3:GetObject"], resources=[objects])]
 
     def _registry_statements(self, *, bucket: s3.IBucket, group_name: str) -> list[iam.PolicyStatement]:
         """Register versions in this environment's group only, never as Approved (a person approves);
@@ -303,6 +334,7 @@ class TrainingStack(Stack):
                 actions=["s3:GetObject"],
                 resources=[bucket.arn_for_objects(f"{MODELS_PREFIX}*/output/model/{FACTS_FILE}")],
             ),
+            *self._compiled_facts_statements(bucket),
             iam.PolicyStatement(
                 sid="ListDatasetVersions",
                 actions=["s3:ListBucketVersions"],

@@ -11,6 +11,7 @@ as `.sync` does; an outcome of Failed fails the task with States.TaskFailed, as 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +40,9 @@ COMPLETED = {
     "message": "Training job completed",
     "metrics": TRAINED_METRICS,
 }
+# A completed LMI partition (its output folder names the shape and compiler) leaves config.json with the `neuron`
+# section transformers-neuronx's loader writes (djl-serving 0.30.0-dlc neuron_utils/model_loader.py).
+LMI_FOLDER = re.compile(r"/neuron/tp(\d+)-np(\d+)-bs(\d+)-(fp16|bf16|fp32)-neuronx-cc-([\d.]+)/$")
 # SageMaker's end for a job that runs past StoppingCondition.MaxRuntimeInSeconds.
 MAX_RUNTIME_EXCEEDED = {
     "status": "Stopped",
@@ -108,6 +112,20 @@ class _Outcomes(StateTaskServiceCallback):
             key = f"models/{name}/output/model/model_facts.json"
             body = model_facts_body((job.hyper_parameters or {}).get("model_id", "/opt/ml/input/data/model"))
             boto3.client("s3", region_name=backend.region_name).put_object(Bucket=bucket, Key=key, Body=body)
+        shape = LMI_FOLDER.search(output)
+        if outcome["status"] == "Completed" and shape:  # LMI's partition: config.json records the compiled shape
+            bucket, prefix = output.removeprefix("s3://").split("/", 1)
+            tp, positions, batch, dtype, compiler = shape.groups()
+            neuron = {
+                "num_cores": int(tp),
+                "sequence_length": int(positions),
+                "batch_size": int(batch),
+                "auto_cast_type": {"fp16": "f16", "bf16": "bf16", "fp32": "f32"}[dtype],
+                "compiler_version": f"{compiler}+d3cfc8ca",
+            }
+            boto3.client("s3", region_name=backend.region_name).put_object(
+                Bucket=bucket, Key=f"{prefix}{name}/output/model/config.json", Body=json.dumps({"neuron": neuron})
+            )
         return backend.describe_training_job(name), outcome["status"] == "Failed"
 
     def _end_tuning_job(self, backend, params: dict) -> tuple[dict, bool]:

@@ -63,7 +63,18 @@ def test_dev_prices_every_stack_endpoint_and_every_job(assemblies, table):
     serving = next(key for key in endpoints if "Serving/" in key and key.endswith("@min"))
     assert endpoints[serving] == ("ml.inf2.xlarge", 1, round(0.99 * 730, 2))
     jobs = {key.split("/", 1)[1]: line for key, line in lines.items() if key.startswith("job ")}
-    assert sorted(jobs) == ["Export", "SelectPareto", "Train", "TrainSupernet", "TrainWithEval", "Tune"]
+    assert sorted(jobs) == [
+        "CompileForNeuron",
+        "Export",
+        "SelectPareto",
+        "Train",
+        "TrainSupernet",
+        "TrainWithEval",
+        "Tune",
+    ]
+    partition = jobs["CompileForNeuron"]  # LMI's partition: ml.trn1.2xlarge at its 4 h max runtime (REFERENCE.md)
+    assert (partition.instance_type, partition.hours) == ("ml.trn1.2xlarge", 4)
+    assert partition.usd_total == pytest.approx(1.54 * 4)
     # Train and TrainWithEval are the two sides of the EvalData Choice: one of them runs per execution
     assert jobs["Train"].choice == jobs["TrainWithEval"].choice and jobs["Train"].choice.endswith("/EvalData")
     assert "one of the jobs" in jobs["TrainWithEval"].note
@@ -84,7 +95,8 @@ def test_prod_endpoint_and_training(assemblies, table):
     assert (at_min.instance_type, at_min.count, at_max.count) == ("ml.inf2.24xlarge", 2, 6)
     assert at_min.usd_total == pytest.approx(2 * 7.79 * 730) and at_max.usd_total == pytest.approx(6 * 7.79 * 730)
     jobs = {key.rsplit("/", 1)[1]: line for key, line in lines.items() if key.startswith("job ")}
-    assert sorted(jobs) == ["Train", "TrainWithEval"]
+    assert sorted(jobs) == ["CompileForNeuron", "Train", "TrainWithEval"]
+    assert jobs.pop("CompileForNeuron").usd_total == pytest.approx(24.73 * 4)  # ml.trn1.32xlarge, 4 h max
     for train in jobs.values():
         assert train.usd_total == pytest.approx(1.515 * 48) and "spot" not in train.label
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import shutil
 from pathlib import Path
 
 import boto3
@@ -185,9 +184,15 @@ def account():
         yield Account()
 
 
-def _shipped(config_dir: Path, *envs: str) -> Path:
+def _shipped(config_dir: Path, *envs: str, compiled: bool = False) -> Path:
+    """The shipped files. Unless `compiled`, the LMI environments compile at start-up (compile step off), so a
+    merged version is what they serve: the promotion's own rules, apart from the compiled model's (whose
+    path test_shipped_dev_promotes_its_compiled_version_not_the_merged_one follows)."""
     for env in envs:
-        shutil.copy(ROOT / "config" / f"{env}.yaml", config_dir / f"{env}.yaml")
+        settings = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
+        if not compiled and settings["serving"]["backend"] == "lmi_neuronx":
+            settings["training"]["neuron_compile"] = {"enabled": False}
+        (config_dir / f"{env}.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
     return config_dir
 
 
@@ -198,7 +203,7 @@ def _serving_like_dev(config_dir: Path, env: str) -> None:
     dev = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
     settings["serving"] = {**dev["serving"], "initial_instance_count": 1}
     settings.pop("rehearses", None)
-    settings["training"].pop("neuron_compile", None)
+    settings["training"]["neuron_compile"] = {"enabled": False}  # LMI compiling at start-up (see _shipped)
     if "base_model_key" in settings["training"]:
         settings["training"]["base_model_key"] = "base-models/tinyllama-1.1b-chat-v1.0/"
     else:
@@ -483,6 +488,40 @@ def test_the_compiled_version_of_staging_s_shape_locks_both_prefixes(account, de
     assert (lock.model_prefix, lock.compiled_prefix) == (f"models/{job}/output/model/", compiled_prefix)
     served = load_config("staging", dev_and_shipped).serving
     assert served.model_prefix == compiled_prefix
+
+
+# What RegisterCompiledModel records from dev's compiled config.json (`neuron`: TP 2, 2048 positions, batch 4, f16)
+COMPILED_METADATA = {
+    "compiled_tensor_parallel_degree": "2",
+    "compiled_n_positions": "2048",
+    "compiled_batch_size": "4",
+    "compiled_dtype": "f16",
+    "compiler_version": "2.15.141.0+d3cfc8ca",
+}
+
+
+def test_shipped_dev_promotes_its_compiled_version_not_the_merged_one(account, tmp_path, capsys):
+    """dev as it ships compiles with LMI's partition: its merged version is refused, the compiled one (the
+    workflow's RegisterCompiledModel, naming the merged package) is served from its compiled folder."""
+    (tmp_path / "config").mkdir()
+    config_dir = _shipped(tmp_path / "config", "dev", compiled=True)
+    account.deploy_data("dev")
+    job = "llm-inf2-dev-20261201-0-0"
+    merged = account.register("dev", job=job)
+    assert _promote(account, config_dir, merged, "dev") == 2
+    assert "has no compiled model" in _refusal(capsys)
+    compiled_prefix = f"models/{job}/neuron/tp2-np2048-bs4-fp16-neuronx-cc-2.15.141.0/{job[:-4]}-n-0/output/model/"
+    compiled = account.register(
+        "dev",
+        job=job,
+        prefix=compiled_prefix,
+        extra={"compile_job": f"{job[:-4]}-n-0", "merged_package": merged, **COMPILED_METADATA},
+    )
+    assert _promote(account, config_dir, compiled, "dev") == 0, capsys.readouterr().err
+    lock = read_lock(config_dir / "dev.model.json")
+    assert (lock.model_prefix, lock.compiled_prefix) == (f"models/{job}/output/model/", compiled_prefix)
+    assert load_config("dev", config_dir).serving.model_prefix == compiled_prefix
+    assert lock.compiled.tensor_parallel_degree == 2 and lock.compiled.compiler_version == "2.15.141.0+d3cfc8ca"
 
 
 def test_a_model_in_another_bucket_is_refused(account, dev_and_shipped, capsys):

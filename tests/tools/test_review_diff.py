@@ -79,7 +79,7 @@ def promotion(assemblies, tmp_path_factory):
         "prod",
         model_package_arn="arn:aws:sagemaker:us-east-1:123456789012:model-package/llminf2proddata-models/3",
         model_prefix="models/llama2-7b-qlora-20261201/merged/",
-        compiled_prefix="models/llama2-7b-qlora-20261201/merged/neuron-tp8-np4096-fp16/",
+        compiled_prefix="models/llama2-7b-qlora-20261201/neuron/tp8-np4096-bs8-fp16-neuronx-cc-2.15.141.0/c/output/model/",
     )
     base, head = _against_base(assemblies, "prod", promoted, tmp_path_factory.mktemp("promoted"))
     return base, head, review_diff.review(base, head, "promotion")
@@ -230,7 +230,7 @@ def test_cost_delta_of_a_changed_instance_type(resized_dev):
     # every endpoint and job of the default config is priced (no n/a); the tuning job counts all its trials
     assert [row for row in rows if "n/a" in row] == [] and not any(n.startswith("not priced") for n in notes)
     assert list(by_label) == [at_min[0], at_max[0]]  # only the two changed rows
-    assert "10 unchanged item(s) not shown" in notes  # dev prices 6 endpoint and 6 job lines; 2 change
+    assert "11 unchanged item(s) not shown" in notes  # dev prices 6 endpoint and 7 job lines (its partition); 2 change
     # dev's totals: min 1,020.54 -> 2,020.64, max 2,041.08 -> 4,041.28, one run of every workflow unchanged
     [dev] = review_diff.environment_costs(base, head, table, review_diff.aws_environments())
     assert (dev.env, dev.emulated) == ("dev", False)

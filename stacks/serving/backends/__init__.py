@@ -55,6 +55,11 @@ class Backend:
     shards_kv_heads: bool = False  # TP and num_key_value_heads must divide one another
     compiled_folder: Callable[[Any], str] | None = None  # the folder a compiled prefix of its shape contains
     serves_compiled: bool = False  # the endpoint mounts the compiled model: a version needs one
+    compiles_at_start_up: bool = False  # it can also compile an uncompiled model when it starts (no compile step)
+    compiled_shape: Callable[[Any], dict[str, Any]] | None = None  # the shape a lock's `compiled` section names
+    compiler_version: Callable[[Any], str] | None = None  # the serving image's neuronx-cc
+    compile_program: str = ""  # what the Training workflow's compile step runs in its image
+    compile_problem: Callable[[Any], tuple[str, str] | None] | None = None  # (config) -> (field, problem): its host
     memory_problem: Callable[[Any, float, bool], str | None] = _no_problem  # (serving, billions, compiled)
 
     def endpoint_class(self) -> type:

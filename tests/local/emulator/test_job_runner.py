@@ -9,6 +9,8 @@ import io
 import json
 import re
 import tarfile
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -268,3 +270,71 @@ def test_what_is_not_emulated_fails_with_one_line(aws):
     bayesian = {"HyperParameterTuningJobName": "t", "HyperParameterTuningJobConfig": {"Strategy": "Bayesian"}}
     with pytest.raises(ValueError, match=r"^tuning strategy Bayesian is not emulated \(Random is\)$"):
         tuning.plan(bayesian, max_trials=3)
+
+
+def _dev_partition_request(name: str) -> dict:
+    """dev's CompileForNeuron request as the state machine sends it (the template's Parameters, run-time fields
+    filled), its model channel and output in this module's bucket."""
+    from tests.stacks.training.test_training_stack import definition
+    from tests.synth import synth_env, templates
+
+    with tempfile.TemporaryDirectory() as out:
+        template = templates(synth_env("dev", Path(out)))["Training"]
+    params = definition(template)["States"]["CompileForNeuron"]["Parameters"]
+    request = {k: v for k, v in params.items() if not k.endswith(".$")}
+    request["TrainingJobName"] = name
+    request["RoleArn"] = "arn:aws:iam::123456789012:role/compile"
+    request["AlgorithmSpecification"] = {**params["AlgorithmSpecification"], "TrainingImage": LMI_IMAGE}
+    (channel,) = params["InputDataConfig"]
+    source = {k: v for k, v in channel["DataSource"]["S3DataSource"].items() if not k.endswith(".$")}
+    request["InputDataConfig"] = [
+        {**channel, "DataSource": {"S3DataSource": {**source, "S3Uri": f"s3://{BUCKET}/tiny/"}}}
+    ]
+    request["OutputDataConfig"] = {"S3OutputPath": f"s3://{BUCKET}/models/", "CompressionType": "NONE"}
+    return request
+
+
+LMI_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.30.0-neuronx-sdk2.20.1"
+
+
+def _upload_model(aws, heads: int) -> None:
+    s3 = aws.client("s3")
+    config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_attention_heads": heads}
+    for name, body in (
+        ("config.json", json.dumps(config)),
+        ("generation_config.json", '{"do_sample": true}'),
+        ("tokenizer.json", "{}"),
+        ("model.safetensors", "weights"),
+    ):
+        s3.put_object(Bucket=BUCKET, Key=f"tiny/{name}", Body=body.encode())
+
+
+def test_the_lmi_partition_runs_with_its_stand_in_and_leaves_the_compiled_layout(aws):
+    """dev's own request: its script, arguments and OPTION_* environment, the image's program replaced by
+    local/emulator/lmi_partition.py; what lands in S3 is what LMI's partition writes."""
+    _upload_model(aws, heads=4)
+    outcome = aws.job_runner.run(_dev_partition_request("partition-1"), job_arn="arn")
+    assert outcome.status == "Completed", outcome.failure_reason
+    prefix = "models/partition-1/output/model/"
+    s3 = aws.client("s3")
+    keys = {o["Key"].removeprefix(prefix) for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
+    assert {"config.json", "tokenizer.json", "generation_config.json", "compiled/VERSION", "compiled/STAND-IN"} <= keys
+    assert "serving.properties" not in keys  # the job's script drops it
+    config = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "config.json")["Body"].read())
+    assert config["neuron"] == {
+        "auto_cast_type": "f16",
+        "batch_size": 4,
+        "checkpoint_id": None,
+        "checkpoint_revision": None,
+        "compiler_type": "neuronx-cc",
+        "num_cores": 2,
+        "sequence_length": 2048,
+        "compiler_version": "2.15.141.0",
+    }
+
+
+def test_a_partition_the_device_would_refuse_fails_the_job_with_its_reason(aws):
+    _upload_model(aws, heads=3)  # TP 2 does not divide 3 heads
+    outcome = aws.job_runner.run(_dev_partition_request("partition-2"), job_arn="arn")
+    assert outcome.status == "Failed"
+    assert "3 attention heads are not divisible by tensor_parallel_degree 2" in outcome.failure_reason

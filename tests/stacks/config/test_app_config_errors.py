@@ -17,11 +17,12 @@ LOCK = "__lock__"  # a case's config/<env>.model.json (tests.synth.lock_document
 SHIPPED = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())  # a first deploy: nothing served yet
 # dev after the first-deploy guide (a version promoted: serving on), so the serving rules run too
 VALID = {**SHIPPED, LOCK: lock_document("dev")}
+PROD_VALID = {**yaml.safe_load((ROOT / "config" / "prod.yaml").read_text()), LOCK: lock_document("prod")}
 
 
-def _with(path: str, value) -> dict:
-    """A copy of the valid dev config with `a.b.c` set to value."""
-    config = json.loads(json.dumps(VALID))
+def _with(path: str, value, base: dict = VALID) -> dict:
+    """A copy of the valid dev config (or `base`) with `a.b.c` set to value."""
+    config = json.loads(json.dumps(base))
     node = config
     *parents, leaf = path.split(".")
     for part in parents:
@@ -30,8 +31,8 @@ def _with(path: str, value) -> dict:
     return config
 
 
-def _without(path: str) -> dict:
-    config = json.loads(json.dumps(VALID))
+def _without(path: str, base: dict = VALID) -> dict:
+    config = json.loads(json.dumps(base))
     node = config
     *parents, leaf = path.split(".")
     for part in parents:
@@ -490,10 +491,56 @@ CASES = [
         "(sentence-transformers/all-MiniLM-L6-v2)",
     ),
     (
-        "compile-for-lmi",
+        "lmi-compile-on-a-cpu-instance",
         "dev",
-        _with("training.neuron_compile", {"enabled": True}),
-        "training.neuron_compile.enabled: got true with serving.backend lmi_neuronx",
+        _with("training.neuron_compile", {"instance_type": "ml.r5.4xlarge"}),
+        "training.neuron_compile.instance_type: got 'ml.r5.4xlarge'; LMI NeuronX's partition loads the model onto "
+        "NeuronCores (DJL 0.30 calls to_neuron; CPU-only compiling needs Neuron SDK 2.21, the image has 2.20.1) and "
+        "SageMaker training has them on ml.trn1 (NeuronCore-v2, as ml.inf2): use ml.trn1.2xlarge or "
+        "ml.trn1.32xlarge or ml.trn1n.32xlarge",
+    ),
+    (
+        "lmi-compile-without-the-host-memory-for-the-model",
+        "dev",
+        _with("serving.model_parameters_billions", 6.7),
+        "training.neuron_compile.instance_type: got 'ml.trn1.2xlarge' (32 GiB host RAM); compiling a 6.7B-parameter "
+        "model (serving.model_parameters_billions) needs ~100 GiB (15 GiB per billion parameters, ~100 GB for a 7B "
+        "model): use ml.trn1.32xlarge or ml.trn1n.32xlarge",
+    ),
+    (
+        "lmi-scale-out-faster-than-an-instance-loads",
+        "dev",
+        _with("serving.autoscaling.scale_out_cooldown_seconds", 300),
+        "serving.autoscaling.scale_out_cooldown_seconds: got 300; a new instance loads the compiled model for up to "
+        "serving.lmi.model_loading_timeout (600 s) before it takes traffic, and a shorter cooldown adds more "
+        "instances on the same load: use >= 600",
+    ),
+    (
+        "compile-without-serving",
+        "dev",
+        _without("serving", base=_with("training.neuron_compile", {"enabled": True})),
+        "training.neuron_compile.enabled: got true with serving.backend None; the compile step compiles for a "
+        "serving profile that serves a compiled model (vllm_neuronx, lmi_neuronx): set a serving section or "
+        "enabled: null",
+    ),
+]
+
+
+# prod's own file (TP 8 on ml.inf2.24xlarge), written as prod.yaml
+PROD_CASES = [
+    (
+        "lmi-compile-without-the-memory-for-the-model",
+        "prod",
+        _with("training.neuron_compile", {"instance_type": "ml.trn1.2xlarge"}, base=PROD_VALID),
+        "training.neuron_compile.instance_type: got 'ml.trn1.2xlarge' (2 NeuronCores); the partition loads "
+        "serving.lmi.tensor_parallel_degree 8 shards, one per NeuronCore: use ml.trn1.32xlarge or ml.trn1n.32xlarge",
+    ),
+    (
+        "lmi-compile-with-a-tp-trn1-does-not-run",
+        "prod",
+        _with("serving.lmi.tensor_parallel_degree", 4, base=PROD_VALID),
+        "serving.lmi.tensor_parallel_degree: got 4; the partition runs on Trn1, whose Neuron runtime runs TP 1, 2, 8, "
+        "32 (Inf2: 1, 2, 4, 8, 24): use 1, 2, 8, or set training.neuron_compile.enabled: false to compile at start-up",
     ),
 ]
 
@@ -536,6 +583,16 @@ def test_malformed_config_fails_with_one_line(tmp_path, case, env_name, content,
     assert lines[0].startswith("config error: ")
     assert expected in lines[0]
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("case", "env_name", "content", "expected"), PROD_CASES, ids=[c[0] for c in PROD_CASES])
+def test_malformed_prod_config_fails_with_one_line(tmp_path, case, env_name, content, expected):
+    write_case(tmp_path, content, env_name)
+    result = run_app(tmp_path, env_name)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("config error: "), result.stderr
+    assert expected in lines[0]
 
 
 def test_missing_optional_section_takes_defaults(tmp_path):

@@ -11,6 +11,7 @@ import yaml
 
 from stacks.config import ConfigError, load_config
 from stacks.config.model_lock import lock_text, parse_lock, read_lock
+from stacks.serving.backends.lmi_neuronx.config import NEURONX_CC as COMPILERS
 from tests.synth import FACTS, ROOT, lock_document
 
 DEV = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
@@ -19,6 +20,7 @@ PROD = yaml.safe_load((ROOT / "config" / "prod.yaml").read_text())
 DEV_ARN = lock_document("dev")["model_package_arn"]
 STAGING_ARN = lock_document("staging")["model_package_arn"]
 PROD_ARN = lock_document("prod")["model_package_arn"]
+NEURONX_CC = COMPILERS[(0, 30, 0)]  # the neuronx-cc of djl-inference:0.30.0-neuronx-sdk2.20.1
 
 
 def _changed(base: dict, **changes) -> dict:
@@ -164,21 +166,49 @@ LOCK_REFUSALS = [
         f"staging.model.json: compiled_prefix: {STAGING_ARN} is compiled as models/",
     ),
     (
-        "lmi-graph-for-another-shape",
+        "lmi-compiled-for-another-shape",
         "prod",
         PROD,
-        lock_document("prod", compiled_prefix="models/llama2-7b-qlora-20261120/merged/neuron-tp2-np4096-fp16/"),
-        f"prod.model.json: compiled_prefix: {PROD_ARN} is compiled as models/llama2-7b-qlora-20261120/merged/"
-        "neuron-tp2-np4096-fp16/; prod.yaml serves shape neuron-tp8-np4096-fp16/ (LMI NeuronX refuses another)",
+        lock_document(
+            "prod", compiled_prefix=f"models/j/neuron/tp2-np4096-bs8-fp16-neuronx-cc-{NEURONX_CC}/c/output/model/"
+        ),
+        f"prod.model.json: compiled_prefix: {PROD_ARN} is compiled as models/j/neuron/tp2-np4096-bs8-fp16-neuronx-cc-"
+        f"{NEURONX_CC}/c/output/model/; prod.yaml serves shape neuron/tp8-np4096-bs8-fp16-neuronx-cc-{NEURONX_CC}/ "
+        "(LMI NeuronX refuses another)",
     ),
     (
-        "isolated-graph-outside-the-model",
+        "lmi-compiled-for-another-batch",
         "prod",
         PROD,
-        lock_document("prod", compiled_prefix="models/graphs/neuron-tp8-np4096-fp16/"),
-        f"prod.model.json: compiled_prefix: {PROD_ARN}: models/graphs/neuron-tp8-np4096-fp16/ is not under "
-        "model_prefix models/llama2-7b-qlora-20261120/merged/; with network.isolated: true (prod.yaml) the "
-        "container reads only the mounted model prefix: compile the graph under it",
+        lock_document("prod", compiled__batch_size=4),
+        f"prod.model.json: compiled.batch_size: {PROD_ARN} is compiled with batch_size 4 (serves 8); prod.yaml "
+        "serving.lmi serves tensor_parallel_degree 8, n_positions 4096, batch_size 8, dtype fp16: promote a version "
+        "compiled for that shape, or serve the shape it was compiled for",
+    ),
+    (
+        "lmi-compiled-by-another-compiler",
+        "prod",
+        PROD,
+        lock_document("prod", compiled__compiler_version="2.14.227.0+2d4c5fb3"),
+        f"prod.model.json: compiled.compiler_version: {PROD_ARN} is compiled by neuronx-cc 2.14.227.0+2d4c5fb3; "
+        f"prod.yaml serving.image lmi_neuronx has neuronx-cc {NEURONX_CC}, which fails to load it (djl-serving "
+        "model-artifacts.md): compile it again in the serving image",
+    ),
+    (
+        "lmi-compiled-without-its-recorded-shape",
+        "dev",
+        DEV,
+        lock_document("dev", compiled=None),
+        f"dev.model.json: compiled: {DEV_ARN} records no compiled shape or compiler",
+    ),
+    (
+        "lmi-without-compiled-model",
+        "dev",
+        DEV,
+        lock_document("dev", compiled_prefix=None),
+        f"dev.model.json: compiled_prefix: {DEV_ARN} has no compiled model; dev.yaml serving.backend lmi_neuronx "
+        f"serves one of shape neuron/tp2-np2048-bs4-fp16-neuronx-cc-{NEURONX_CC}/: promote the compiled version "
+        "(RegisterCompiledModel)",
     ),
     (
         "not-an-arn",

@@ -74,9 +74,9 @@ CASES = [
     ),
     (
         "startup-shorter-than-model-loading",
-        _with("serving.container_startup_health_check_timeout_seconds", 900),
-        "serving.container_startup_health_check_timeout_seconds: got 900; must be >= lmi.model_loading_timeout "
-        "(1500) or SageMaker kills the container while the model still loads",
+        _with("serving.container_startup_health_check_timeout_seconds", 300),
+        "serving.container_startup_health_check_timeout_seconds: got 300; must be >= lmi.model_loading_timeout "
+        "(600) or SageMaker kills the container while the model still loads",
     ),
 ]
 
@@ -118,9 +118,8 @@ MORE_CASES = [
     ),
     (
         "rollout-shorter-than-startup",
-        _with("serving.rollout.maximum_execution_timeout_seconds", 1200),
-        "serving.rollout.maximum_execution_timeout_seconds: got 1200; "
-        "must be >= startup timeout + wait interval (1920)",
+        _with("serving.rollout.maximum_execution_timeout_seconds", 900),
+        "serving.rollout.maximum_execution_timeout_seconds: got 900; must be >= startup timeout + wait interval (1020)",
     ),
     (
         "initial-count-below-autoscaling-min",
@@ -186,8 +185,13 @@ def _unserved(config: dict) -> dict:
 
 
 LLAMA_2 = "NousResearch/Llama-2-7b-chat-hf"  # a 7B profile serves what trains a 7B base
+# The compile step off: LMI compiles at start-up (with the step on, dev's ml.trn1.2xlarge cannot partition a 7B).
 SEVEN_B_ON_XLARGE = _unserved(
-    _with_all(serving__model_parameters_billions=6.7, training__hyperparameters__model_id=LLAMA_2)
+    _with_all(
+        serving__model_parameters_billions=6.7,
+        training__hyperparameters__model_id=LLAMA_2,
+        training__neuron_compile__enabled=False,
+    )
 )
 
 
@@ -226,7 +230,9 @@ def test_7b_runtime_compile_on_16gb_host_warns_and_does_not_fail(tmp_path, monke
 
 
 _GRAPHED_7B = lock_document(
-    "dev", facts=FACTS["llama2"], compiled_prefix="models/tinyllama-1.1b-chat-v1.0/neuron-tp2-np2048-fp16/"
+    "dev",
+    facts=FACTS["llama2"],
+    compiled_prefix="models/m/neuron/tp2-np2048-bs4-fp16-neuronx-cc-2.15.141.0/c/output/model/",
 )
 
 
@@ -246,6 +252,7 @@ def test_warning_only_for_runtime_compile_of_7b_on_small_hosts(tmp_path, changes
     lock = changes.pop(LOCK, None)
     if changes:
         changes["training__hyperparameters__model_id"] = LLAMA_2
+        changes["training__neuron_compile__enabled"] = False  # compiled at start-up, where the warning applies
     content = _unserved(_with_all(**changes))
     write_case(tmp_path, {**content, LOCK: lock} if lock else content)
     config = load_config("dev", tmp_path)

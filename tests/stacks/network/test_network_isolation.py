@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from stacks.config import load_config
+from stacks.config.serving_properties import as_environment
 from stacks.network.stack import INTERFACE_ENDPOINTS
-from stacks.serving.backends.lmi_neuronx.endpoint import property_environment
 from tests.stacks.training.test_training_stack import definition, resources_of
-from tests.synth import ROOT, load_served
+from tests.synth import ROOT, SERVED, load_served
 
 OPEN = {"0.0.0.0/0", "::/0"}
 SERVICES = {"sagemaker.api", "sagemaker.runtime", "sts", "logs", "ecr.api", "ecr.dkr"}
@@ -136,14 +136,14 @@ def test_isolated_lmi_model(templates):
     container = model["PrimaryContainer"]
     source = container["ModelDataSource"]["S3DataSource"]
     assert source["S3DataType"] == "S3Prefix" and source["CompressionType"] == "None"
-    assert source["S3Uri"]["Fn::Join"][1][-1] == "/models/llama2-7b-qlora-20261120/merged/"
+    assert source["S3Uri"]["Fn::Join"][1][-1] == f"/{SERVED['prod'][4]}"  # the compiled model, mounted
     assert "ModelDataUrl" not in container, "ModelDataSource and ModelDataUrl exclude each other"
     environment = container["Environment"]
     assert "OPTION_MODEL_ID" not in environment
     assert environment["OPTION_TENSOR_PARALLEL_DEGREE"] == "8"
     assert environment["OPTION_ENGINE"] == "Python"
     assert environment["OPTION_ENTRYPOINT"] == "djl_python.transformers_neuronx"
-    assert environment["OPTION_COMPILED_GRAPH_PATH"] == "/opt/ml/model/neuron-tp8-np4096-fp16/"
+    assert "OPTION_COMPILED_GRAPH_PATH" not in environment  # LMI loads the partition's folder as its model
 
 
 def test_isolated_serving_role_may_manage_network_interfaces(templates):
@@ -167,7 +167,7 @@ def test_serving_properties_become_option_variables():
     text = (
         "# comment\nengine=Python\noption.entryPoint=djl_python.transformers_neuronx\noption.tensor_parallel_degree=2\n"
     )
-    assert property_environment(text) == {
+    assert as_environment(text) == {
         "OPTION_ENGINE": "Python",
         "OPTION_ENTRYPOINT": "djl_python.transformers_neuronx",
         "OPTION_TENSOR_PARALLEL_DEGREE": "2",

@@ -11,12 +11,12 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 from stacks.serving.backends.lmi_neuronx.config import render_properties
-from tests.synth import load_served
+from tests.synth import SERVED, load_served
 
 ENVS = ("dev", "prod")
-EXPECTED = {  # env: (instance type, initial count, min, max, tp, model prefix)
-    "dev": ("ml.inf2.xlarge", 1, 1, 2, 2, "models/tinyllama-1.1b-chat-v1.0/"),
-    "prod": ("ml.inf2.24xlarge", 2, 2, 6, 8, "models/llama2-7b-qlora-20261120/merged/"),
+EXPECTED = {  # env: (instance type, initial count, min, max, tp, served prefix: the version's compiled model)
+    "dev": ("ml.inf2.xlarge", 1, 1, 2, 2, SERVED["dev"][4]),
+    "prod": ("ml.inf2.24xlarge", 2, 2, 6, 8, SERVED["prod"][4]),
 }
 
 
@@ -47,7 +47,7 @@ def test_model_reads_the_pinned_prefix_through_the_environment(templates, env):
         joined = container["Environment"]["OPTION_MODEL_ID"]["Fn::Join"][1]
         assert "cdk-hnb659fds-assets" in container["ModelDataUrl"]["Fn::Sub"]
     assert joined[0] == "s3://" and "ArtifactBucket" in joined[1]["Fn::ImportValue"] and joined[2] == f"/{prefix}"
-    assert ("OPTION_COMPILED_GRAPH_PATH" in container["Environment"]) is (env == "prod")
+    assert "OPTION_COMPILED_GRAPH_PATH" not in container["Environment"], "the compiled model is the model"
     policy_id, _ = _one(template, "AWS::IAM::ManagedPolicy")
     assert model["DependsOn"] == [policy_id], "CreateModel checks ECR pull rights: the policy must exist first"
 
@@ -176,10 +176,8 @@ def test_outputs_and_execution_role_scope(templates):
     statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     read = statements["ReadPinnedModel"]["Resource"]
     reads = read if isinstance(read, list) else [read]
-    assert [r["Fn::Join"][1][-1] for r in reads] == ["/models/tinyllama-1.1b-chat-v1.0/*"]
-    assert statements["ListPinnedModelPrefixes"]["Condition"] == {
-        "StringLike": {"s3:prefix": ["models/tinyllama-1.1b-chat-v1.0/*"]}
-    }
+    assert [r["Fn::Join"][1][-1] for r in reads] == [f"/{SERVED['dev'][4]}*"]
+    assert statements["ListPinnedModelPrefixes"]["Condition"] == {"StringLike": {"s3:prefix": [f"{SERVED['dev'][4]}*"]}}
     assert "FindInMap" in str(statements["PullServingImage"]["Resource"])
     assert all("*" not in str(s["Action"]) for s in statements.values()), "no wildcard actions"
     assert "AWS::IAM::Policy" not in {r["Type"] for r in serving["Resources"].values()}, "no inline policies"
@@ -189,10 +187,10 @@ def test_outputs_and_execution_role_scope(templates):
 def test_tarball_holds_exactly_the_rendered_serving_properties(assemblies, templates, env):
     _, model = _one(templates[env]["Serving"], "AWS::SageMaker::Model")
     if "ModelDataSource" in model["Properties"]["PrimaryContainer"]:  # isolated: the same settings as OPTION_*
-        from stacks.serving.backends.lmi_neuronx.endpoint import property_environment
+        from stacks.config.serving_properties import as_environment
 
         environment = model["Properties"]["PrimaryContainer"]["Environment"]
-        rendered = property_environment(render_properties(_config(env)))
+        rendered = as_environment(render_properties(_config(env)))
         assert {k: environment[k] for k in rendered} == rendered
         assert environment["OPTION_TENSOR_PARALLEL_DEGREE"] == str(EXPECTED[env][4])
         return

@@ -220,11 +220,6 @@ def test_compile_role_reads_and_writes_models_only(templates):
     assert statements["ListInputs"]["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
 
 
-@pytest.mark.parametrize("env", ["dev", "prod"])
-def test_lmi_environments_have_no_compile_step(templates, env):
-    assert "CompileForNeuron" not in definition(templates[env]["Training"])["States"]
-
-
 def test_staging_definition_passes_asl_validator(states, templates, tmp_path):
     path = tmp_path / "staging.asl.json"
     path.write_text(json.dumps(_asl_safe(definition(templates["staging"]["Training"]))))

@@ -132,11 +132,13 @@ def test_training_role_trusts_sagemaker_of_this_account(templates):
 
 
 @pytest.mark.parametrize(("env", "prefix"), [("dev", "llm-inf2-dev"), ("prod", "llm-inf2-prod")])
-def test_state_machine_passes_only_the_training_role_and_owns_only_its_jobs(templates, env, prefix):
+def test_state_machine_passes_only_its_job_roles_and_owns_only_its_jobs(templates, env, prefix):
+    """The training job's role and the compile job's (LMI's partition), nothing else."""
     template = templates[env]["Training"]
     passing = statement(template, "WorkflowPolicy", "PassJobRoles")
     assert passing["Action"] == "iam:PassRole"
-    assert passing["Resource"] == {"Fn::GetAtt": ["TrainingRoleA2F7D4DF", "Arn"]}
+    passed = sorted(r["Fn::GetAtt"][0] for r in passing["Resource"])
+    assert len(passed) == 2 and passed[0].startswith("CompileRole") and passed[1] == "TrainingRoleA2F7D4DF"
     assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
     jobs = statement(template, "WorkflowPolicy", "OwnTrainingJobs")
     assert sorted(jobs["Action"]) == [

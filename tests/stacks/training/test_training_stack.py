@@ -229,8 +229,10 @@ def test_success_records_the_model_prefix(definitions, templates):
     record = states["RecordModel"]
     assert record["Resource"] == "arn:aws:states:::aws-sdk:ssm:putParameter"
     assert record["Parameters"]["Name"].startswith("<ref:ModelParameter")
-    (parameter,) = resources_of(templates["dev"]["Training"], "AWS::SSM::Parameter").values()
-    assert parameter["Properties"]["Name"] == "/llm-inf2/dev/training/model-s3-uri"
+    names = {
+        p["Properties"]["Name"] for p in resources_of(templates["dev"]["Training"], "AWS::SSM::Parameter").values()
+    }
+    assert names == {"/llm-inf2/dev/training/model-s3-uri", "/llm-inf2/dev/training/compiled-model-s3-uri"}
     assert record["Parameters"]["Value.$"] == "$.training.model_s3_uri" and record["Parameters"]["Overwrite"] is True
     assert states["Done"]["End"] is True
     assert states["Done"]["Parameters"]["model_s3_uri.$"] == "$.training.model_s3_uri"

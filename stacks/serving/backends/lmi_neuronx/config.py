@@ -14,6 +14,7 @@ from stacks.config import serving_properties
 from stacks.config.errors import ConfigError
 from stacks.config.inf2 import INF2_TYPES
 from stacks.config.schema import setting
+from stacks.config.trn1 import COMPILE_HOST_GB_PER_BILLION, INF2_TP_DEGREES, TRN1_TP_DEGREES, TRN1_TYPES
 from stacks.image_table import image_uris
 
 LMI_DISCONTINUED = (
@@ -136,6 +137,7 @@ def warnings(serving: Any, path: str) -> list[str]:
     if (
         serving.model_parameters_billions >= SEVEN_B_CLASS
         and serving.compiled_graph_prefix is None
+        and serving.model_prefix is None  # a promoted version's fit is checked with its own compiled model
         and serving.inf2.host_memory_gb <= SMALL_HOST_GB
     ):
         found.append(
@@ -154,10 +156,53 @@ def tensor_parallel(serving: Any) -> tuple[str, int]:
     return "serving.lmi.tensor_parallel_degree", serving.lmi.tensor_parallel_degree
 
 
-def graph_folder(serving: Any) -> str:
-    """The folder a precompiled graph of this shape sits in (its prefix names the shape it was compiled for)."""
+# neuronx-cc each LMI NeuronX image pins (djl-serving <version>-dlc serving/docker/pytorch-inf2.Dockerfile,
+# ARG neuronx_cc_version): a compiled model loads only in a container of the same compiler version
+# (serving/docs/lmi/deployment_guide/model-artifacts.md).
+NEURONX_CC = {(0, 30, 0): "2.15.141.0", (0, 29, 0): "2.14.227.0"}
+# transformers-neuronx records the dtype as its `amp` name (djl_python tnx_properties.py, Dtype member names)
+AMP_OF_DTYPE = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
+
+
+def compiler_version(serving: Any) -> str:
+    """The neuronx-cc of the serving image (ConfigError-free: the version check ran before)."""
+    version = resolved_version(serving)
+    if version not in NEURONX_CC:
+        known = ", ".join(_version_text(v) for v in NEURONX_CC)
+        raise ConfigError(
+            "stacks/serving/backends/lmi_neuronx/config.py",
+            "NEURONX_CC",
+            f"no neuronx-cc version recorded for LMI {_version_text(version)} (known: {known}): add the image's "
+            "ARG neuronx_cc_version from its djl-serving branch",
+        )
+    return NEURONX_CC[version]
+
+
+def compiled_batch(serving: Any) -> int:
+    """The batch a compiled model has: max_rolling_batch_size with rolling batch (DJL sets batch_size to it for
+    precompiled models, djl_python/transformers_neuronx.py set_configs), else batch_size."""
     lmi = serving.lmi
-    return f"neuron-tp{lmi.tensor_parallel_degree}-np{lmi.n_positions}-{lmi.dtype}/"
+    return lmi.max_rolling_batch_size if lmi.rolling_batch != "disable" else lmi.batch_size
+
+
+def compiled_shape(serving: Any) -> dict[str, Any]:
+    """The shape the served model is compiled for, as the lock's `compiled` section names it."""
+    lmi = serving.lmi
+    return {
+        "tensor_parallel_degree": lmi.tensor_parallel_degree,
+        "n_positions": lmi.n_positions,
+        "batch_size": compiled_batch(serving),
+        "dtype": lmi.dtype,
+    }
+
+
+def compiled_folder(serving: Any) -> str:
+    """The folder the compile step writes a model of this shape and compiler into (its prefix names both)."""
+    shape = compiled_shape(serving)
+    return (
+        f"neuron/tp{shape['tensor_parallel_degree']}-np{shape['n_positions']}-bs{shape['batch_size']}-"
+        f"{shape['dtype']}-neuronx-cc-{compiler_version(serving)}/"
+    )
 
 
 def compile_memory_problem(serving: Any, billions: float, compiled: bool) -> str | None:
@@ -169,3 +214,54 @@ def compile_memory_problem(serving: Any, billions: float, compiled: bool) -> str
         f"a {billions:.2f}B-parameter model without a precompiled graph is compiled at start-up, which needs ~100 GB "
         f"host RAM; {serving.instance_type} has {host} GB: serve it on ml.inf2.8xlarge or larger"
     )
+
+
+COMPILE_TYPE = "training.neuron_compile.instance_type"
+
+
+def _listed(degrees: tuple[int, ...] | list[int]) -> str:
+    return ", ".join(map(str, degrees))
+
+
+def compile_problem(config: Any) -> tuple[str, str] | None:
+    """(field, problem) when the compile step's instance cannot partition this profile's model (not a Trainium
+    type, fewer NeuronCores than the TP degree, a TP degree Trn1 does not run, too little host memory), or the
+    endpoint that serves the compiled model scales out faster than an instance loads it."""
+    serving, chosen = config.serving, config.training.neuron_compile.instance_type
+    tp, billions = serving.lmi.tensor_parallel_degree, serving.model_parameters_billions
+    need = COMPILE_HOST_GB_PER_BILLION * billions
+    fits = [n for n, t in TRN1_TYPES.items() if t.neuron_cores >= tp and t.host_memory_gb >= need]
+    use = f"use {' or '.join(fits)}" if fits else "no ml.trn1 type fits: serve a smaller model"
+    host = TRN1_TYPES.get(chosen)
+    if host is None:
+        return COMPILE_TYPE, (
+            f"got {chosen!r}; LMI NeuronX's partition loads the model onto NeuronCores (DJL 0.30 calls to_neuron; "
+            "CPU-only compiling needs Neuron SDK 2.21, the image has 2.20.1) and SageMaker training has them on "
+            f"ml.trn1 (NeuronCore-v2, as ml.inf2): {use}"
+        )
+    if tp not in TRN1_TP_DEGREES:
+        both = [d for d in TRN1_TP_DEGREES if d in INF2_TP_DEGREES]
+        return "serving.lmi.tensor_parallel_degree", (
+            f"got {tp}; the partition runs on Trn1, whose Neuron runtime runs TP {_listed(TRN1_TP_DEGREES)} "
+            f"(Inf2: {_listed(INF2_TP_DEGREES)}): use {_listed(both)}, or set "
+            "training.neuron_compile.enabled: false to compile at start-up"
+        )
+    if host.neuron_cores < tp:
+        return COMPILE_TYPE, (
+            f"got {chosen!r} ({host.neuron_cores} NeuronCores); the partition loads serving.lmi.tensor_parallel_degree "
+            f"{tp} shards, one per NeuronCore: {use}"
+        )
+    cooldown, loading = serving.autoscaling.scale_out_cooldown_seconds, serving.lmi.model_loading_timeout
+    if cooldown < loading:
+        return "serving.autoscaling.scale_out_cooldown_seconds", (
+            f"got {cooldown}; a new instance loads the compiled model for up to serving.lmi.model_loading_timeout "
+            f"({loading} s) before it takes traffic, and a shorter cooldown adds more instances on the same load: "
+            f"use >= {loading}"
+        )
+    if host.host_memory_gb < need:
+        return COMPILE_TYPE, (
+            f"got {chosen!r} ({host.host_memory_gb} GiB host RAM); compiling a {billions:g}B-parameter model "
+            f"(serving.model_parameters_billions) needs ~{need:.0f} GiB ({COMPILE_HOST_GB_PER_BILLION} GiB per billion "
+            f"parameters, ~100 GB for a 7B model): {use}"
+        )
+    return None

@@ -18,7 +18,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from stacks.config.serving import ServingConfig
-from stacks.config.serving_properties import PROPERTIES, parse, template_path
+from stacks.config.serving_properties import PROPERTIES, as_environment, template_path
 from stacks.serving.hosting import EndpointProps, llm_hosting
 from stacks.shared.assets import build_content_addressed
 from stacks.shared.sagemaker_endpoint import ContainerSpec
@@ -28,19 +28,9 @@ from .config import render_properties
 MODEL_DIR = "/opt/ml/model/"
 
 
-def property_environment(properties: str) -> dict[str, str]:
-    """serving.properties as LMI's environment form: option.tensor_parallel_degree -> OPTION_TENSOR_PARALLEL_DEGREE,
-    engine -> OPTION_ENGINE, option.entryPoint -> OPTION_ENTRYPOINT."""
-    environment = {}
-    for key, value in parse(properties, PROPERTIES).items():
-        name = key.removeprefix("option.")
-        environment["OPTION_" + name.replace(".", "_").upper()] = value
-    return environment
-
-
 def isolated_environment(properties: str, *, model_prefix: str, compiled_graph_prefix: str | None) -> dict[str, str]:
     """The container environment when the model is mounted at /opt/ml/model (LMI's default model location)."""
-    environment = property_environment(properties)
+    environment = as_environment(properties)
     if compiled_graph_prefix is not None:
         environment["OPTION_COMPILED_GRAPH_PATH"] = MODEL_DIR + compiled_graph_prefix.removeprefix(model_prefix)
     return environment

@@ -40,4 +40,5 @@ BACKEND = Backend(
     shards_kv_heads=True,
     compiled_folder=compiled_folder,
     serves_compiled=True,
+    compile_program="optimum-cli export neuron",
 )
