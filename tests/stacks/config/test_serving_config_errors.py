@@ -371,3 +371,45 @@ def test_lmi_version_comes_from_the_image_table(tmp_path, image, version):
 
     write_case(tmp_path, _unserved(_with("serving.image", image)))
     assert lmi.resolved_version(load_config("dev", tmp_path).serving) == version
+
+
+@pytest.mark.parametrize(("case", "content", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_serving_rule_raises_the_same_line_in_process(tmp_path, case, content, expected):
+    """load_config, what app.py runs first, raises the line the entry point prints (no process per case)."""
+    from stacks.config import ConfigError, load_config
+
+    write_case(tmp_path, content)
+    with pytest.raises(ConfigError) as caught:
+        load_config("dev", tmp_path)
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_architecture_no_backend_serves_names_only_the_backends_own(tmp_path):
+    from stacks.config import ConfigError, load_config
+
+    write_case(tmp_path, _with("serving.model_architecture", "bert"))
+    with pytest.raises(ConfigError) as caught:
+        load_config("dev", tmp_path)
+    assert str(caught.value).endswith(
+        "serving.model_architecture: got 'bert'; backend lmi_neuronx supports " + ", ".join(lmi_architectures())
+    )
+
+
+def lmi_architectures() -> list[str]:
+    from stacks.serving.backends import backend
+
+    return list(backend("lmi_neuronx").architectures)
+
+
+def test_backends_are_listed_with_or_and_labelled(tmp_path):
+    from stacks.config.serving import _or_list
+    from stacks.serving.backends import backend
+
+    assert (_or_list([]), _or_list(["a"]), _or_list(["a", "b"]), _or_list(["a", "b", "c"])) == (
+        "",
+        "a",
+        "a or b",
+        "a, b or c",
+    )
+    serving = _load(tmp_path).serving
+    assert serving.backend_label == backend("lmi_neuronx").label and serving.spec is backend("lmi_neuronx")
