@@ -53,24 +53,26 @@ def test_serving_exists_only_with_a_promoted_model_lock():
 
 def test_the_compile_step_follows_the_backend_unless_set():
     staging = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
-    vllm = {**staging["serving"], "model_prefix": None}
-    assert _config().compiles_for_neuron is False
+    vllm = dict(staging["serving"])
+    assert _config().compiles_for_neuron is True  # lmi_neuronx serves its partition's output
     assert _config(serving=vllm, training={**DEV["training"], "neuron_compile": {}}).compiles_for_neuron is True
     off = {**DEV["training"], "neuron_compile": {"enabled": False}}
+    assert _config(training=off).compiles_for_neuron is False
     assert _config(serving=vllm, training=off).compiles_for_neuron is False
     on = {**DEV["training"], "neuron_compile": {"enabled": True}}
     assert _config(serving=vllm, training=on).compiles_for_neuron is True
     with pytest.raises(ConfigError) as caught:
-        _config(training=on)
+        _config(training=on, serving=None)
     assert str(caught.value) == (
-        "config/dev.yaml: training.neuron_compile.enabled: got true with serving.backend lmi_neuronx; the compile "
-        "step exports for vllm_neuronx (LMI's partition step needs Neuron devices; see README): set "
-        "serving.backend: vllm_neuronx or null"
+        "config/dev.yaml: training.neuron_compile.enabled: got true with serving.backend None; the compile step "
+        "compiles for a serving profile that serves a compiled model (vllm_neuronx, lmi_neuronx): set a serving "
+        "section or enabled: null"
     )
 
 
 def test_warnings_are_lines_of_the_source_file():
-    config = _config(serving={**DEV["serving"], "model_parameters_billions": 6.7})
+    startup_compile = {**DEV["training"], "neuron_compile": {"enabled": False}}
+    config = _config(serving={**DEV["serving"], "model_parameters_billions": 6.7}, training=startup_compile)
     object.__setattr__(config, "source", "config/dev.yaml")
     assert [line.split(": ", 2)[:2] for line in config.warnings()] == [
         ["config/dev.yaml", "serving.backend"],

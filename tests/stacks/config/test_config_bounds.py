@@ -684,6 +684,14 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     "Lineage.source_model_package_arn": Text(
         ("arn:aws:sagemaker:us-east-1:123456789012:model-package/g/1",), (("a b", MUST_MATCH),), "an ARN"
     ),
+    **{
+        f"CompiledFacts.{name}": Text((1, 8), ((0, "expected an integer >= 1"),), "a shape: at least one")
+        for name in ("tensor_parallel_degree", "n_positions", "batch_size")
+    },
+    "CompiledFacts.dtype": Text(("f16", "bf16"), (("F16", MUST_MATCH), ("f" * 9, MUST_MATCH)), "amp names"),
+    "CompiledFacts.compiler_version": Text(
+        ("2.15.141.0", "2.15.141.0+d3cfc8ca"), (("2", MUST_MATCH), ("v2.15.141.0", MUST_MATCH)), "neuronx-cc"
+    ),
     "DeployConfig.after": Text(
         ("staging",), (("Staging", MUST_MATCH), ("e" * 17, MUST_MATCH)), "environment names (config/<env>.yaml)"
     ),
@@ -720,6 +728,13 @@ BASES: dict[str, dict[str, Any]] = {
     "ServingPin": _PIN,
     "Lineage": _LINEAGE,
     "RehearsalConfig": {"environment": "prod"},
+    "CompiledFacts": {
+        "tensor_parallel_degree": 2,
+        "n_positions": 2048,
+        "batch_size": 4,
+        "dtype": "f16",
+        "compiler_version": "2.15.141.0",
+    },
     "ModelLock": {
         "model_package_arn": "arn:aws:sagemaker:us-east-1:123456789012:model-package/g/1",
         "approval_status": "Approved",

@@ -384,23 +384,6 @@ def test_serving_rule_raises_the_same_line_in_process(tmp_path, case, content, e
     assert expected in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_an_architecture_no_backend_serves_names_only_the_backends_own(tmp_path):
-    from stacks.config import ConfigError, load_config
-
-    write_case(tmp_path, _with("serving.model_architecture", "bert"))
-    with pytest.raises(ConfigError) as caught:
-        load_config("dev", tmp_path)
-    assert str(caught.value).endswith(
-        "serving.model_architecture: got 'bert'; backend lmi_neuronx supports " + ", ".join(lmi_architectures())
-    )
-
-
-def lmi_architectures() -> list[str]:
-    from stacks.serving.backends import backend
-
-    return list(backend("lmi_neuronx").architectures)
-
-
 def test_backends_are_listed_with_or_and_labelled(tmp_path):
     from stacks.config.serving import _or_list
     from stacks.serving.backends import backend
