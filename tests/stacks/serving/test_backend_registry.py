@@ -208,7 +208,8 @@ def _add_third_backend(tree: Path) -> None:
     table["images"][NAME] = {"pin": {"toy": "1.0.0"}, "uris": {r: IMAGE.format(region=r) for r in REGIONS}}
     (tree / "stacks/images.json").write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     _write(tree, CONFIG_FILE, CONFIG)
-    lock = lock_document("dev", model_prefix="models/toy/", serving__backend=NAME)
+    # a backend that serves the merged model: no compiled folder or shape in its lock
+    lock = lock_document("dev", model_prefix="models/toy/", compiled_prefix=None, compiled=None, serving__backend=NAME)
     lock["serving"]["image"] = IMAGE.format(region="us-east-1")
     (tree / LOCK_FILE).write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
 

@@ -14,6 +14,8 @@ from tools.invoke import endpoint_from_stack
 
 DATA, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Serving"
 PROMOTED_PREFIX = "models/promoted-job/merged/"
+# dev serves LMI's partition output: the compiled folder names its shape and compiler
+PROMOTED_COMPILED = "models/promoted-job/neuron/tp2-np2048-bs4-fp16-neuronx-cc-2.15.141.0/promoted-n-0/output/model/"
 PROMOTED_VERSION = "arn:aws:sagemaker:us-east-1:123456789012:model-package/llminf2devdata-models/4"
 
 
@@ -22,7 +24,9 @@ def promoted_assembly(tmp_path_factory):
     """The dev app serving another version (its lock's model_prefix): what a promotion synthesizes."""
     from tests.synth import load_served, synth
 
-    promoted = load_served("dev", model_prefix=PROMOTED_PREFIX, model_package_arn=PROMOTED_VERSION)
+    promoted = load_served(
+        "dev", model_prefix=PROMOTED_PREFIX, compiled_prefix=PROMOTED_COMPILED, model_package_arn=PROMOTED_VERSION
+    )
     return synth(promoted, tmp_path_factory.mktemp("cdk-dev-promoted"))
 
 
@@ -48,12 +52,13 @@ def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_
         assert config["ProductionVariants"][0]["ModelName"] == serving["ModelName"]
         variant = config["ProductionVariants"][0]
         assert variant["InstanceType"] == "ml.inf2.xlarge" and variant["VariantName"] == "AllTraffic"
-        assert model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == (
-            f"s3://{bucket}/models/tinyllama-1.1b-chat-v1.0/"
-        )
+        from tests.synth import lock_document
+
+        served = lock_document("dev")["compiled_prefix"]
+        assert model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == f"s3://{bucket}/{served}"
         model_tarball = model["PrimaryContainer"]["ModelDataUrl"]
         s3 = aws.client("s3")
-        s3.put_object(Bucket=bucket, Key=f"{PROMOTED_PREFIX}config.json", Body=b"{}")
+        s3.put_object(Bucket=bucket, Key=f"{PROMOTED_COMPILED}config.json", Body=b"{}")
         objects_before = {o["Key"]: o["ETag"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
         data_resources = {k: v["PhysicalResourceId"] for k, v in aws.resources(DATA).items()}
 
@@ -71,7 +76,7 @@ def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_
         assert promoted["EndpointConfigName"] == new_config["EndpointConfigName"]
         assert new_endpoint["EndpointConfigName"] == new_config["EndpointConfigName"]
         assert promoted["ModelName"] != serving["ModelName"], "the model is replaced, not edited"
-        assert new_model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == f"s3://{bucket}/{PROMOTED_PREFIX}"
+        assert new_model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == f"s3://{bucket}/{PROMOTED_COMPILED}"
         assert new_model["PrimaryContainer"]["ModelDataUrl"] == model_tarball, "same serving.properties tarball"
         # tools/invoke.py finds the endpoint the same way (stack outputs).
         assert endpoint_from_stack(aws.client("cloudformation"), SERVING) == serving["EndpointName"]
