@@ -204,7 +204,7 @@ BASE ?= origin/main
 REVIEW_OUT ?= review.md
 
 review: app-deps
-	$(APP_PY) tools/review_diff.py --base $(BASE) --output $(REVIEW_OUT)
+	$(APP_PY) -m tools.review_diff --base $(BASE) --output $(REVIEW_OUT)
 
 cost: synth
 	@$(APP_PY) tools/cost.py --cdk-out cdk.out
