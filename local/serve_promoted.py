@@ -1,6 +1,6 @@
 """After a run the gate passed: the registry's path to an endpoint on the emulator, the way docs/aws.md goes.
 
-A person approves the version (here the pipeline does, and says so). tools/promote_model.py then checks it against
+A person approves the version (here the pipeline does, and says so). tools/promote_model/ then checks it against
 the environment's serving profile and writes its lock. The lock goes into a copy of config/, so `make pipeline`
 leaves the repository's files as they are. The app is synthesized with that folder and deployed again, and the
 Serving stack's endpoint comes up InService (an emulated resource; the model itself is served by the local servers).
@@ -39,7 +39,7 @@ def promote(aws: LocalAws, *, env_name: str, arn: str, config_dir: Path) -> None
     env = {"AWS_ACCESS_KEY_ID": "emulated", "AWS_SECRET_ACCESS_KEY": "emulated", **os.environ}
     argv = ["--to", env_name, "--version", arn, "--config-dir", str(config_dir)]
     argv += ["--endpoint-url", aws.endpoint_url, "--region", aws.region]
-    done = subprocess.run([sys.executable, "tools/promote_model.py", *argv], cwd=ROOT, env=env, check=False)
+    done = subprocess.run([sys.executable, "-m", "tools.promote_model", *argv], cwd=ROOT, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"pipeline: the promotion of {arn} was refused (the line above says why)")
 
@@ -59,7 +59,7 @@ def promote_and_deploy(aws: LocalAws, *, env_name: str, arn: str, work: Path, sa
     config_dir = work / "config"
     promote(aws, env_name=env_name, arn=arn, config_dir=config_dir)
     lock = config_dir / f"{env_name}.model.json"
-    say(f"promoted: tools/promote_model.py wrote {lock} (commit it for review; config/ is left as it is)")
+    say(f"promoted: tools/promote_model/ wrote {lock} (commit it for review; config/ is left as it is)")
     out = work / "cdk.out.served"
     synth(env_name, config_dir, out)
     if deploy(out, None, aws) != 0:

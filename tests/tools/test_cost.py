@@ -194,7 +194,7 @@ def test_an_unbounded_job_is_not_guessed(table, params, why):
 
 def _run(cdk_out: Path):
     return subprocess.run(
-        [sys.executable, "tools/cost.py", "--cdk-out", str(cdk_out)],
+        [sys.executable, "-m", "tools.cost", "--cdk-out", str(cdk_out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

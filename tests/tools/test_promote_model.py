@@ -1,4 +1,4 @@
-"""tools/promote_model.py on moto (SageMaker model registry, S3 + KMS, CloudFormation's DescribeStacks).
+"""tools/promote_model/ on moto (SageMaker model registry, S3 + KMS, CloudFormation's DescribeStacks).
 
 Each environment is what its Data stack deploys: a KMS key, an artifact bucket encrypted with it, a model package
 group, and the stack's outputs naming them (stacks/data/stack.py). A version is registered the way the Training

@@ -120,7 +120,7 @@ def test_model_promotion_replaces_only_model_and_endpoint_config(promotion):
     # the model's S3 prefix is in the execution role's policy: the IAM section says so
     assert "### IAM changes" in markdown and "ExecutionPolicy" in markdown
     # a routine roll: not blocking, not under the stateful warning
-    assert result.blocking == [] and [w.severity for w in result.warnings] == [review_diff.ROUTINE]
+    assert result.blocking == [] and [w.severity for w in result.warnings] == [review_diff.Severity.ROUTINE]
     assert "Nothing blocking" in markdown and "### 1 routine rollout(s) the stack manages" in markdown
     assert ":no_entry:" not in markdown and ":warning:" not in markdown
     # same instance type and counts: no changed cost row, every total of prod unchanged
@@ -160,7 +160,8 @@ def test_review_is_deterministic_and_cli_matches(rename, tmp_path):
     proc = subprocess.run(
         [
             sys.executable,
-            "tools/review_diff.py",
+            "-m",
+            "tools.review_diff",
             "--base-dir",
             str(base_dir),
             "--head-dir",
@@ -360,7 +361,7 @@ def test_instance_type_change_on_an_autoscaled_variant_is_blocking(resize):
     config_id, endpoint = _only(template, "AWS::SageMaker::EndpointConfig"), _only(template, "AWS::SageMaker::Endpoint")
     target = _only(template, "AWS::ApplicationAutoScaling::ScalableTarget")
     assert result.blocking == [(serving, config_id, "INSTANCE TYPE ON AUTOSCALED VARIANT")]
-    [warning] = [w for w in result.warnings if w.severity == review_diff.BLOCKING]
+    [warning] = [w for w in result.warnings if w.severity == review_diff.Severity.BLOCKING]
     assert warning.message.startswith(
         f"endpoint `{endpoint}` variant AllTraffic: instance type ml.inf2.24xlarge -> ml.inf2.48xlarge while "
         f"scalable target `{target}` is registered: SageMaker refuses that UpdateEndpoint"
@@ -418,7 +419,7 @@ def test_removed_export_still_imported_and_the_replaced_key_are_blocking(key_ren
         + " import it"
     )
     # the endpoint configs re-encrypting under the new key are routine rollouts, listed apart from the key
-    routine = [w for w in result.warnings if w.severity == review_diff.ROUTINE]
+    routine = [w for w in result.warnings if w.severity == review_diff.Severity.ROUTINE]
     assert routine and {w.type for w in routine} == {"AWS::SageMaker::EndpointConfig"}
     markdown = review_diff.render(result)
     blocking_section = markdown.split("### :no_entry:", 1)[1].split("###", 1)[0]
@@ -471,7 +472,7 @@ def test_a_failed_review_leaves_no_report_behind(tmp_path):
     out = tmp_path / "review.md"
     out.write_text("<!-- review-diff -->\nthe review of an earlier run\n")
     proc = subprocess.run(
-        [sys.executable, "tools/review_diff.py", "--base", "no-such-ref-xyz", "--env", "dev", "--output", str(out)],
+        [sys.executable, "-m", "tools.review_diff", "--base", "no-such-ref-xyz", "--env", "dev", "--output", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
