@@ -20,9 +20,11 @@ File map (the file for a concern in one guess):
         container_images.py ContainerImages: the image table as a region mapping, ECR ARNs for grants
         job_request.py      TrainingJobRequest: typed CreateTrainingJob parameters for Step Functions
         job_role.py         SageMakerJobRole: execution role of a SageMaker training-type job
+        sagemaker_job_step.py SageMakerJobStep: one .sync job state: request, result, retries, completed check,
+                            the state machine's grants for it
         placement.py        Placement: isolated mode's subnets and security groups
         sagemaker_endpoint.py SageMakerEndpoint: Model + EndpointConfig + Endpoint, rollout, scaling, alarms
-        workflow_shell.py   what every state machine shares: failure path, retries, logs, job permissions
+        workflow_shell.py   what every state machine shares: failure path, happy path in order, logs
     data/stack.py         KMS key, artifact and access-log buckets (stateful, retained)
     network/stack.py      isolated mode's VPC, endpoints, flow logs and job security group
     training/             QLoRA training
@@ -30,6 +32,7 @@ File map (the file for a concern in one guess):
         job.py              the training job's CreateTrainingJob request
         compile_job.py      the Neuron compile job (optimum-cli export neuron) for vllm_neuronx
         workflow.py         the state machine (validate, train, capacity retries, register, record, notify)
+        state_paths.py      the execution-state paths two of its parts share ($.training.job_name, $.run, ...)
         registry.py         the quality gate, model facts, lineage and package versions (the gate before RecordModel)
         outcomes.py         how an execution ends and what it records: names local/ and tools/ share (no CDK)
         input_checks.py     its hyperparameter value/name checks and the dataset marker -> folder step

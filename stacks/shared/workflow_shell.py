@@ -5,6 +5,8 @@ training and pruning workflows cannot drift apart on them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
+from typing import Protocol
 
 from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_iam as iam
@@ -317,3 +319,22 @@ def tuning_completed(
         sfn.Condition.number_greater_than_equals(scored, 1),
     )
     return sfn.Choice(scope, construct_id).when(completed, next_state).otherwise(not_completed)
+
+
+class Step(Protocol):
+    """A part of a workflow with more than one exit, e.g. a job and its completed check (SageMakerJobStep)."""
+
+    @property
+    def start(self) -> sfn.IChainable: ...
+
+    def then(self, next_state: sfn.IChainable) -> sfn.IChainable: ...
+
+
+def in_order(*parts: Step | sfn.INextable) -> None:
+    """Each part goes on to the next one: the workflow's happy path, written in execution order."""
+    for part, following in pairwise(parts):
+        target = following.start if hasattr(following, "then") else following
+        if hasattr(part, "then"):
+            part.then(target)
+        else:
+            part.next(target)

@@ -29,13 +29,13 @@ from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATAS
 from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
-from ..shared.workflow_shell import job_submitter_statements
 from .compile_job import neuron_compile_request
 from .job import job_placement, runs_offline, training_job_request
 from .partition_job import lmi_compile_request
-from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, ServingSpec, model_environment
+from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, RegistrationSettings, ServingSpec, model_environment
+from .state_paths import RUN
 from .trigger import dataset_upload_rule
-from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
+from .workflow import MAX_JOB_NAME, NeuronCompile, TrainingWorkflow, max_job_name_length
 
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
 # What script mode finds offline: `pip install -r` of a file without requirements installs nothing, needs no index.
@@ -129,11 +129,10 @@ class TrainingStack(Stack):
         )
         self.topic = sns.Topic(self, "FailureTopic", master_key=key, enforce_ssl=True)
         self.model_parameter = self._model_parameter(config)
-        roles = [role.role]
         self.compile_request = self.compiled_model_parameter = None
+        compile_step = None
         if compiles:
             compile_role = self._compile_role(config, bucket=bucket, key=key, images=images, placement=placement)
-            roles.append(compile_role.role)
             self.compiled_model_parameter = self._model_parameter(config, compiled=True)
             self.compile_request = COMPILE_REQUESTS[config.serving.backend](
                 config,
@@ -143,6 +142,7 @@ class TrainingStack(Stack):
                 placement=placement,
                 image_uri=images.uri(compile_image(config), config.serving.image_uri),
             )
+            compile_step = NeuronCompile(request=self.compile_request, model_parameter=self.compiled_model_parameter)
         self.request, submit_directory = training_job_request(
             config,
             bucket=bucket,
@@ -166,16 +166,15 @@ class TrainingStack(Stack):
             capacity_backoff_seconds=training.capacity_backoff_seconds,
             log_retention_days=training.log_retention_days,
             key=key,
-            role_statements=[
-                *self._state_machine_statements(prefix=prefix, roles=roles, key=key),
-                *self._registry_statements(bucket=bucket, group_name=model_package_group_name),
-            ],
-            compile_request=self.compile_request,
-            compiled_model_parameter=self.compiled_model_parameter,
-            distributed=training.distributed,
             registration=self._registration(
                 config, bucket=bucket, images=images, code=code, group_name=model_package_group_name
             ),
+            role_statements=[
+                *self._record_statements(),
+                *self._registry_statements(bucket=bucket, group_name=model_package_group_name),
+            ],
+            compile_step=compile_step,
+            distributed=training.distributed,
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
@@ -258,23 +257,21 @@ class TrainingStack(Stack):
             policy_description="Neuron compile job: models/ (merged in, compiled out), data key",
         )
 
-    def _state_machine_statements(
-        self, *, prefix: str, roles: list[iam.IRole], key: kms.IKey
-    ) -> list[iam.PolicyStatement]:
-        statements = job_submitter_statements(self, job_kinds=["training-job"], prefix=prefix, roles=roles, key=key)
-        if self.compiled_model_parameter is not None:
-            statements.append(
-                iam.PolicyStatement(
-                    sid="RecordCompiledModel",
-                    actions=["ssm:PutParameter"],
-                    resources=[self.compiled_model_parameter.parameter_arn],
-                )
+    def _record_statements(self) -> list[iam.PolicyStatement]:
+        """RecordModel's is the shell's; the compiled model's parameter is this stack's."""
+        if self.compiled_model_parameter is None:
+            return []
+        return [
+            iam.PolicyStatement(
+                sid="RecordCompiledModel",
+                actions=["ssm:PutParameter"],
+                resources=[self.compiled_model_parameter.parameter_arn],
             )
-        return statements
+        ]
 
     def _registration(
         self, config: AppConfig, *, bucket: s3.IBucket, images: ContainerImages, code: s3_assets.Asset, group_name: str
-    ) -> dict:
+    ) -> RegistrationSettings:
         """ModelRegistration's settings: the gate, the serving backend's image and ml.inf2 type, the lineage's
         synth-time values (where the base model comes from, code asset hash)."""
         serving = config.serving
@@ -294,16 +291,16 @@ class TrainingStack(Stack):
                     environment=model_environment(serving.backend),
                 )
         base_key = config.training.base_model_key
-        return {
-            "group_name": group_name,
-            "bucket_name": bucket.bucket_name,
-            "min_improvement": config.training.quality_gate.min_improvement,
-            "serving": spec,
-            "compiled_serving": compiled,
-            "base_model": f"s3://{bucket.bucket_name}/{base_key}" if base_key else "$.run.hyperparameters.model_id",
-            "compiled_folder": _compiled_folder_with_facts(config),
-            "code_asset_hash": code.asset_hash,
-        }
+        return RegistrationSettings(
+            group_name=group_name,
+            bucket_name=bucket.bucket_name,
+            min_improvement=config.training.quality_gate.min_improvement,
+            serving=spec,
+            compiled_serving=compiled,
+            base_model=f"s3://{bucket.bucket_name}/{base_key}" if base_key else f"{RUN.hyperparameters}.model_id",
+            compiled_folder=_compiled_folder_with_facts(config),
+            code_asset_hash=code.asset_hash,
+        )
 
     def _compiled_facts_statements(self, bucket: s3.IBucket) -> list[iam.PolicyStatement]:
         """ReadCompiledFacts (LMI): only the compiled model's config.json, in its shape's folder."""
