@@ -31,7 +31,7 @@ from ..shared.bucket_layout import CHECKPOINTS_PREFIX, PRUNING_DATASETS_PREFIX, 
 from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.sagemaker_endpoint import SageMakerEndpoint
-from ..shared.workflow_shell import job_arn, job_submitter_statements
+from ..shared.sagemaker_job_step import job_arn
 from .endpoints import encoder_endpoints
 from .jobs import ENCODER_CODE_IN_JOB, pruning_job_requests
 from .workflow import PruningWorkflow
@@ -126,13 +126,6 @@ class PruningStack(Stack):
             model_parameter=self.model_parameter,
             log_retention_days=pruning.log_retention_days,
             key=key,
-            role_statements=job_submitter_statements(
-                self,
-                job_kinds=["training-job", "hyper-parameter-tuning-job"],
-                prefix=prefix,
-                roles=[job_role.role, select_role.role],
-                key=key,
-            ),
         )
         self.state_machine = workflow.state_machine
 
