@@ -3,7 +3,7 @@
 File map (the file for a concern in one guess):
 
     application.py        compose one environment's stacks into the App; cdk-nag rule packs on
-    nag.py                cdk-nag and Control Tower (cfn-guard) rule packs, every accepted finding in one table
+    nag.py                cdk-nag and Control Tower (cfn-guard) rule packs
     paths.py              where things live in the repository (the only Path(__file__) in stacks/)
     image_table.py        reader of images.json, the container-image URIs per region
     code_contract/        what the stacks know about training_code/ (stdlib only, loaded from the files)
@@ -15,6 +15,7 @@ File map (the file for a concern in one guess):
         aws_limits.py       the AWS request field each setting is sent as; its limits from botocore's model
         aws_models.py       the one reader of botocore's service models (each parsed once, when first needed)
     shared/               CDK pieces two or more units use
+        acknowledgments.py  accepted scanner findings, made beside their resources (wildcards rendered at synth)
         assets.py           deterministic, content-addressed tarball assets
         bucket_layout.py    the artifact bucket's prefixes (datasets/, pruning-datasets/, models/, ...), _READY
         container_images.py ContainerImages: the image table as a region mapping, ECR ARNs for grants

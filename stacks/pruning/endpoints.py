@@ -15,6 +15,7 @@ from constructs import Construct
 from ..config import AppConfig
 from ..config.endpoint import DataCaptureConfig
 from ..config.pruning import EncoderEndpointConfig
+from ..shared.acknowledgments import acknowledge_wildcards
 from ..shared.container_images import ContainerImages
 from ..shared.sagemaker_endpoint import (
     ContainerSpec,
@@ -22,6 +23,7 @@ from ..shared.sagemaker_endpoint import (
     VariantSpec,
     allow_alarm_notifications,
     endpoint_runtime_statements,
+    endpoint_runtime_wildcards,
 )
 
 
@@ -110,4 +112,5 @@ def _execution_role(
             *endpoint_runtime_statements(Stack.of(scope)),
         ],
     )
+    acknowledge_wildcards(policy, endpoint_runtime_wildcards(Stack.of(scope)))
     return role, policy

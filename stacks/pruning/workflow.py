@@ -30,7 +30,14 @@ from constructs import Construct
 
 from ..shared.bucket_layout import PRUNING_DATASETS_PREFIX
 from ..shared.job_request import TrainingJobRequest
-from ..shared.sagemaker_job_step import TRAINING_JOB, TUNING_JOB, JobOutput, SageMakerJobStep, job_step_statements
+from ..shared.sagemaker_job_step import (
+    TRAINING_JOB,
+    TUNING_JOB,
+    JobOutput,
+    SageMakerJobStep,
+    job_step_statements,
+    job_step_wildcards,
+)
 from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
 from .jobs import EXPORT, SELECTION, SUPERNET, TUNING
 from .run_names import run_name_expression, run_uri, tuning_job_name
@@ -188,16 +195,19 @@ class PruningWorkflow(Construct):
         )
         done = self._done(bucket_name, model_parameter)
         in_order(start_time, prepare, supernet, tune, select, export, record, done)
+        steps = [supernet, tune, select, export]
         self.state_machine = logged_state_machine(
             self,
             start=start,
             purpose="NAS pruning",
             comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
-            role_statements=job_step_statements(Stack.of(self), [supernet, tune, select, export]),
+            role_statements=job_step_statements(Stack.of(self), steps),
+            wildcards=job_step_wildcards(Stack.of(self), steps),
             topic=topic,
             key=key,
             model_parameter=model_parameter,
             log_retention_days=log_retention_days,
+            log_retention_setting="pruning.log_retention_days",
         )
 
     def _job(

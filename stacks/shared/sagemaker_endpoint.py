@@ -23,6 +23,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
 from ..config.endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
+from .acknowledgments import AWS_REQUIRES_STAR, Wildcard
 
 VARIANT_NAME = "AllTraffic"  # constant: rolling and blue/green updates require the same variant name
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
@@ -385,6 +386,26 @@ def endpoint_runtime_statements(stack: Stack) -> list[iam.PolicyStatement]:
             actions=["cloudwatch:PutMetricData"],
             resources=["*"],
             conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", SAGEMAKER_NAMESPACE]}},
+        ),
+    ]
+
+
+def endpoint_runtime_wildcards(stack: Stack, *, vpc: bool = False) -> list[Wildcard]:
+    """Why endpoint_runtime_statements' wildcards are as wide as they are (cdk-nag's IAM5)."""
+    describe = "; in isolated mode the EC2 Describe* calls SageMaker makes for the model's VPC config" if vpc else ""
+    star = f"{AWS_REQUIRES_STAR} (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the SageMaker "
+    logs = stack.format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name=f"{ENDPOINT_LOG_GROUPS}*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    return [
+        Wildcard("*", f"{star}endpoint namespaces{describe})"),
+        Wildcard(
+            logs,
+            "Endpoint log groups are named after the CloudFormation-generated endpoint names, which the role "
+            "cannot reference without a dependency cycle.",
         ),
     ]
 

@@ -10,13 +10,15 @@ OutputDataConfig.CompressionType or a ContainerEntrypoint, and there is no task 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
+
+from .acknowledgments import Wildcard
 
 # Raised by the Create*/Describe* calls themselves: worth retrying with backoff.
 API_RETRY_ERRORS = (
@@ -259,36 +261,40 @@ class SageMakerJobStep(Construct):
         return task
 
 
+def job_step_wildcards(stack: Stack, steps: Sequence[SageMakerJobStep]) -> list[Wildcard]:
+    """Why job_step_statements reach `<name_prefix>-*` of each job kind (cdk-nag's IAM5)."""
+    scopes = {job_arn(stack, s.kind.resource_type, s.name_prefix): s.kind.resource_type for s in steps}
+    return [
+        Wildcard(
+            arn,
+            f"SageMaker {kind} names are generated per execution (a tuning job's trials by SageMaker); the state "
+            "machine may create, describe, stop and tag only those whose names start with this environment's prefix.",
+        )
+        for arn, kind in scopes.items()
+    ]
+
+
 def _first_seen(values) -> list:
     return list(dict.fromkeys(values))
-
-
-@dataclass
-class _Needs:
-    kinds: dict[str, SageMakerJobKind] = field(default_factory=dict)
-    prefixes: dict[str, str] = field(default_factory=dict)
 
 
 def job_step_statements(stack: Stack, steps: Sequence[SageMakerJobStep]) -> list[iam.PolicyStatement]:
     """What a state machine needs to run `steps`: aws-cdk's task grants for each job kind, on this environment's
     jobs only (`<name_prefix>-*`); pass only the steps' roles, to SageMaker; the sync rules; and the data key the
     requests name for volumes and output (CreateTrainingJob checks the caller may use it)."""
-    needs = _Needs()
+    kinds: dict[str, tuple[SageMakerJobKind, str]] = {}  # resource type -> (kind, name prefix), first seen first
     for step in steps:
-        needs.kinds.setdefault(step.kind.resource_type, step.kind)
-        needs.prefixes.setdefault(step.kind.resource_type, step.name_prefix)
-        if needs.prefixes[step.kind.resource_type] != step.name_prefix:
+        kind, prefix = kinds.setdefault(step.kind.resource_type, (step.kind, step.name_prefix))
+        if prefix != step.name_prefix:
             raise ValueError(f"{step.node.path}: one job name prefix per job kind and state machine")
     requests = [request for step in steps for request in step.requests.values()]
     keys = _first_seen(r.kms_key_arn for r in requests)
     return [
         *(
             iam.PolicyStatement(
-                sid=kind.sid,
-                actions=list(kind.actions),
-                resources=[job_arn(stack, kind.resource_type, needs.prefixes[name])],
+                sid=kind.sid, actions=list(kind.actions), resources=[job_arn(stack, kind.resource_type, prefix)]
             )
-            for name, kind in needs.kinds.items()
+            for kind, prefix in kinds.values()
         ),
         iam.PolicyStatement(
             sid="PassJobRoles",
@@ -301,7 +307,7 @@ def job_step_statements(stack: Stack, steps: Sequence[SageMakerJobStep]) -> list
             actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
             resources=[
                 stack.format_arn(service="events", resource="rule", resource_name=kind.sync_rule)
-                for kind in needs.kinds.values()
+                for kind, _ in kinds.values()
             ],
         ),
         iam.PolicyStatement(

@@ -18,6 +18,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from .acknowledgments import AWS_REQUIRES_STAR, CFN_GUARD, IMPORTED_KEY, Wildcard, acknowledge, acknowledge_wildcards
+
 LOG_DELIVERY_AND_TRACING_ACTIONS = [
     "logs:CreateLogDelivery",
     "logs:DeleteLogDelivery",
@@ -65,15 +67,25 @@ def logged_state_machine(
     key: kms.IKey,
     model_parameter: ssm.IStringParameter,
     log_retention_days: int,
+    log_retention_setting: str,
+    wildcards: Sequence[Wildcard] = (),
 ) -> sfn.StateMachine:
     """The state machine (`purpose`, e.g. "QLoRA training") with its KMS-encrypted log group (ALL, with
     execution data), X-Ray tracing, and a role whose every permission sits in one customer-managed policy
-    (`role_statements` + the shell's), created before the state machine."""
+    (`role_statements` + the shell's), created before the state machine; `wildcards`: why `role_statements`
+    grant what they grant on wildcards; `log_retention_setting`: the config field of `log_retention_days`."""
     log_group = logs.LogGroup(scope, "Logs")
     cfn_log_group = log_group.node.default_child
     cfn_log_group.retention_in_days = log_retention_days  # validated against the allowed values in config
     # The data key's policy (DataStack) lets CloudWatch Logs use it for this account's log groups.
     cfn_log_group.kms_key_id = key.key_arn
+    acknowledge(log_group, f"{CFN_GUARD}cloudwatch_log_group_encrypted_check", IMPORTED_KEY)
+    acknowledge(
+        log_group,
+        f"{CFN_GUARD}cloudwatch_log_group_retention_period_check",
+        f"Where {log_retention_setting} is under 365 days (dev: 30) the state machine's execution log is kept "
+        "that long on purpose: a development environment's run history, not an audit record.",
+    )
 
     # A customer-managed policy instead of CDK's inline default policy: every permission is listed here.
     role = iam.Role(
@@ -91,6 +103,10 @@ def logged_state_machine(
         roles=[role],
         statements=[*role_statements, *shell_statements(topic=topic, key=key, model_parameter=model_parameter)],
     )
+    logs_and_traces = Wildcard(
+        "*", f"{AWS_REQUIRES_STAR} (CloudWatch Logs vended-log delivery and X-Ray tracing of the state machine)."
+    )
+    acknowledge_wildcards(policy, [logs_and_traces, *wildcards])
     state_machine = sfn.StateMachine(
         scope,
         "StateMachine",

@@ -24,6 +24,7 @@ from ..code_contract.qlora import ENTRY_POINT
 from ..config import AppConfig, ConfigError
 from ..config.training import PREFIX_LIMIT, TORCH_DISTRIBUTED, TrainingConfig
 from ..paths import QLORA_CODE
+from ..shared.acknowledgments import Wildcard
 from ..shared.assets import build_content_addressed
 from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATASETS_PREFIX, MODELS_PREFIX
 from ..shared.container_images import ContainerImages
@@ -43,6 +44,19 @@ BAKED_REQUIREMENTS = b"# Baked into the training image (training.image_repositor
 COMPILE_IMAGE = "vllm_neuronx"  # the serving image compiles: same optimum-neuron and neuronx-cc versions
 # Each backend's compile step (both run the serving image's own program, stacks/serving/backends/<name>).
 COMPILE_REQUESTS = {"vllm_neuronx": neuron_compile_request, "lmi_neuronx": lmi_compile_request}
+
+
+# Why the registry's statements (by Sid) reach their first resource, a wildcard (cdk-nag's IAM5).
+REGISTRY_WILDCARDS = {
+    "RegisterModelPackages": "SageMaker numbers the versions of a package group itself; only versions in this "
+    "environment's group, and only as PendingManualApproval or Rejected (condition sagemaker:ModelApprovalStatus).",
+    "ReadModelFacts": "The facts train.py writes into each model folder, models/<job>/output/model/model_facts.json; "
+    "job names are generated per execution, and the state machine can read no other object.",
+    "ReadCompiledFacts": "The compiled model's own config.json (its shape and compiler), models/<job>/<shape folder>/"
+    "<compile job>/output/model/; job names are generated per execution, and only that file of the folder is read.",
+    "WriteLineage": "One lineage manifest per training job, models/<job>/lineage.json; job names are generated per "
+    "execution, and the state machine can write no other object.",
+}
 
 
 def compile_image(config: AppConfig) -> str:
@@ -110,12 +124,6 @@ class TrainingStack(Stack):
         training = config.training
         self.job_name_prefix = prefix = job_name_prefix(config)
         compiles = config.compiles_for_neuron
-        # stacks/nag.py: the CompileRole entries, and its VPC ones when it runs in the isolated mode's subnets
-        self.nag_details = {
-            "compile": "" if compiles else None,
-            "compile_vpc": "" if compiles and placement else None,
-            "compiled_folder": _compiled_folder_with_facts(config),
-        }
         serving_image = [config.serving.image_name] if config.serving is not None else []
         images = ContainerImages(
             self, "Images", names=[TRAINING_IMAGE, *([compile_image(config)] if compiles else []), *serving_image]
@@ -152,6 +160,7 @@ class TrainingStack(Stack):
             image_uri=image_uri,
             placement=placement,
         )
+        registry = self._registry_statements(bucket=bucket, group_name=model_package_group_name)
         workflow = TrainingWorkflow(
             self,
             "Workflow",
@@ -169,9 +178,9 @@ class TrainingStack(Stack):
             registration=self._registration(
                 config, bucket=bucket, images=images, code=code, group_name=model_package_group_name
             ),
-            role_statements=[
-                *self._record_statements(),
-                *self._registry_statements(bucket=bucket, group_name=model_package_group_name),
+            role_statements=[*self._record_statements(), *registry],
+            role_wildcards=[
+                Wildcard(s.resources[0], REGISTRY_WILDCARDS[s.sid]) for s in registry if s.sid in REGISTRY_WILDCARDS
             ],
             compile_step=compile_step,
             distributed=training.distributed,
@@ -199,6 +208,16 @@ class TrainingStack(Stack):
             job_name_prefix=self.job_name_prefix,
             read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
+            prefix_reasons={
+                DATASETS_PREFIX: "The training job reads the dataset it is given, any object under datasets/ (the "
+                "channel is chosen per execution); nothing else in the bucket.",
+                BASE_MODELS_PREFIX: "Network-isolated jobs read the base model from a `model` channel under "
+                "base-models/; read only.",
+                CHECKPOINTS_PREFIX: "Checkpoints are written and read back on resume under checkpoints/<run>/; the "
+                "run name is generated per execution.",
+                MODELS_PREFIX: "The merged model is written under models/<job-name>/; job names are generated per "
+                "execution, so the prefix is the narrowest fixed scope.",
+            },
             image_repository_arn=image_repository_arn,
             vpc=job_placement(config, placement),
             description="SageMaker execution role of the QLoRA training jobs",
@@ -251,6 +270,10 @@ class TrainingStack(Stack):
             job_name_prefix=self.job_name_prefix,
             read_prefixes=(MODELS_PREFIX,),
             write_prefixes=(MODELS_PREFIX,),
+            prefix_reasons={
+                MODELS_PREFIX: "The compile job reads the merged model under models/<training job>/ and writes the "
+                "compiled one beside it; job names are generated per execution."
+            },
             image_repository_arn=images.repository_arn(compile_image(config), config.serving.image_uri),
             vpc=job_placement(config, placement),
             description=f"SageMaker execution role of the Neuron compile jobs ({compile_program})",

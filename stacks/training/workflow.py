@@ -35,6 +35,7 @@ from constructs import Construct
 
 from ..code_contract.qlora import bool_spellings, hyperparameter_names
 from ..config.training import TORCH_DISTRIBUTED
+from ..shared.acknowledgments import Wildcard
 from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.sagemaker_job_step import (
@@ -43,6 +44,7 @@ from ..shared.sagemaker_job_step import (
     JobVariant,
     SageMakerJobStep,
     job_step_statements,
+    job_step_wildcards,
 )
 from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
 from .input_checks import dataset_marker, hyperparameter_checks
@@ -96,12 +98,14 @@ class TrainingWorkflow(Construct):
         key: kms.IKey,
         registration: RegistrationSettings,
         role_statements: Sequence[iam.PolicyStatement],
+        role_wildcards: Sequence[Wildcard],
         compile_step: NeuronCompile | None = None,
         distributed: bool = False,
     ) -> None:
         """`role_statements`: what the states other than the job steps call (registry, records), beside the
-        steps' own; `compile_step`: the Neuron compile after RecordModel; `distributed`: the job has several GPUs
-        (torchrun), which ValidateInput's method / fsdp rules follow."""
+        steps' own, and `role_wildcards` why they reach the wildcards they reach; `compile_step`: the Neuron
+        compile after RecordModel; `distributed`: the job has several GPUs (torchrun), which ValidateInput's
+        method / fsdp rules follow."""
         super().__init__(scope, construct_id)
         self._prefix = job_name_prefix
         invalid, notify = failure_path(
@@ -146,10 +150,12 @@ class TrainingWorkflow(Construct):
             purpose="QLoRA training",
             comment="QLoRA training: SageMaker createTrainingJob.sync, model prefix to SSM, failures to SNS",
             role_statements=[*job_step_statements(Stack.of(self), steps), *role_statements],
+            wildcards=[*job_step_wildcards(Stack.of(self), steps), *role_wildcards],
             topic=topic,
             key=key,
             model_parameter=model_parameter,
             log_retention_days=log_retention_days,
+            log_retention_setting="training.log_retention_days",
         )
 
     def _prepare(self, capacity_backoff_seconds: int) -> sfn.Pass:
