@@ -25,6 +25,7 @@ File map (the file for a concern in one guess):
                             the state machine's grants for it
         placement.py        Placement: isolated mode's subnets and security groups
         sagemaker_endpoint.py SageMakerEndpoint: Model + EndpointConfig + Endpoint, rollout, scaling, alarms
+        endpoint_runtime.py what every endpoint execution role needs (ECR login, logs, metrics) and why
         workflow_shell.py   what every state machine shares: failure path, happy path in order, logs
     data/stack.py         KMS key, artifact and access-log buckets (stateful, retained)
     network/stack.py      isolated mode's VPC, endpoints, flow logs and job security group

@@ -17,13 +17,12 @@ from ..config.endpoint import DataCaptureConfig
 from ..config.pruning import EncoderEndpointConfig
 from ..shared.acknowledgments import acknowledge_wildcards
 from ..shared.container_images import ContainerImages
+from ..shared.endpoint_runtime import endpoint_runtime_statements, endpoint_runtime_wildcards
 from ..shared.sagemaker_endpoint import (
     ContainerSpec,
     SageMakerEndpoint,
     VariantSpec,
     allow_alarm_notifications,
-    endpoint_runtime_statements,
-    endpoint_runtime_wildcards,
 )
 
 

@@ -19,13 +19,10 @@ from ..config import AppConfig
 from ..config.serving import ServingConfig
 from ..shared.acknowledgments import Wildcard, acknowledge_wildcards
 from ..shared.container_images import ContainerImages
+from ..shared.endpoint_runtime import endpoint_runtime_statements, endpoint_runtime_wildcards
 from ..shared.job_role import vpc_statements, vpc_wildcards
 from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import (
-    allow_alarm_notifications,
-    endpoint_runtime_statements,
-    endpoint_runtime_wildcards,
-)
+from ..shared.sagemaker_endpoint import allow_alarm_notifications
 from .hosting import EndpointProps
 
 
