@@ -3,7 +3,7 @@
 File map (the file for a concern in one guess):
 
     application.py        compose one environment's stacks into the App; cdk-nag rule packs on
-    nag.py                cdk-nag and Control Tower (cfn-guard) rule packs, every accepted finding in one table
+    nag.py                cdk-nag and Control Tower (cfn-guard) rule packs
     paths.py              where things live in the repository (the only Path(__file__) in stacks/)
     image_table.py        reader of images.json, the container-image URIs per region
     code_contract/        what the stacks know about training_code/ (stdlib only, loaded from the files)
@@ -15,14 +15,18 @@ File map (the file for a concern in one guess):
         aws_limits.py       the AWS request field each setting is sent as; its limits from botocore's model
         aws_models.py       the one reader of botocore's service models (each parsed once, when first needed)
     shared/               CDK pieces two or more units use
+        acknowledgments.py  accepted scanner findings, made beside their resources (wildcards rendered at synth)
         assets.py           deterministic, content-addressed tarball assets
         bucket_layout.py    the artifact bucket's prefixes (datasets/, pruning-datasets/, models/, ...), _READY
         container_images.py ContainerImages: the image table as a region mapping, ECR ARNs for grants
         job_request.py      TrainingJobRequest: typed CreateTrainingJob parameters for Step Functions
         job_role.py         SageMakerJobRole: execution role of a SageMaker training-type job
+        sagemaker_job_step.py SageMakerJobStep: one .sync job state: request, result, retries, completed check,
+                            the state machine's grants for it
         placement.py        Placement: isolated mode's subnets and security groups
         sagemaker_endpoint.py SageMakerEndpoint: Model + EndpointConfig + Endpoint, rollout, scaling, alarms
-        workflow_shell.py   what every state machine shares: failure path, retries, logs, job permissions
+        endpoint_runtime.py what every endpoint execution role needs (ECR login, logs, metrics) and why
+        workflow_shell.py   what every state machine shares: failure path, happy path in order, logs
     data/stack.py         KMS key, artifact and access-log buckets (stateful, retained)
     network/stack.py      isolated mode's VPC, endpoints, flow logs and job security group
     training/             QLoRA training
@@ -30,6 +34,7 @@ File map (the file for a concern in one guess):
         job.py              the training job's CreateTrainingJob request
         compile_job.py      the Neuron compile job (optimum-cli export neuron) for vllm_neuronx
         workflow.py         the state machine (validate, train, capacity retries, register, record, notify)
+        state_paths.py      the execution-state paths two of its parts share ($.training.job_name, $.run, ...)
         registry.py         the quality gate, model facts, lineage and package versions (the gate before RecordModel)
         outcomes.py         how an execution ends and what it records: names local/ and tools/ share (no CDK)
         input_checks.py     its hyperparameter value/name checks and the dataset marker -> folder step

@@ -6,7 +6,7 @@ from aws_cdk import App, Environment, Stack, Tags
 
 from .config import AppConfig
 from .data.stack import DataStack
-from .nag import add_rule_packs, apply_acknowledgments
+from .nag import add_rule_packs
 from .network.stack import NetworkStack
 from .pruning.stack import PruningStack
 from .serving.stack import ServingStack
@@ -78,7 +78,6 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         Tags.of(app).add(key, value)
     if nag:
         add_rule_packs(app)
-        apply_acknowledgments(stacks)
     return stacks
 
 

@@ -11,6 +11,40 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..config import AppConfig
+from ..shared.acknowledgments import CFN_GUARD, acknowledge
+
+_LOG_BUCKET = (
+    "This bucket receives S3 server access logs of the artifact bucket; logging it to itself or to "
+    "another bucket would recurse."
+)
+_REPLICATION = (
+    "Cross-region replication is a per-organisation DR decision; the bucket is versioned, retained and "
+    "KMS-encrypted, and replication can be added without replacing it."
+)
+_SSE_S3 = "S3 server access logging only delivers to SSE-S3 buckets; the logs hold request metadata, not data."
+_NO_OBJECT_LOCK = (
+    "Object Lock (WORM) would also block the lifecycle rules that expire noncurrent versions and "
+    "aborted uploads; the data is versioned and retained (RETAIN), and a models/ retention lock is "
+    "a per-organisation decision not taken here."
+)
+PACKS = ("HIPAA.Security", "NIST.800.53.R5")
+# Accepted findings (cdk-nag, Control Tower cfn-guard) on each bucket, rule -> reason.
+ACCESS_LOG_BUCKET_FINDINGS = {
+    "AwsSolutions-S1": _LOG_BUCKET,
+    **{f"{pack}-S3BucketLoggingEnabled": _LOG_BUCKET for pack in PACKS},
+    **{f"{pack}-S3DefaultEncryptionKMS": _SSE_S3 for pack in PACKS},
+    **{f"{pack}-S3BucketReplicationEnabled": _REPLICATION for pack in PACKS},
+    f"{CFN_GUARD}s3_bucket_logging_enabled_check": _LOG_BUCKET,
+    f"{CFN_GUARD}s3_bucket_default_encryption_kms_check": _SSE_S3,
+    f"{CFN_GUARD}s3_event_notifications_enabled_check": "The bucket only receives S3 server access logs; nothing "
+    "consumes their object events.",
+    f"{CFN_GUARD}s3_bucket_object_lock_enabled_check": "Access logs expire after data.access_log_expiration_days; "
+    "Object Lock would keep them.",
+}
+ARTIFACT_BUCKET_FINDINGS = {
+    **{f"{pack}-S3BucketReplicationEnabled": _REPLICATION for pack in PACKS},
+    f"{CFN_GUARD}s3_bucket_object_lock_enabled_check": _NO_OBJECT_LOCK,
+}
 
 _LOG_GROUPS_OF_THIS_ACCOUNT = f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"
 MODEL_PACKAGE_GROUP_EXPORT = "ModelPackageGroupName"  # exported as <Data stack name>:ModelPackageGroupName
@@ -50,6 +84,8 @@ class DataStack(Stack):
             lifecycle_rules=[artifact_rule],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        for rule, reason in ARTIFACT_BUCKET_FINDINGS.items():
+            acknowledge(self.bucket, rule, reason)
 
         # Native CloudFormation property instead of `event_bridge_enabled`, which adds a custom-resource
         # Lambda with a managed policy just to flip this switch.
@@ -132,7 +168,7 @@ class DataStack(Stack):
     def _access_log_bucket(self, config: AppConfig) -> s3.Bucket:
         data = config.data
         # S3 server access logs cannot be delivered to a KMS-encrypted bucket, hence SSE-S3 here.
-        return s3.Bucket(
+        bucket = s3.Bucket(
             self,
             "AccessLogBucket",
             encryption=s3.BucketEncryption.S3_MANAGED,
@@ -150,3 +186,6 @@ class DataStack(Stack):
                 )
             ],
         )
+        for rule, reason in ACCESS_LOG_BUCKET_FINDINGS.items():
+            acknowledge(bucket, rule, reason)
+        return bucket

@@ -16,7 +16,19 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ..config import AppConfig
+from ..shared.acknowledgments import CFN_GUARD, IMPORTED_KEY, acknowledge
 from ..shared.placement import Placement
+
+PACKS = ("HIPAA.Security", "NIST.800.53.R5")
+_DEFAULT_SG = (
+    "Nothing uses the VPC's default security group: every job, model and endpoint names the job security group. "
+    "Closing it takes CDK's custom-resource Lambda, itself a new network-attached principal; the VPC has no "
+    "internet route either way."
+)
+_SELF_INGRESS = (
+    "The only ingress rule: all traffic from this same security group, for the instances of one multi-instance "
+    "training job (NCCL picks its ports); no CIDR source, so nothing outside the group can connect."
+)
 
 HTTPS = ec2.Port.tcp(443)
 INTERFACE_ENDPOINTS = {
@@ -46,6 +58,8 @@ class NetworkStack(Stack):
             # Only the id is used (the security group's VpcId); nothing selects subnets through this reference.
             vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=network.vpc_id, availability_zones=["unused"])
             subnet_ids = list(network.subnet_ids)
+        for pack in PACKS:
+            acknowledge(vpc, f"{pack}-VPCDefaultSecurityGroupClosed", _DEFAULT_SG)
 
         # Jobs and models: no ingress but from each other (multi-instance training), HTTPS out to the endpoints.
         self.security_group = ec2.SecurityGroup(
@@ -58,6 +72,8 @@ class NetworkStack(Stack):
         self.security_group.add_ingress_rule(
             self.security_group, ec2.Port.all_traffic(), "between instances of one training job"
         )
+        for pack in PACKS:
+            acknowledge(self.security_group, f"{pack}-EC2RestrictedCommonPorts", _SELF_INGRESS)
         self.security_group.add_egress_rule(
             self.security_group, ec2.Port.all_traffic(), "between instances of one training job"
         )
@@ -87,6 +103,7 @@ class NetworkStack(Stack):
         log_group = logs.LogGroup(
             self, "FlowLogs", encryption_key=key, retention=FLOW_LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN
         )
+        acknowledge(log_group, f"{CFN_GUARD}cloudwatch_log_group_encrypted_check", IMPORTED_KEY)
         role = iam.Role(
             self,
             "FlowLogRole",

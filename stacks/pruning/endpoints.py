@@ -15,13 +15,14 @@ from constructs import Construct
 from ..config import AppConfig
 from ..config.endpoint import DataCaptureConfig
 from ..config.pruning import EncoderEndpointConfig
+from ..shared.acknowledgments import acknowledge_wildcards
 from ..shared.container_images import ContainerImages
+from ..shared.endpoint_runtime import endpoint_runtime_statements, endpoint_runtime_wildcards
 from ..shared.sagemaker_endpoint import (
     ContainerSpec,
     SageMakerEndpoint,
     VariantSpec,
     allow_alarm_notifications,
-    endpoint_runtime_statements,
 )
 
 
@@ -110,4 +111,5 @@ def _execution_role(
             *endpoint_runtime_statements(Stack.of(scope)),
         ],
     )
+    acknowledge_wildcards(policy, endpoint_runtime_wildcards(Stack.of(scope)))
     return role, policy

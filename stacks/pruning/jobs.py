@@ -14,9 +14,12 @@ from ..code_contract.nas import EXPORT_PROGRAM, SELECT_PROGRAM, SUPERNET_PROGRAM
 from ..config import AppConfig, PruningConfig
 from ..shared.bucket_layout import CHECKPOINTS_PREFIX, PRUNING_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
+from ..shared.sagemaker_job_step import JobOutput
 from .run_names import job_name, run_uri
 
 ENCODER_CODE_IN_JOB = "encoder_code"  # where the inference handler lands inside the job's code tarball
+# Where each job step's result lands in the execution state (the workflow writes them, later jobs read them).
+SUPERNET, TUNING, SELECTION, EXPORT = (JobOutput(p) for p in ("$.supernet", "$.tuning", "$.selection", "$.export"))
 
 
 class PruningJobs(NamedTuple):
@@ -39,7 +42,7 @@ def pruning_job_requests(
     """Every job runs `code` in script mode; outputs go under the run's prefix (the workflow replaces it)."""
     pruning = config.pruning
     script_mode = {"sagemaker_submit_directory": code.s3_object_url, "sagemaker_region": Aws.REGION}
-    supernet_uri = Ref("$.supernet.model_s3_uri")
+    supernet_uri = Ref(SUPERNET.model_s3_uri)
     common = {
         "image_uri": image_uri,
         "instance_count": 1,
@@ -95,13 +98,13 @@ def _result_jobs(
     select_role: iam.IRole,
 ) -> tuple[TrainingJobRequest, TrainingJobRequest]:
     """(selection, export): the selection reads the trials through the SageMaker API, the export the front."""
-    supernet_uri = Ref("$.supernet.model_s3_uri")
+    supernet_uri = Ref(SUPERNET.model_s3_uri)
     select = TrainingJobRequest(
         job_name=Ref(job_name("select")),
         role_arn=select_role.role_arn,
         instance_type=pruning.helper_instance_type,
         hyperparameters={
-            "tuning-job-name.$": "$.tuning.name",
+            "tuning-job-name.$": TUNING.field("name"),
             "output-s3-uri.$": run_uri(bucket_name),
             "search-space": pruning.search_space,
             "objectives": pruning.objectives,

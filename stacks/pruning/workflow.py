@@ -17,11 +17,11 @@ its trials `<run>-<retry>-NNN-xxxxxxxx` (SageMaker's), so every job stays under 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Stack
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
@@ -29,25 +29,26 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from ..shared.bucket_layout import PRUNING_DATASETS_PREFIX
-from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, TrainingJobRequest
-from ..shared.workflow_shell import (
-    JOB_OUTCOME_SELECTOR,
-    TUNING_OUTCOME_SELECTOR,
-    failure_path,
-    job_completed,
-    logged_state_machine,
-    record_model_task,
-    retry_api_errors,
-    tuning_completed,
+from ..shared.job_request import TrainingJobRequest
+from ..shared.sagemaker_job_step import (
+    TRAINING_JOB,
+    TUNING_JOB,
+    JobOutput,
+    SageMakerJobStep,
+    job_step_statements,
+    job_step_wildcards,
 )
+from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
+from .jobs import EXPORT, SELECTION, SUPERNET, TUNING
 from .run_names import run_name_expression, run_uri, tuning_job_name
 
 if TYPE_CHECKING:
     from .jobs import PruningJobs
 
-CREATE_TUNING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createHyperParameterTuningJob.sync"
 # The tuning job's fields that are not its TrainingJobDefinition (CreateTrainingJob-only keys are dropped).
 _NOT_IN_DEFINITION = ("TrainingJobName", "HyperParameters", "Tags")
+# What a job's model folder is, from its DescribeTrainingJob answer (uncompressed output).
+MODEL_FOLDER = "States.Format('{}{}/output/model/', $.OutputDataConfig.S3OutputPath, $.TrainingJobName)"
 
 
 def training_parameters(request: TrainingJobRequest, *, output: str, compression: str = "NONE") -> dict[str, Any]:
@@ -60,33 +61,66 @@ def training_parameters(request: TrainingJobRequest, *, output: str, compression
     return params
 
 
-def tuning_parameters(
-    request: TrainingJobRequest,
-    *,
-    output: str,
-    parameter_ranges: Mapping[str, Any],
-    objective_metric: str,
-    max_jobs: int,
-    max_parallel_jobs: int,
-) -> dict[str, Any]:
-    """CreateHyperParameterTuningJob Parameters: Random search; each trial is `request` with tuned flags."""
-    trial = training_parameters(request, output=output)
-    definition = {k: v for k, v in trial.items() if k.removesuffix(".$") not in _NOT_IN_DEFINITION}
-    definition["StaticHyperParameters"] = trial["HyperParameters"]
-    params: dict[str, Any] = {
-        "HyperParameterTuningJobName.$": tuning_job_name(),
-        "HyperParameterTuningJobConfig": {
-            "Strategy": "Random",
-            "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": objective_metric},
-            "ResourceLimits": {"MaxNumberOfTrainingJobs": max_jobs, "MaxParallelTrainingJobs": max_parallel_jobs},
-            "ParameterRanges": dict(parameter_ranges),
-            "TrainingJobEarlyStoppingType": "Off",
-        },
-        "TrainingJobDefinition": definition,
-    }
-    if "Tags" in trial:
-        params["Tags"] = trial["Tags"]
-    return params
+@dataclass(frozen=True)
+class RunJobRequest:
+    """A job of the run: `request` with its output under the run's prefix (`output`, an intrinsic)."""
+
+    request: TrainingJobRequest
+    output: str
+    compression: str = "NONE"
+
+    @property
+    def role_arn(self) -> str:
+        return self.request.role_arn
+
+    @property
+    def kms_key_arn(self) -> str:
+        return self.request.kms_key_arn
+
+    def to_asl(self) -> dict[str, Any]:
+        return training_parameters(self.request, output=self.output, compression=self.compression)
+
+
+@dataclass(frozen=True)
+class TuningJobRequest:
+    """CreateHyperParameterTuningJob: Random search; each trial is `trial` with the tuned flags."""
+
+    trial: TrainingJobRequest
+    output: str
+    parameter_ranges: Mapping[str, Any]
+    objective_metric: str
+    max_jobs: int
+    max_parallel_jobs: int
+
+    @property
+    def role_arn(self) -> str:
+        return self.trial.role_arn
+
+    @property
+    def kms_key_arn(self) -> str:
+        return self.trial.kms_key_arn
+
+    def to_asl(self) -> dict[str, Any]:
+        trial = training_parameters(self.trial, output=self.output)
+        definition = {k: v for k, v in trial.items() if k.removesuffix(".$") not in _NOT_IN_DEFINITION}
+        definition["StaticHyperParameters"] = trial["HyperParameters"]
+        params: dict[str, Any] = {
+            "HyperParameterTuningJobName.$": tuning_job_name(),
+            "HyperParameterTuningJobConfig": {
+                "Strategy": "Random",
+                "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": self.objective_metric},
+                "ResourceLimits": {
+                    "MaxNumberOfTrainingJobs": self.max_jobs,
+                    "MaxParallelTrainingJobs": self.max_parallel_jobs,
+                },
+                "ParameterRanges": dict(self.parameter_ranges),
+                "TrainingJobEarlyStoppingType": "Off",
+            },
+            "TrainingJobDefinition": definition,
+        }
+        if "Tags" in trial:
+            params["Tags"] = trial["Tags"]
+        return params
 
 
 class PruningWorkflow(Construct):
@@ -108,10 +142,10 @@ class PruningWorkflow(Construct):
         model_parameter: ssm.IStringParameter,
         log_retention_days: int,
         key: kms.IKey,
-        role_statements: Sequence[iam.PolicyStatement],
     ) -> None:
+        """Every job writes under the run's `jobs/` prefix; `run_prefix` starts every job name (the IAM scope)."""
         super().__init__(scope, construct_id)
-        self._partition = Stack.of(self).partition
+        self._prefix = run_prefix
         jobs_uri = run_uri(bucket_name, "jobs/")
         invalid, self._notify = failure_path(
             self,
@@ -128,116 +162,75 @@ class PruningWorkflow(Construct):
             parameters={"parts.$": "States.StringSplit($$.Execution.StartTime, '-:T.Z')"},
             result_path="$.clock",
         )
+        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), start_time).otherwise(invalid)
         prepare = sfn.Pass(self, "Prepare", parameters={"name.$": run_name_expression(run_prefix)}, result_path="$.run")
-        train, tune, select, export = self._job_states(
-            jobs,
-            jobs_uri=jobs_uri,
+        supernet = self._job(
+            "TrainSupernet",
+            RunJobRequest(jobs.supernet, jobs_uri),
+            SUPERNET,
+            "SupernetCompleted",
+            values={"model_s3_uri.$": MODEL_FOLDER},
+        )
+        tuning = TuningJobRequest(
+            jobs.trial,
+            jobs_uri,
             parameter_ranges=parameter_ranges,
             objective_metric=objective_metric,
             max_jobs=max_jobs,
             max_parallel_jobs=max_parallel_jobs,
         )
+        tune = self._job(
+            "Tune", tuning, TUNING, "TuneCompleted", kind=TUNING_JOB, values={"trials.$": "$.TrainingJobStatusCounters"}
+        )
+        select = self._job("SelectPareto", RunJobRequest(jobs.select, jobs_uri), SELECTION, "SelectionCompleted")
+        export = self._job(
+            "Export",
+            RunJobRequest(jobs.export, jobs_uri, compression="GZIP"),
+            EXPORT,
+            "ExportCompleted",
+            values={"model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts"},
+        )
         record = record_model_task(
-            self, model_parameter=model_parameter, value_path="$.export.model_s3_uri", notify=self._notify
+            self, model_parameter=model_parameter, value_path=EXPORT.model_s3_uri, notify=self._notify
         )
         done = self._done(bucket_name, model_parameter)
-        record.next(done)
-        export.next(self._completed("ExportCompleted", "$.export", record))
-        select.next(self._completed("SelectionCompleted", "$.selection", export))
-        tune.next(
-            tuning_completed(self, "TuneCompleted", result_path="$.tuning", notify=self._notify, next_state=select)
-        )
-        train.next(self._completed("SupernetCompleted", "$.supernet", tune))
-        chain = start_time.next(prepare).next(train)
-        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), chain).otherwise(invalid)
+        in_order(start_time, prepare, supernet, tune, select, export, record, done)
+        steps = [supernet, tune, select, export]
         self.state_machine = logged_state_machine(
             self,
             start=start,
             purpose="NAS pruning",
             comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
-            role_statements=role_statements,
+            role_statements=job_step_statements(Stack.of(self), steps),
+            wildcards=job_step_wildcards(Stack.of(self), steps),
             topic=topic,
             key=key,
             model_parameter=model_parameter,
             log_retention_days=log_retention_days,
+            log_retention_setting="pruning.log_retention_days",
         )
 
-    def _job_states(
+    def _job(
         self,
-        jobs: PruningJobs,
+        name: str,
+        request: RunJobRequest | TuningJobRequest,
+        output: JobOutput,
+        completed_check: str,
         *,
-        jobs_uri: str,
-        parameter_ranges: Mapping[str, Any],
-        objective_metric: str,
-        max_jobs: int,
-        max_parallel_jobs: int,
-    ) -> tuple[sfn.CustomState, sfn.CustomState, sfn.CustomState, sfn.CustomState]:
-        """TrainSupernet, Tune, SelectPareto, Export: every job writes under the run's `jobs/` prefix."""
-        model_folder = "States.Format('{}{}/output/model/', $.OutputDataConfig.S3OutputPath, $.TrainingJobName)"
-        train = self._job(
-            "TrainSupernet",
-            CREATE_TRAINING_JOB_SYNC,
-            training_parameters(jobs.supernet, output=jobs_uri),
-            {"job_name.$": "$.TrainingJobName", **JOB_OUTCOME_SELECTOR, "model_s3_uri.$": model_folder},
-            "$.supernet",
-        )
-        tune = self._job(
-            "Tune",
-            CREATE_TUNING_JOB_SYNC,
-            tuning_parameters(
-                jobs.trial,
-                output=jobs_uri,
-                parameter_ranges=parameter_ranges,
-                objective_metric=objective_metric,
-                max_jobs=max_jobs,
-                max_parallel_jobs=max_parallel_jobs,
-            ),
-            {
-                "name.$": "$.HyperParameterTuningJobName",
-                **TUNING_OUTCOME_SELECTOR,
-                "trials.$": "$.TrainingJobStatusCounters",
-            },
-            "$.tuning",
-        )
-        select = self._job(
-            "SelectPareto",
-            CREATE_TRAINING_JOB_SYNC,
-            training_parameters(jobs.select, output=jobs_uri),
-            {"job_name.$": "$.TrainingJobName", **JOB_OUTCOME_SELECTOR},
-            "$.selection",
-        )
-        export = self._job(
-            "Export",
-            CREATE_TRAINING_JOB_SYNC,
-            training_parameters(jobs.export, output=jobs_uri, compression="GZIP"),
-            {
-                "job_name.$": "$.TrainingJobName",
-                **JOB_OUTCOME_SELECTOR,
-                "model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts",
-            },
-            "$.export",
-        )
-        return train, tune, select, export
-
-    def _job(self, name: str, resource: str, parameters: dict, selector: dict, result_path: str) -> sfn.CustomState:
-        """A `.sync` SageMaker task: API errors retried, anything else to Notify."""
-        state = sfn.CustomState(
+        kind=TRAINING_JOB,
+        values: Mapping[str, str] | None = None,
+    ) -> SageMakerJobStep:
+        return SageMakerJobStep(
             self,
             name,
-            state_json={
-                "Type": "Task",
-                "Resource": resource.format(partition=self._partition),
-                "Parameters": parameters,
-                "ResultSelector": selector,
-                "ResultPath": result_path,
-            },
+            kind=kind,
+            request=request,
+            output=output,
+            values=values,
+            name_prefix=self._prefix,
+            notify=self._notify,
+            completed_check=completed_check,
         )
-        retry_api_errors(state)
-        state.add_catch(self._notify, errors=["States.ALL"], result_path="$.error")
-        return state
-
-    def _completed(self, name: str, result_path: str, next_state: sfn.IChainable) -> sfn.Choice:
-        return job_completed(self, name, result_path=result_path, notify=self._notify, next_state=next_state)
 
     def _done(self, bucket_name: str, model_parameter: ssm.IStringParameter) -> sfn.Pass:
         """The execution's output: where the run's results, front, plot and both models are."""
@@ -249,11 +242,11 @@ class PruningWorkflow(Construct):
                 "results_s3_uri.$": run_uri(bucket_name),
                 "pareto_s3_uri.$": run_uri(bucket_name, "pareto.json"),
                 "plot_s3_uri.$": run_uri(bucket_name, "pareto_front.png"),
-                "supernet_job.$": "$.supernet.job_name",
-                "supernet_s3_uri.$": "$.supernet.model_s3_uri",
-                "tuning_job.$": "$.tuning.name",
-                "trials.$": "$.tuning.trials",
-                "model_s3_uri.$": "$.export.model_s3_uri",
+                "supernet_job.$": SUPERNET.job_name,
+                "supernet_s3_uri.$": SUPERNET.model_s3_uri,
+                "tuning_job.$": TUNING.field("name"),
+                "trials.$": TUNING.field("trials"),
+                "model_s3_uri.$": EXPORT.model_s3_uri,
                 "base_model_s3_uri.$": run_uri(bucket_name, "base/model.tar.gz"),
                 "model_parameter": model_parameter.parameter_name,
             },

@@ -17,10 +17,12 @@ from constructs import Construct
 
 from ..config import AppConfig
 from ..config.serving import ServingConfig
+from ..shared.acknowledgments import Wildcard, acknowledge_wildcards
 from ..shared.container_images import ContainerImages
-from ..shared.job_role import vpc_statements
+from ..shared.endpoint_runtime import endpoint_runtime_statements, endpoint_runtime_wildcards
+from ..shared.job_role import vpc_statements, vpc_wildcards
 from ..shared.placement import Placement
-from ..shared.sagemaker_endpoint import allow_alarm_notifications, endpoint_runtime_statements
+from ..shared.sagemaker_endpoint import allow_alarm_notifications
 from .hosting import EndpointProps
 
 
@@ -60,12 +62,6 @@ class ServingStack(Stack):
         self.topic = self._alarm_topic(config, key=key)
         capture_prefix = f"{serving.data_capture.prefix}{config.env_name}/" if serving.data_capture.enabled else None
         capture_uri = bucket.s3_url_for_object(capture_prefix) if capture_prefix else None
-        # Values of the `{name}` fields in stacks/nag.py's acknowledgments for this stack.
-        self.nag_details = {
-            "model_prefix": serving.model_prefix,
-            "compiled_graph_prefix": serving.compiled_graph_prefix,
-            "data_capture_prefix": capture_prefix,
-        }
         graph = serving.compiled_graph_prefix
         props = EndpointProps(
             serving=serving,
@@ -84,7 +80,26 @@ class ServingStack(Stack):
             serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, placement=placement
         )
         policy.add_statements(*statements)
+        acknowledge_wildcards(policy, self._execution_wildcards(serving, bucket, capture_prefix, placement))
         self._outputs(serving)
+
+    def _execution_wildcards(
+        self, serving: ServingConfig, bucket: s3.IBucket, capture_prefix: str | None, placement: Placement | None
+    ) -> list[Wildcard]:
+        """Why the execution statements reach every object under the pinned prefixes (cdk-nag's IAM5)."""
+        reasons = {
+            serving.model_prefix: "The LMI container downloads every file of the merged model under the pinned "
+            "prefix (serving.model_prefix); read only, nothing else in the bucket.",
+            serving.compiled_graph_prefix: "Precompiled Neuron artifacts under the pinned "
+            "serving.compiled_graph_prefix; read only.",
+            capture_prefix: "Data capture writes request/response samples under this environment's capture prefix "
+            "only (s3:PutObject).",
+        }
+        return [
+            *(Wildcard(bucket.arn_for_objects(f"{p}*"), reason) for p, reason in reasons.items() if p),
+            *endpoint_runtime_wildcards(self, vpc=placement is not None),
+            *(vpc_wildcards(self) if placement is not None else []),
+        ]
 
     def _alarm_topic(self, config: AppConfig, *, key: kms.IKey) -> sns.Topic:
         """Encrypted with the data key, which lets CloudWatch alarms publish; optional e-mail subscription."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import ArnFormat, Aws, Stack
 from aws_cdk import aws_iam as iam
@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from .acknowledgments import AWS_REQUIRES_STAR, ENI_REASON, Wildcard, acknowledge_wildcards
 from .placement import Placement
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -30,13 +31,15 @@ class SageMakerJobRole(Construct):
         job_name_prefix: str,
         read_prefixes: Sequence[str],
         write_prefixes: Sequence[str],
+        prefix_reasons: Mapping[str, str],
         image_repository_arn: str,
         vpc: Placement | None,
         description: str,
         policy_description: str,
         code_channel: bool = False,
     ) -> None:
-        """`vpc`: the subnets and security groups the jobs run in (None: no VPC config).
+        """`vpc`: the subnets and security groups the jobs run in (None: no VPC config);
+        `prefix_reasons`: why the jobs need every object under each read or write prefix (cdk-nag's IAM5);
         `code_channel`: isolated mode, SageMaker downloads the code as an S3Prefix channel (lists, then gets)."""
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -68,6 +71,41 @@ class SageMakerJobRole(Construct):
         self.policy = iam.ManagedPolicy(
             self, "Policy", description=policy_description, statements=statements, roles=[self.role]
         )
+        prefixes = dict.fromkeys([*read_prefixes, *write_prefixes])
+        acknowledge_wildcards(
+            self.policy,
+            [
+                *(Wildcard(bucket.arn_for_objects(f"{p}*"), prefix_reasons[p]) for p in prefixes),
+                *_runtime_wildcards(stack, job_name_prefix=job_name_prefix, vpc=vpc is not None),
+                *(vpc_wildcards(stack) if vpc is not None else []),
+            ],
+        )
+
+
+def _runtime_wildcards(stack: Stack, *, job_name_prefix: str, vpc: bool) -> list[Wildcard]:
+    describe = "; EC2 Describe* calls for the VPC config, this region" if vpc else ""
+    return [
+        Wildcard(
+            "*",
+            f"{AWS_REQUIRES_STAR} (ecr:GetAuthorizationToken; cloudwatch:PutMetricData pinned to the "
+            f"{TRAINING_LOG_GROUP} namespace{describe})",
+        ),
+        Wildcard(
+            _log_group_arn(stack, f"{TRAINING_LOG_GROUP}:*"),
+            f"SageMaker creates and describes the account-wide {TRAINING_LOG_GROUP} log group; writes are "
+            "limited to own streams.",
+        ),
+        Wildcard(
+            _log_group_arn(stack, f"{TRAINING_LOG_GROUP}:log-stream:{job_name_prefix}-*"),
+            "Log streams are named after the generated job names, which all start with this environment's prefix.",
+        ),
+    ]
+
+
+def _log_group_arn(stack: Stack, name: str) -> str:
+    return stack.format_arn(
+        service="logs", resource="log-group", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )
 
 
 def _storage_statements(
@@ -139,27 +177,12 @@ def _runtime_statements(stack: Stack, *, job_name_prefix: str, image_repository_
         iam.PolicyStatement(
             sid="TrainingLogGroup",
             actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
-            resources=[
-                stack.format_arn(
-                    service="logs",
-                    resource="log-group",
-                    resource_name=name,
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
-                for name in (TRAINING_LOG_GROUP, f"{TRAINING_LOG_GROUP}:*")
-            ],
+            resources=[_log_group_arn(stack, name) for name in (TRAINING_LOG_GROUP, f"{TRAINING_LOG_GROUP}:*")],
         ),
         iam.PolicyStatement(
             sid="OwnLogStreams",
             actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-            resources=[
-                stack.format_arn(
-                    service="logs",
-                    resource="log-group",
-                    resource_name=f"{TRAINING_LOG_GROUP}:log-stream:{job_name_prefix}-*",
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
-            ],
+            resources=[_log_group_arn(stack, f"{TRAINING_LOG_GROUP}:log-stream:{job_name_prefix}-*")],
         ),
         iam.PolicyStatement(
             sid="TrainingMetrics",  # PutMetricData has no resource-level permissions; the namespace is pinned
@@ -168,6 +191,15 @@ def _runtime_statements(stack: Stack, *, job_name_prefix: str, image_repository_
             conditions={"StringEquals": {"cloudwatch:namespace": TRAINING_LOG_GROUP}},
         ),
     ]
+
+
+def _interfaces(stack: Stack) -> str:
+    return stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
+
+
+def vpc_wildcards(stack: Stack) -> list[Wildcard]:
+    """The network interfaces of vpc_statements: SageMaker creates them, so no id exists before."""
+    return [Wildcard(_interfaces(stack), ENI_REASON)]
 
 
 def vpc_statements(stack: Stack, placement: Placement) -> list[iam.PolicyStatement]:
@@ -182,7 +214,7 @@ def vpc_statements(stack: Stack, placement: Placement) -> list[iam.PolicyStateme
         return [stack.format_arn(service="ec2", resource=kind, resource_name=i) for i in ids]
 
     subnets = arns("subnet", placement.subnet_ids)
-    interfaces = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
+    interfaces = _interfaces(stack)
     return [
         iam.PolicyStatement(
             sid="CreateJobNetworkInterfaces",

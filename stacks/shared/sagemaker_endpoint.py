@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from aws_cdk import ArnFormat, Duration, Stack, Tags
+from aws_cdk import Duration, Stack, Tags
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -361,32 +361,6 @@ class SageMakerEndpoint(Construct):
             ),
         )
         return dashboard
-
-
-def endpoint_runtime_statements(stack: Stack) -> list[iam.PolicyStatement]:
-    """What every endpoint execution role needs besides its model and image: ECR login, writing its own log
-    groups, and publishing its metrics."""
-    return [
-        iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
-        iam.PolicyStatement(
-            sid="EndpointLogs",
-            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
-            resources=[
-                stack.format_arn(
-                    service="logs",
-                    resource="log-group",
-                    resource_name=f"{ENDPOINT_LOG_GROUPS}*",
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
-            ],
-        ),
-        iam.PolicyStatement(
-            sid="EndpointMetrics",
-            actions=["cloudwatch:PutMetricData"],
-            resources=["*"],
-            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", SAGEMAKER_NAMESPACE]}},
-        ),
-    ]
 
 
 def allow_alarm_notifications(key: kms.IKey) -> None:

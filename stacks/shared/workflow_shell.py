@@ -1,12 +1,14 @@
 """What every state machine of the platform shares: its notify/record/log/trace permissions, its failure path
-(Notify -> Failed), the retry of SageMaker API errors and its logged, traced StateMachine resource, so the
-training and pruning workflows cannot drift apart on them."""
+(Notify -> Failed), its happy path in order and its logged, traced StateMachine resource, so the training and
+pruning workflows cannot drift apart on them (their SageMaker jobs: sagemaker_job_step.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
+from typing import Protocol
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -16,13 +18,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-# Raised by the CreateTrainingJob/DescribeTrainingJob calls themselves: worth retrying with backoff.
-API_RETRY_ERRORS = (
-    "SageMaker.AmazonSageMakerException",
-    "SageMaker.ThrottlingException",
-    "SageMaker.ResourceLimitExceededException",
-    "ThrottlingException",
-)
+from .acknowledgments import AWS_REQUIRES_STAR, CFN_GUARD, IMPORTED_KEY, Wildcard, acknowledge, acknowledge_wildcards
+
 LOG_DELIVERY_AND_TRACING_ACTIONS = [
     "logs:CreateLogDelivery",
     "logs:DeleteLogDelivery",
@@ -59,73 +56,6 @@ def shell_statements(
     ]
 
 
-# What each `.sync` SageMaker integration calls on its jobs (aws-cdk-lib's SageMakerCreateTrainingJob with RUN_JOB
-# grants the same; ListTags there on `*`, here on this environment's jobs), and the Step Functions-managed
-# EventBridge rules it waits through.
-SYNC_RULES = {
-    "training-job": "StepFunctionsGetEventsForSageMakerTrainingJobsRule",
-    "hyper-parameter-tuning-job": "StepFunctionsGetEventsForSageMakerTuningJobsRule",
-}
-JOB_ACTIONS = {
-    "training-job": (
-        "sagemaker:CreateTrainingJob",
-        "sagemaker:DescribeTrainingJob",
-        "sagemaker:StopTrainingJob",
-        "sagemaker:ListTags",
-        "sagemaker:AddTags",
-    ),
-    "hyper-parameter-tuning-job": (
-        "sagemaker:CreateHyperParameterTuningJob",
-        "sagemaker:DescribeHyperParameterTuningJob",
-        "sagemaker:StopHyperParameterTuningJob",
-        "sagemaker:ListTags",
-        "sagemaker:AddTags",
-    ),
-}
-_JOB_SIDS = {"training-job": "OwnTrainingJobs", "hyper-parameter-tuning-job": "OwnTuningJobs"}
-
-
-def job_arn(stack: Stack, resource: str, prefix: str) -> str:
-    """`arn:...:sagemaker:<region>:<account>:<resource>/<prefix>-*`: the IAM scope of one environment's jobs."""
-    return stack.format_arn(service="sagemaker", resource=resource, resource_name=f"{prefix}-*")
-
-
-def job_submitter_statements(
-    stack: Stack, *, job_kinds: Sequence[str], prefix: str, roles: Sequence[iam.IRole], key: kms.IKey
-) -> list[iam.PolicyStatement]:
-    """What a state machine needs to run `job_kinds` (training-job, hyper-parameter-tuning-job) `.sync`: create,
-    describe and stop only this environment's jobs, pass only `roles`, its sync rules, the data key for volumes."""
-    return [
-        *(
-            iam.PolicyStatement(
-                sid=_JOB_SIDS[kind], actions=list(JOB_ACTIONS[kind]), resources=[job_arn(stack, kind, prefix)]
-            )
-            for kind in job_kinds
-        ),
-        iam.PolicyStatement(
-            sid="PassJobRoles",
-            actions=["iam:PassRole"],
-            resources=[r.role_arn for r in roles],
-            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-        ),
-        iam.PolicyStatement(
-            sid="SyncRules",
-            actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
-            resources=[
-                stack.format_arn(service="events", resource="rule", resource_name=SYNC_RULES[kind])
-                for kind in job_kinds
-            ],
-        ),
-        iam.PolicyStatement(
-            sid="VolumeKeyGrant",  # CreateTrainingJob with VolumeKmsKeyId/KmsKeyId checks the caller's key use
-            actions=["kms:CreateGrant"],
-            resources=[key.key_arn],
-            conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
-        ),
-        iam.PolicyStatement(sid="DescribeDataKey", actions=["kms:DescribeKey"], resources=[key.key_arn]),
-    ]
-
-
 def logged_state_machine(
     scope: Construct,
     *,
@@ -137,15 +67,25 @@ def logged_state_machine(
     key: kms.IKey,
     model_parameter: ssm.IStringParameter,
     log_retention_days: int,
+    log_retention_setting: str,
+    wildcards: Sequence[Wildcard] = (),
 ) -> sfn.StateMachine:
     """The state machine (`purpose`, e.g. "QLoRA training") with its KMS-encrypted log group (ALL, with
     execution data), X-Ray tracing, and a role whose every permission sits in one customer-managed policy
-    (`role_statements` + the shell's), created before the state machine."""
+    (`role_statements` + the shell's), created before the state machine; `wildcards`: why `role_statements`
+    grant what they grant on wildcards; `log_retention_setting`: the config field of `log_retention_days`."""
     log_group = logs.LogGroup(scope, "Logs")
     cfn_log_group = log_group.node.default_child
     cfn_log_group.retention_in_days = log_retention_days  # validated against the allowed values in config
     # The data key's policy (DataStack) lets CloudWatch Logs use it for this account's log groups.
     cfn_log_group.kms_key_id = key.key_arn
+    acknowledge(log_group, f"{CFN_GUARD}cloudwatch_log_group_encrypted_check", IMPORTED_KEY)
+    acknowledge(
+        log_group,
+        f"{CFN_GUARD}cloudwatch_log_group_retention_period_check",
+        f"Where {log_retention_setting} is under 365 days (dev: 30) the state machine's execution log is kept "
+        "that long on purpose: a development environment's run history, not an audit record.",
+    )
 
     # A customer-managed policy instead of CDK's inline default policy: every permission is listed here.
     role = iam.Role(
@@ -163,6 +103,10 @@ def logged_state_machine(
         roles=[role],
         statements=[*role_statements, *shell_statements(topic=topic, key=key, model_parameter=model_parameter)],
     )
+    logs_and_traces = Wildcard(
+        "*", f"{AWS_REQUIRES_STAR} (CloudWatch Logs vended-log delivery and X-Ray tracing of the state machine)."
+    )
+    acknowledge_wildcards(policy, [logs_and_traces, *wildcards])
     state_machine = sfn.StateMachine(
         scope,
         "StateMachine",
@@ -248,72 +192,20 @@ def failure_path(
     return invalid, notify
 
 
-def retry_api_errors(state: sfn.CustomState) -> None:
-    """Throttling and transient SageMaker API errors: 4 retries, 30 s doubling (at most 10 min), full jitter."""
-    state.add_retry(
-        errors=list(API_RETRY_ERRORS),
-        interval=Duration.seconds(30),
-        max_attempts=4,
-        backoff_rate=2,
-        max_delay=Duration.minutes(10),
-        jitter_strategy=sfn.JitterType.FULL,
-    )
+class Step(Protocol):
+    """A part of a workflow with more than one exit, e.g. a job and its completed check (SageMakerJobStep)."""
+
+    @property
+    def start(self) -> sfn.IChainable: ...
+
+    def then(self, next_state: sfn.IChainable) -> sfn.IChainable: ...
 
 
-# What a `.sync` training job state keeps of DescribeTrainingJob for its completion check; both are required
-# members of the answer (a ResultSelector path that is missing, such as FailureReason on a completed job, fails
-# the execution with States.Runtime, which no Catch sees). A job that ends Failed never gets here: `.sync`
-# raises States.TaskFailed with the whole description, FailureReason included, as Cause.
-JOB_OUTCOME_SELECTOR = {"status.$": "$.TrainingJobStatus", "secondary_status.$": "$.SecondaryStatus"}
-# The tuning job's: its status and ObjectiveStatusCounters (required; Succeeded counts the trials that completed
-# with an objective metric, the candidates for BestTrainingJob).
-TUNING_OUTCOME_SELECTOR = {"status.$": "$.HyperParameterTuningJobStatus", "objectives.$": "$.ObjectiveStatusCounters"}
-NOT_COMPLETED = "JobNotCompleted"
-
-
-def job_completed(
-    scope: Construct, construct_id: str, *, result_path: str, notify: sfn.IChainable, next_state: sfn.IChainable
-) -> sfn.Choice:
-    """`construct_id` (e.g. `TrainCompleted`): `next_state` only when the training job at `result_path` ended
-    Completed. SageMaker ends a job past MaxRuntimeInSeconds as Stopped / MaxRuntimeExceeded, which `.sync` may
-    return as a result; that and any other status go to `<id>NotCompleted` (status and reason to $.error) ->
-    Notify, so an unfinished model is never recorded."""
-    not_completed = sfn.Pass(
-        scope,
-        f"{construct_id.removesuffix('Completed')}NotCompleted",
-        parameters={
-            "Error": NOT_COMPLETED,
-            "Cause.$": f"States.Format('training job {{}} ended {{}} ({{}}), not Completed: nothing recorded', "
-            f"{result_path}.job_name, {result_path}.status, {result_path}.secondary_status)",
-        },
-        result_path="$.error",
-    )
-    not_completed.next(notify)
-    completed = sfn.Condition.string_equals(f"{result_path}.status", "Completed")
-    return sfn.Choice(scope, construct_id).when(completed, next_state).otherwise(not_completed)
-
-
-def tuning_completed(
-    scope: Construct, construct_id: str, *, result_path: str, notify: sfn.IChainable, next_state: sfn.IChainable
-) -> sfn.Choice:
-    """`construct_id`: `next_state` only when the tuning job at `result_path` ended Completed with at least one
-    trial scored (so it has a BestTrainingJob that completed); else its status and counters -> Notify."""
-    not_completed = sfn.Pass(
-        scope,
-        f"{construct_id.removesuffix('Completed')}NotCompleted",
-        parameters={
-            "Error": NOT_COMPLETED,
-            "Cause.$": f"States.Format('tuning job {{}} ended {{}} with objective status counters {{}}, no completed "
-            f"best training job: nothing recorded', {result_path}.name, {result_path}.status, "
-            f"States.JsonToString({result_path}.objectives))",
-        },
-        result_path="$.error",
-    )
-    not_completed.next(notify)
-    scored = f"{result_path}.objectives.Succeeded"
-    completed = sfn.Condition.and_(
-        sfn.Condition.string_equals(f"{result_path}.status", "Completed"),
-        sfn.Condition.is_present(scored),
-        sfn.Condition.number_greater_than_equals(scored, 1),
-    )
-    return sfn.Choice(scope, construct_id).when(completed, next_state).otherwise(not_completed)
+def in_order(*parts: Step | sfn.INextable) -> None:
+    """Each part goes on to the next one: the workflow's happy path, written in execution order."""
+    for part, following in pairwise(parts):
+        target = following.start if hasattr(following, "then") else following
+        if hasattr(part, "then"):
+            part.then(target)
+        else:
+            part.next(target)

@@ -22,6 +22,7 @@ from ..shared.bucket_layout import MODELS_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.placement import Placement
 from .job import job_placement, runs_offline
+from .state_paths import RUN, TRAINING
 
 MODEL_CHANNEL = "/opt/ml/input/data/model"
 OUTPUT_DIR = "/opt/ml/model"
@@ -57,7 +58,7 @@ def export_arguments(config: AppConfig) -> tuple[str, ...]:
 
 def compile_job_name() -> Ref:
     """`<run>-n-<API retry>`: as long as the training job's `<run>-<attempt>-<retry>`, under the same IAM scope."""
-    return Ref("States.Format('{}-n-{}', $.run.name, $$.State.RetryCount)")
+    return Ref(f"States.Format('{{}}-n-{{}}', {RUN.name}, $$.State.RetryCount)")
 
 
 def neuron_compile_request(
@@ -69,7 +70,7 @@ def neuron_compile_request(
     image_uri: str,
     placement: Placement | None,
 ) -> TrainingJobRequest:
-    """The compile job; `$.training.job_name` / `$.training.model_s3_uri` come from the Train state."""
+    """The compile job; the trained model's job name and folder come from the Train step (TRAINING)."""
     compile_config = config.training.neuron_compile
     folder = config.serving.neuron.compiled_folder
     vpc = job_placement(config, placement)
@@ -82,10 +83,10 @@ def neuron_compile_request(
         volume_size_gb=compile_config.volume_size_gb,
         kms_key_arn=key.key_arn,
         output_s3_uri=Ref(
-            f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', $.training.job_name)"
+            f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', {TRAINING.job_name})"
         ),
         hyperparameters=None,
-        channels=[S3Channel("model", Ref("$.training.model_s3_uri"))],
+        channels=[S3Channel("model", Ref(TRAINING.model_s3_uri))],
         max_runtime_seconds=compile_config.max_runtime_hours * 3600,
         metric_definitions=(),
         network_isolation=runs_offline(config, placement),

@@ -12,7 +12,8 @@ the job was created (or its instance started): the machine refuses them first, w
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -25,11 +26,9 @@ KNOWN = "k"
 _JSON_PATH_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def _refusal(scope: Construct, construct_id: str, cause: str, notify: sfn.IChainable) -> sfn.Pass:
-    """An InvalidInput error with `cause` (an intrinsic) into `$.error`, then Notify -> Failed."""
-    state = sfn.Pass(scope, construct_id, parameters={"Error": "InvalidInput", "Cause.$": cause}, result_path="$.error")
-    state.next(notify)
-    return state
+def _refusal(scope: Construct, construct_id: str, cause: str) -> sfn.Pass:
+    """An InvalidInput error with `cause` (an intrinsic) into `$.error`; Check.then sends it on to Notify."""
+    return sfn.Pass(scope, construct_id, parameters={"Error": "InvalidInput", "Cause.$": cause}, result_path="$.error")
 
 
 def _values_are_strings(names: Sequence[str]) -> sfn.Condition:
@@ -49,10 +48,26 @@ def _values_are_strings(names: Sequence[str]) -> sfn.Condition:
     )
 
 
-def hyperparameter_checks(
-    scope: Construct, *, names: Sequence[str], notify: sfn.IChainable, next_state: sfn.IChainable
-) -> sfn.Pass:
-    """`ReadHyperparameters` ... `HyperparameterNames` -> `next_state`; `names`: what train.py accepts."""
+@dataclass(frozen=True)
+class Check:
+    """A check's first state, its refusals, and how a passing input goes on. `then` places the check in the path:
+    the refusals join Notify there, after the job steps' catches (Step Functions' definition lists the states in
+    the order CDK first reaches them, which follows the order states were linked to Notify)."""
+
+    start: sfn.State
+    refusals: tuple[sfn.Pass, ...]
+    notify: sfn.IChainable
+    passes: Callable[[sfn.IChainable], object]
+
+    def then(self, next_state: sfn.IChainable) -> sfn.IChainable:
+        for refusal in self.refusals:
+            refusal.next(self.notify)
+        self.passes(next_state)
+        return next_state
+
+
+def hyperparameter_checks(scope: Construct, *, names: Sequence[str], notify: sfn.IChainable) -> Check:
+    """`ReadHyperparameters` ... `HyperparameterNames` -> then; `names`: what train.py accepts."""
     bad = [name for name in names if not _JSON_PATH_NAME.fullmatch(name)]
     if bad:
         raise ValueError(f"train.py flag {bad[0]!r} cannot be a JSONPath field of $.hyperparameters")
@@ -78,7 +93,6 @@ def hyperparameter_checks(
         "InvalidHyperparameterValue",
         "States.Format('hyperparameters must be an object of name: string value (SageMaker passes strings "
         "only: write 16 as the string 16, true as the string true); got {}', $.check.text)",
-        notify,
     )
     names_refused = _refusal(
         scope,
@@ -86,21 +100,24 @@ def hyperparameter_checks(
         "States.Format('hyperparameters: a name train.py does not accept (it accepts "
         + ", ".join(names)
         + "); got {}', $.check.text)",
-        notify,
     )
     values = sfn.Choice(scope, "HyperparameterValues").when(_values_are_strings(names), count)
     values.otherwise(values_refused)
     known_only = sfn.Condition.number_equals("$.check.count", len(names))
-    count.next(sfn.Choice(scope, "HyperparameterNames").when(known_only, next_state).otherwise(names_refused))
+    names_known = sfn.Choice(scope, "HyperparameterNames").otherwise(names_refused)
+    count.next(names_known)
     read.next(values)
-    return read
+    return Check(
+        start=read,
+        refusals=(values_refused, names_refused),
+        notify=notify,
+        passes=lambda next_state: names_known.when(known_only, next_state),
+    )
 
 
-def dataset_marker(
-    scope: Construct, *, bucket_name: str, notify: sfn.IChainable, next_state: sfn.IChainable
-) -> sfn.Choice:
+def dataset_marker(scope: Construct, *, bucket_name: str, notify: sfn.IChainable) -> Check:
     """`DatasetMarker`: `train_data` `s3://<bucket>/datasets/<name>/_READY` (what the rule passes) becomes the
-    folder `s3://<bucket>/datasets/<name>/` before `next_state`; a file or folder goes on as it is; a marker
+    folder `s3://<bucket>/datasets/<name>/` before going on; a file or folder goes on as it is; a marker
     anywhere else (deeper, or directly under datasets/) is refused."""
     datasets = f"s3://{bucket_name}/{DATASETS_PREFIX}"
     marker = f"/{DATASET_READY_MARKER}"
@@ -127,17 +144,21 @@ def dataset_marker(
         parameters={"input.$": "States.JsonMerge($, $.dataset, false)"},
         output_path="$.input",
     )
-    folder.next(use_folder).next(next_state)
+    folder.next(use_folder)
     refused = _refusal(
         scope,
         "InvalidDatasetMarker",
         f"States.Format('a dataset completion marker must be {datasets}<name>{marker}: one folder under "
         f"{DATASETS_PREFIX} with the shards beside the marker; got {{}}', $.train_data)",
-        notify,
     )
-    return (
+    choice = (
         sfn.Choice(scope, "DatasetMarker")
         .when(one_level, folder)
         .when(sfn.Condition.string_matches("$.train_data", f"*{marker}"), refused)
-        .otherwise(next_state)
     )
+
+    def passes(next_state: sfn.IChainable) -> None:
+        use_folder.next(next_state)
+        choice.otherwise(next_state)
+
+    return Check(start=choice, refusals=(refused,), notify=notify, passes=passes)

@@ -12,6 +12,7 @@ from ..config import AppConfig
 from ..shared.bucket_layout import CHECKPOINTS_PREFIX, MODELS_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.placement import Placement
+from .state_paths import RUN, TRAIN_DATA
 from .workflow import job_name_expression
 
 CODE_CHANNEL_DIR = "/opt/ml/input/data/code/"  # an isolated container cannot fetch its code itself
@@ -44,7 +45,7 @@ def training_job_request(
     training = config.training
     isolated = placement is not None
     vpc = job_placement(config, placement)
-    channels = [S3Channel("training", Ref("$.train_data"))]
+    channels = [S3Channel("training", Ref(TRAIN_DATA))]
     if training.base_model_key:
         channels.append(S3Channel("model", f"s3://{bucket.bucket_name}/{training.base_model_key}"))
     submit_directory = code.s3_object_url
@@ -60,11 +61,11 @@ def training_job_request(
         volume_size_gb=training.volume_size_gb,
         kms_key_arn=key.key_arn,
         output_s3_uri=f"s3://{bucket.bucket_name}/{MODELS_PREFIX}",
-        hyperparameters=Ref("$.run.hyperparameters"),
+        hyperparameters=Ref(RUN.hyperparameters),
         channels=channels,
         max_runtime_seconds=training.max_runtime_hours * 3600,
         max_wait_seconds=training.max_wait_seconds,
-        checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', $.run.name)"),
+        checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', {RUN.name})"),
         metric_definitions=metric_definitions(),
         network_isolation=runs_offline(config, placement),
         subnet_ids=vpc.subnet_ids if vpc else (),

@@ -36,6 +36,7 @@ from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.placement import Placement
 from .compile_job import compile_job_name
 from .job import job_placement, runs_offline
+from .state_paths import TRAINING
 
 MODEL_CHANNEL = "/opt/ml/input/data/model"
 OUTPUT_DIR = "/opt/ml/model"
@@ -93,7 +94,7 @@ def lmi_compile_request(
     image_uri: str,
     placement: Placement | None,
 ) -> TrainingJobRequest:
-    """The partition job; `$.training.job_name` / `$.training.model_s3_uri` come from the Train state."""
+    """The partition job; the trained model's job name and folder come from the Train step (TRAINING)."""
     compile_config = config.training.neuron_compile
     serving = config.serving
     folder = serving.spec.compiled_folder(serving)
@@ -107,10 +108,10 @@ def lmi_compile_request(
         volume_size_gb=compile_config.volume_size_gb,
         kms_key_arn=key.key_arn,
         output_s3_uri=Ref(
-            f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', $.training.job_name)"
+            f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', {TRAINING.job_name})"
         ),
         hyperparameters=None,
-        channels=[S3Channel("model", Ref("$.training.model_s3_uri"))],
+        channels=[S3Channel("model", Ref(TRAINING.model_s3_uri))],
         max_runtime_seconds=compile_config.max_runtime_hours * 3600,
         metric_definitions=(),
         network_isolation=runs_offline(config, placement),

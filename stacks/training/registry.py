@@ -38,6 +38,7 @@ from ..code_contract.qlora import model_facts_schema
 from ..config.serving import backend_named
 from ..shared.bucket_layout import DATASETS_PREFIX, MODELS_PREFIX
 from .outcomes import MARKER_VERSION_KEY, MODEL_REJECTED, NO_MARKER_VERSION
+from .state_paths import APPROVAL, COMPILE, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
 
 GATE_METRIC = "eval_loss_improvement"
 EVALUATION_FILE = "evaluation.json"  # written by train.py into the model folder
@@ -120,50 +121,56 @@ def model_environment(backend: str) -> dict[str, str]:
     return dict(backend_named(backend).model_environment)
 
 
+@dataclass(frozen=True)
+class RegistrationSettings:
+    """What ModelRegistration is told at synth. `base_model`: where the base model came from (the model channel's
+    S3 URI, or a JSONPath such as `$.run.hyperparameters.model_id`), recorded as `base_model_source` beside the
+    facts' own `base_model`; `compiled_folder`: the compile step writes a model whose config.json records its
+    compiled shape (LMI's partition), read into the compiled version's metadata."""
+
+    group_name: str
+    bucket_name: str
+    min_improvement: float
+    serving: ServingSpec | None
+    compiled_serving: ServingSpec | None
+    base_model: str
+    code_asset_hash: str
+    compiled_folder: str | None = None
+
+
 class ModelRegistration(Construct):
-    """The states after the training job (`start`; `passed(next_state)` continues a version that passed the gate)
+    """The states after the training job (`start`; `then(next_state)` continues a version that passed the gate)
     and, for the compile step, `register_compiled`."""
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        group_name: str,
-        bucket_name: str,
-        min_improvement: float,
-        serving: ServingSpec | None,
-        compiled_serving: ServingSpec | None,
-        base_model: str,
-        compiled_folder: str | None = None,
-        code_asset_hash: str,
-        notify: sfn.IChainable,
+        self, scope: Construct, construct_id: str, *, settings: RegistrationSettings, notify: sfn.IChainable
     ) -> None:
-        """`base_model`: where the base model came from (the model channel's S3 URI, or a JSONPath such as
-        `$.run.hyperparameters.model_id`), recorded as `base_model_source` beside the facts' own `base_model`;
-        `compiled_folder`: the compile step writes a model whose config.json records its compiled shape (LMI's
-        partition), read into the compiled version's metadata."""
         super().__init__(scope, construct_id)
-        self._group, self._bucket, self._notify = group_name, bucket_name, notify
-        self._base_model, self._code_hash = base_model, code_asset_hash
-        self._register_model = self._register("RegisterModel", serving, "$.training.model_s3_uri", "$.registry", {})
+        self._group, self._bucket, self._notify = settings.group_name, settings.bucket_name, notify
+        self._base_model, self._code_hash = settings.base_model, settings.code_asset_hash
+        self._register_model = self._register(
+            "RegisterModel", settings.serving, TRAINING.model_s3_uri, REGISTRY.path, {}
+        )
         lineage = self._lineage(self._register_model)
-        self.start = self._gate(min_improvement, self._facts(self._marker_version(lineage)))
+        self.start = self._gate(settings.min_improvement, self._facts(self._marker_version(lineage)))
         self.register_compiled = None
-        if compiled_serving is not None:
-            extra = {
-                "compile_job": sfn.JsonPath.string_at("$.compile.job_name"),
-                "merged_package": sfn.JsonPath.string_at("$.registry.model_package_arn"),
-            }
-            if compiled_folder is not None:
-                extra.update(compiled_facts_metadata("$.compiled.config.neuron"))
-            register = self._register(
-                "RegisterCompiledModel", compiled_serving, "$.compile.model_s3_uri", "$.registry_compiled", extra
-            )
-            self.register_compiled = register
-            if compiled_folder is not None:
-                read = self._compiled_facts(compiled_folder)
-                self.register_compiled = sfn.Chain.start(read).next(register)
+        if settings.compiled_serving is not None:
+            self.register_compiled = self._registered_compiled(settings)
+
+    def _registered_compiled(self, settings: RegistrationSettings) -> sfn.IChainable:
+        """`[ReadCompiledFacts ->] RegisterCompiledModel`: the compiled model as its own package version."""
+        extra = {
+            "compile_job": sfn.JsonPath.string_at(COMPILE.job_name),
+            "merged_package": sfn.JsonPath.string_at(REGISTRY.model_package_arn),
+        }
+        if settings.compiled_folder is not None:
+            extra.update(compiled_facts_metadata("$.compiled.config.neuron"))
+        register = self._register(
+            "RegisterCompiledModel", settings.compiled_serving, COMPILE.model_s3_uri, REGISTRY_COMPILED.path, extra
+        )
+        if settings.compiled_folder is None:
+            return register
+        return sfn.Chain.start(self._compiled_facts(settings.compiled_folder)).next(register)
 
     def _task(
         self,
@@ -188,7 +195,7 @@ class ModelRegistration(Construct):
         task.add_catch(self._notify, errors=["States.ALL"], result_path="$.error")
         return task
 
-    def passed(self, next_state: sfn.IChainable) -> sfn.Choice:
+    def then(self, next_state: sfn.IChainable) -> sfn.Choice:
         """`GatePassed`: after RegisterModel, only a PendingManualApproval version goes on to `next_state`; a
         Rejected one ends in `ModelRejected` -> Notify -> Failed, its cause naming the version and the figures."""
         rejected = sfn.Pass(
@@ -198,13 +205,13 @@ class ModelRegistration(Construct):
                 "Error": MODEL_REJECTED,
                 "Cause.$": "States.Format('model package {} (training job {}) is registered Rejected by the quality "
                 f"gate: {GATE_METRIC} {{}}, minimum {{}}; nothing is recorded for serving', "
-                "$.registry.model_package_arn, $.training.job_name, $.approval.improvement, "
-                "$.approval.min_improvement)",
+                f"{REGISTRY.model_package_arn}, {TRAINING.job_name}, {APPROVAL}.improvement, "
+                f"{APPROVAL}.min_improvement)",
             },
             result_path="$.error",
         )
         rejected.next(self._notify)
-        gate = sfn.Condition.string_equals("$.approval.status", PENDING)
+        gate = sfn.Condition.string_equals(f"{APPROVAL}.status", PENDING)
         choice = sfn.Choice(self, "GatePassed").when(gate, next_state).otherwise(rejected)
         self._register_model.next(choice)
         return choice
@@ -216,7 +223,7 @@ class ModelRegistration(Construct):
             "ReadModelFacts",
             "s3",
             "getObject",
-            {"Bucket": self._bucket, "Key": facts_key("$.training.job_name")},
+            {"Bucket": self._bucket, "Key": facts_key(TRAINING.job_name)},
             {"facts.$": "States.StringToJson($.Body)"},
             "$.model",
             [f"arn:aws:s3:::{self._bucket}/{MODELS_PREFIX}*/output/model/{FACTS_FILE}"],
@@ -229,8 +236,8 @@ class ModelRegistration(Construct):
         written by transformers-neuronx's loader: TP, positions, batch, dtype, neuronx-cc version)."""
         key = sfn.JsonPath.format(
             f"{MODELS_PREFIX}{{}}/{folder}{{}}/output/model/config.json",
-            sfn.JsonPath.string_at("$.training.job_name"),
-            sfn.JsonPath.string_at("$.compile.job_name"),
+            sfn.JsonPath.string_at(TRAINING.job_name),
+            sfn.JsonPath.string_at(COMPILE.job_name),
         )
         return self._task(
             "ReadCompiledFacts",
@@ -264,7 +271,7 @@ class ModelRegistration(Construct):
             "DescribeRun",
             "sagemaker",
             "describeTrainingJob",
-            {"TrainingJobName": sfn.JsonPath.string_at("$.training.job_name")},
+            {"TrainingJobName": sfn.JsonPath.string_at(TRAINING.job_name)},
             # The whole description: DescribeTrainingJob leaves FinalMetricDataList out for a job that logged no
             # metric, and a ResultSelector path that is absent fails the run with States.Runtime, which no Catch sees.
             {"job.$": "$"},
@@ -296,7 +303,7 @@ class ModelRegistration(Construct):
                 fields["improvement"] = "none"
             else:
                 fields["improvement.$"] = improvement
-            return sfn.Pass(self, construct_id, parameters=fields, result_path="$.approval")
+            return sfn.Pass(self, construct_id, parameters=fields, result_path=APPROVAL)
 
         measured = "States.Format('{}', $.evaluation.improvement[0])"
         pending = decision("Pending", PENDING, measured)
@@ -328,7 +335,7 @@ class ModelRegistration(Construct):
         """Every current object version under the dataset's folder (`datasets/<name>/`; a file directly under
         datasets/: that key), into the manifest."""
         datasets = f"s3://{self._bucket}/{DATASETS_PREFIX}"
-        parts = "States.StringSplit($.train_data, '/')"
+        parts = f"States.StringSplit({TRAIN_DATA}, '/')"
         # The name's index is the part count of `s3://<bucket>/datasets`, however StringSplit treats `//`.
         name = f"States.ArrayGetItem({parts}, States.ArrayLength(States.StringSplit('{datasets.rstrip('/')}', '/')))"
 
@@ -358,17 +365,17 @@ class ModelRegistration(Construct):
             [f"arn:aws:s3:::{self._bucket}"],
         )
         manifest = {
-            "training_job": sfn.JsonPath.string_at("$.training.job_name"),
-            "model": sfn.JsonPath.string_at("$.training.model_s3_uri"),
-            "dataset": sfn.JsonPath.string_at("$.train_data"),
+            "training_job": sfn.JsonPath.string_at(TRAINING.job_name),
+            "model": sfn.JsonPath.string_at(TRAINING.model_s3_uri),
+            "dataset": sfn.JsonPath.string_at(TRAIN_DATA),
             "dataset_prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
             "dataset_objects": sfn.JsonPath.object_at("$.lineage.objects"),
             "dataset_listing_truncated": sfn.JsonPath.object_at("$.lineage.truncated"),
             "dataset_marker_version_id": sfn.JsonPath.string_at("$.marker.version_id"),
-            "hyperparameters": sfn.JsonPath.object_at("$.run.hyperparameters"),
+            "hyperparameters": sfn.JsonPath.object_at(RUN.hyperparameters),
             "base_model_source": self._base_model_value(),
             "code_asset_hash": self._code_hash,
-            "evaluation": sfn.JsonPath.object_at("$.approval"),
+            "evaluation": sfn.JsonPath.object_at(APPROVAL),
             "model_facts": sfn.JsonPath.object_at("$.model.facts"),
         }
         body = sfn.Pass(
@@ -384,7 +391,7 @@ class ModelRegistration(Construct):
             {
                 "Bucket": self._bucket,
                 "Key": sfn.JsonPath.format(
-                    f"{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at("$.training.job_name")
+                    f"{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at(TRAINING.job_name)
                 ),
                 "Body": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.lineage_manifest.manifest")),
                 "ContentType": "application/json",
@@ -398,7 +405,7 @@ class ModelRegistration(Construct):
         listing.next(body).next(write).next(next_state)
         return (
             sfn.Choice(self, "DatasetPrefix")
-            .when(sfn.Condition.string_matches("$.train_data", f"{datasets}*/*"), folder)
+            .when(sfn.Condition.string_matches(TRAIN_DATA, f"{datasets}*/*"), folder)
             .otherwise(file)
         )
 
@@ -416,35 +423,35 @@ class ModelRegistration(Construct):
         """CreateModelPackage: a new version in the group, its status from the gate."""
         metadata = {
             **facts_metadata("$.model.facts"),
-            "training_job": sfn.JsonPath.string_at("$.training.job_name"),
-            "dataset": sfn.JsonPath.string_at("$.train_data"),
+            "training_job": sfn.JsonPath.string_at(TRAINING.job_name),
+            "dataset": sfn.JsonPath.string_at(TRAIN_DATA),
             "dataset_prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
             "dataset_marker_version_id": sfn.JsonPath.string_at("$.marker.version_id"),
             "dataset_objects": sfn.JsonPath.format(
                 "{}", sfn.JsonPath.array_length(sfn.JsonPath.list_at("$.lineage_manifest.objects"))
             ),
             "lineage": sfn.JsonPath.format(
-                f"s3://{self._bucket}/{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at("$.training.job_name")
+                f"s3://{self._bucket}/{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at(TRAINING.job_name)
             ),
             "lineage_version_id": sfn.JsonPath.string_at("$.lineage_object.version_id"),
             "base_model_source": self._base_model_value(),
             "code_asset_hash": self._code_hash,
-            "eval_loss_improvement": sfn.JsonPath.string_at("$.approval.improvement"),
-            "quality_gate_min_improvement": sfn.JsonPath.string_at("$.approval.min_improvement"),
+            "eval_loss_improvement": sfn.JsonPath.string_at(f"{APPROVAL}.improvement"),
+            "quality_gate_min_improvement": sfn.JsonPath.string_at(f"{APPROVAL}.min_improvement"),
             **extra_metadata,
         }
         parameters = {
             "ModelPackageGroupName": self._group,
             "ModelPackageDescription": sfn.JsonPath.format(
-                "Training job {}: {}", sfn.JsonPath.string_at("$.training.job_name"), sfn.JsonPath.string_at(model_path)
+                "Training job {}: {}", sfn.JsonPath.string_at(TRAINING.job_name), sfn.JsonPath.string_at(model_path)
             ),
-            "ModelApprovalStatus": sfn.JsonPath.string_at("$.approval.status"),
+            "ModelApprovalStatus": sfn.JsonPath.string_at(f"{APPROVAL}.status"),
             "ModelMetrics": {
                 "ModelQuality": {
                     "Statistics": {
                         "ContentType": "application/json",
                         "S3Uri": sfn.JsonPath.format(
-                            f"{{}}{EVALUATION_FILE}", sfn.JsonPath.string_at("$.training.model_s3_uri")
+                            f"{{}}{EVALUATION_FILE}", sfn.JsonPath.string_at(TRAINING.model_s3_uri)
                         ),
                     }
                 }

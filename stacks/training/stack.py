@@ -24,18 +24,19 @@ from ..code_contract.qlora import ENTRY_POINT
 from ..config import AppConfig, ConfigError
 from ..config.training import PREFIX_LIMIT, TORCH_DISTRIBUTED, TrainingConfig
 from ..paths import QLORA_CODE
+from ..shared.acknowledgments import Wildcard
 from ..shared.assets import build_content_addressed
 from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATASETS_PREFIX, MODELS_PREFIX
 from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
-from ..shared.workflow_shell import job_submitter_statements
 from .compile_job import neuron_compile_request
 from .job import job_placement, runs_offline, training_job_request
 from .partition_job import lmi_compile_request
-from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, ServingSpec, model_environment
+from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, RegistrationSettings, ServingSpec, model_environment
+from .state_paths import RUN
 from .trigger import dataset_upload_rule
-from .workflow import MAX_JOB_NAME, TrainingWorkflow, max_job_name_length
+from .workflow import MAX_JOB_NAME, NeuronCompile, TrainingWorkflow, max_job_name_length
 
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
 # What script mode finds offline: `pip install -r` of a file without requirements installs nothing, needs no index.
@@ -43,6 +44,19 @@ BAKED_REQUIREMENTS = b"# Baked into the training image (training.image_repositor
 COMPILE_IMAGE = "vllm_neuronx"  # the serving image compiles: same optimum-neuron and neuronx-cc versions
 # Each backend's compile step (both run the serving image's own program, stacks/serving/backends/<name>).
 COMPILE_REQUESTS = {"vllm_neuronx": neuron_compile_request, "lmi_neuronx": lmi_compile_request}
+
+
+# Why the registry's statements (by Sid) reach their first resource, a wildcard (cdk-nag's IAM5).
+REGISTRY_WILDCARDS = {
+    "RegisterModelPackages": "SageMaker numbers the versions of a package group itself; only versions in this "
+    "environment's group, and only as PendingManualApproval or Rejected (condition sagemaker:ModelApprovalStatus).",
+    "ReadModelFacts": "The facts train.py writes into each model folder, models/<job>/output/model/model_facts.json; "
+    "job names are generated per execution, and the state machine can read no other object.",
+    "ReadCompiledFacts": "The compiled model's own config.json (its shape and compiler), models/<job>/<shape folder>/"
+    "<compile job>/output/model/; job names are generated per execution, and only that file of the folder is read.",
+    "WriteLineage": "One lineage manifest per training job, models/<job>/lineage.json; job names are generated per "
+    "execution, and the state machine can write no other object.",
+}
 
 
 def compile_image(config: AppConfig) -> str:
@@ -110,12 +124,6 @@ class TrainingStack(Stack):
         training = config.training
         self.job_name_prefix = prefix = job_name_prefix(config)
         compiles = config.compiles_for_neuron
-        # stacks/nag.py: the CompileRole entries, and its VPC ones when it runs in the isolated mode's subnets
-        self.nag_details = {
-            "compile": "" if compiles else None,
-            "compile_vpc": "" if compiles and placement else None,
-            "compiled_folder": _compiled_folder_with_facts(config),
-        }
         serving_image = [config.serving.image_name] if config.serving is not None else []
         images = ContainerImages(
             self, "Images", names=[TRAINING_IMAGE, *([compile_image(config)] if compiles else []), *serving_image]
@@ -129,11 +137,10 @@ class TrainingStack(Stack):
         )
         self.topic = sns.Topic(self, "FailureTopic", master_key=key, enforce_ssl=True)
         self.model_parameter = self._model_parameter(config)
-        roles = [role.role]
         self.compile_request = self.compiled_model_parameter = None
+        compile_step = None
         if compiles:
             compile_role = self._compile_role(config, bucket=bucket, key=key, images=images, placement=placement)
-            roles.append(compile_role.role)
             self.compiled_model_parameter = self._model_parameter(config, compiled=True)
             self.compile_request = COMPILE_REQUESTS[config.serving.backend](
                 config,
@@ -143,6 +150,7 @@ class TrainingStack(Stack):
                 placement=placement,
                 image_uri=images.uri(compile_image(config), config.serving.image_uri),
             )
+            compile_step = NeuronCompile(request=self.compile_request, model_parameter=self.compiled_model_parameter)
         self.request, submit_directory = training_job_request(
             config,
             bucket=bucket,
@@ -152,6 +160,7 @@ class TrainingStack(Stack):
             image_uri=image_uri,
             placement=placement,
         )
+        registry = self._registry_statements(bucket=bucket, group_name=model_package_group_name)
         workflow = TrainingWorkflow(
             self,
             "Workflow",
@@ -166,16 +175,15 @@ class TrainingStack(Stack):
             capacity_backoff_seconds=training.capacity_backoff_seconds,
             log_retention_days=training.log_retention_days,
             key=key,
-            role_statements=[
-                *self._state_machine_statements(prefix=prefix, roles=roles, key=key),
-                *self._registry_statements(bucket=bucket, group_name=model_package_group_name),
-            ],
-            compile_request=self.compile_request,
-            compiled_model_parameter=self.compiled_model_parameter,
-            distributed=training.distributed,
             registration=self._registration(
                 config, bucket=bucket, images=images, code=code, group_name=model_package_group_name
             ),
+            role_statements=[*self._record_statements(), *registry],
+            role_wildcards=[
+                Wildcard(s.resources[0], REGISTRY_WILDCARDS[s.sid]) for s in registry if s.sid in REGISTRY_WILDCARDS
+            ],
+            compile_step=compile_step,
+            distributed=training.distributed,
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
@@ -200,6 +208,16 @@ class TrainingStack(Stack):
             job_name_prefix=self.job_name_prefix,
             read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
             write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
+            prefix_reasons={
+                DATASETS_PREFIX: "The training job reads the dataset it is given, any object under datasets/ (the "
+                "channel is chosen per execution); nothing else in the bucket.",
+                BASE_MODELS_PREFIX: "Network-isolated jobs read the base model from a `model` channel under "
+                "base-models/; read only.",
+                CHECKPOINTS_PREFIX: "Checkpoints are written and read back on resume under checkpoints/<run>/; the "
+                "run name is generated per execution.",
+                MODELS_PREFIX: "The merged model is written under models/<job-name>/; job names are generated per "
+                "execution, so the prefix is the narrowest fixed scope.",
+            },
             image_repository_arn=image_repository_arn,
             vpc=job_placement(config, placement),
             description="SageMaker execution role of the QLoRA training jobs",
@@ -252,29 +270,31 @@ class TrainingStack(Stack):
             job_name_prefix=self.job_name_prefix,
             read_prefixes=(MODELS_PREFIX,),
             write_prefixes=(MODELS_PREFIX,),
+            prefix_reasons={
+                MODELS_PREFIX: "The compile job reads the merged model under models/<training job>/ and writes the "
+                "compiled one beside it; job names are generated per execution."
+            },
             image_repository_arn=images.repository_arn(compile_image(config), config.serving.image_uri),
             vpc=job_placement(config, placement),
             description=f"SageMaker execution role of the Neuron compile jobs ({compile_program})",
             policy_description="Neuron compile job: models/ (merged in, compiled out), data key",
         )
 
-    def _state_machine_statements(
-        self, *, prefix: str, roles: list[iam.IRole], key: kms.IKey
-    ) -> list[iam.PolicyStatement]:
-        statements = job_submitter_statements(self, job_kinds=["training-job"], prefix=prefix, roles=roles, key=key)
-        if self.compiled_model_parameter is not None:
-            statements.append(
-                iam.PolicyStatement(
-                    sid="RecordCompiledModel",
-                    actions=["ssm:PutParameter"],
-                    resources=[self.compiled_model_parameter.parameter_arn],
-                )
+    def _record_statements(self) -> list[iam.PolicyStatement]:
+        """RecordModel's is the shell's; the compiled model's parameter is this stack's."""
+        if self.compiled_model_parameter is None:
+            return []
+        return [
+            iam.PolicyStatement(
+                sid="RecordCompiledModel",
+                actions=["ssm:PutParameter"],
+                resources=[self.compiled_model_parameter.parameter_arn],
             )
-        return statements
+        ]
 
     def _registration(
         self, config: AppConfig, *, bucket: s3.IBucket, images: ContainerImages, code: s3_assets.Asset, group_name: str
-    ) -> dict:
+    ) -> RegistrationSettings:
         """ModelRegistration's settings: the gate, the serving backend's image and ml.inf2 type, the lineage's
         synth-time values (where the base model comes from, code asset hash)."""
         serving = config.serving
@@ -294,16 +314,16 @@ class TrainingStack(Stack):
                     environment=model_environment(serving.backend),
                 )
         base_key = config.training.base_model_key
-        return {
-            "group_name": group_name,
-            "bucket_name": bucket.bucket_name,
-            "min_improvement": config.training.quality_gate.min_improvement,
-            "serving": spec,
-            "compiled_serving": compiled,
-            "base_model": f"s3://{bucket.bucket_name}/{base_key}" if base_key else "$.run.hyperparameters.model_id",
-            "compiled_folder": _compiled_folder_with_facts(config),
-            "code_asset_hash": code.asset_hash,
-        }
+        return RegistrationSettings(
+            group_name=group_name,
+            bucket_name=bucket.bucket_name,
+            min_improvement=config.training.quality_gate.min_improvement,
+            serving=spec,
+            compiled_serving=compiled,
+            base_model=f"s3://{bucket.bucket_name}/{base_key}" if base_key else f"{RUN.hyperparameters}.model_id",
+            compiled_folder=_compiled_folder_with_facts(config),
+            code_asset_hash=code.asset_hash,
+        )
 
     def _compiled_facts_statements(self, bucket: s3.IBucket) -> list[iam.PolicyStatement]:
         """ReadCompiledFacts (LMI): only the compiled model's config.json, in its shape's folder."""

@@ -11,6 +11,10 @@ that passed the quality gate, or notify.
     TrainCompleted --job not Completed (e.g. Stopped, MaxRuntimeExceeded)--> TrainNotCompleted -> Notify -> Failed
     GatePassed --registered Rejected--> ModelRejected -> Notify -> Failed (nothing recorded, nothing compiled)
 
+Each SageMaker job is a SageMakerJobStep (stacks/shared/sagemaker_job_step.py: request, result, API retries,
+completed check, grants); the happy path is `in_order(...)` below, and every state path two parts share is named
+in state_paths.py.
+
 Job names are `<prefix>-<md5(execution id)>-<capacity attempt>-<API retry>`: unique per try (SageMaker
 never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Checkpoints go to
 `checkpoints/<prefix>-<md5>/`, shared by the tries of one execution so a retry resumes.
@@ -19,6 +23,7 @@ never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Ch
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
@@ -30,18 +35,21 @@ from constructs import Construct
 
 from ..code_contract.qlora import bool_spellings, hyperparameter_names
 from ..config.training import TORCH_DISTRIBUTED
+from ..shared.acknowledgments import Wildcard
 from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
-from ..shared.job_request import CREATE_TRAINING_JOB_SYNC, Ref, S3Channel, TrainingJobRequest
-from ..shared.workflow_shell import (
-    JOB_OUTCOME_SELECTOR,
-    failure_path,
-    job_completed,
-    logged_state_machine,
-    record_model_task,
-    retry_api_errors,
+from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
+from ..shared.sagemaker_job_step import (
+    TRAINING_JOB,
+    JobCatch,
+    JobVariant,
+    SageMakerJobStep,
+    job_step_statements,
+    job_step_wildcards,
 )
+from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
 from .input_checks import dataset_marker, hyperparameter_checks
-from .registry import ModelRegistration
+from .registry import ModelRegistration, RegistrationSettings
+from .state_paths import APPROVAL, COMPILE, ERROR, EVAL_DATA, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
 
 # A .sync job that fails reports States.TaskFailed; its Cause (the DescribeTrainingJob JSON) tells capacity apart.
 CAPACITY_CAUSE_PATTERNS = ("*CapacityError*", "*InsufficientCapacity*")
@@ -53,12 +61,20 @@ def run_name_expression(prefix: str) -> str:
 
 
 def job_name_expression() -> Ref:
-    return Ref("States.Format('{}-{}-{}', $.run.name, $.run.attempt, $$.State.RetryCount)")
+    return Ref(f"States.Format('{{}}-{{}}-{{}}', {RUN.name}, {RUN.attempt}, $$.State.RetryCount)")
 
 
 def max_job_name_length(prefix: str) -> int:
     """Prefix, '-', 32 hex digits, then '-<attempt>-<retry>' with single digits (both are capped at 5)."""
     return len(prefix) + 1 + 32 + 4
+
+
+@dataclass(frozen=True)
+class NeuronCompile:
+    """The compile step after RecordModel: its job request and the parameter the compiled model goes to."""
+
+    request: TrainingJobRequest
+    model_parameter: ssm.IStringParameter
 
 
 class TrainingWorkflow(Construct):
@@ -80,17 +96,18 @@ class TrainingWorkflow(Construct):
         capacity_backoff_seconds: int,
         log_retention_days: int,
         key: kms.IKey,
+        registration: RegistrationSettings,
         role_statements: Sequence[iam.PolicyStatement],
-        compile_request: TrainingJobRequest | None = None,
-        compiled_model_parameter: ssm.IStringParameter | None = None,
+        role_wildcards: Sequence[Wildcard],
+        compile_step: NeuronCompile | None = None,
         distributed: bool = False,
-        registration: Mapping | None = None,
     ) -> None:
-        """`compile_request` (with `compiled_model_parameter`): the Neuron compile step after RecordModel;
-        `distributed`: the job has several GPUs (torchrun), which ValidateInput's method / fsdp rules follow;
-        `registration`: ModelRegistration's settings (registry.py), the package states between the job and
-        RecordModel."""
+        """`role_statements`: what the states other than the job steps call (registry, records), beside the
+        steps' own, and `role_wildcards` why they reach the wildcards they reach; `compile_step`: the Neuron
+        compile after RecordModel; `distributed`: the job has several GPUs (torchrun), which ValidateInput's
+        method / fsdp rules follow."""
         super().__init__(scope, construct_id)
+        self._prefix = job_name_prefix
         invalid, notify = failure_path(
             self,
             topic=topic,
@@ -101,6 +118,10 @@ class TrainingWorkflow(Construct):
                 "file or folder under the same prefix; merge not false; see README, Training"
             ),
         )
+        checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify)
+        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name, distributed), checks.start)
+        start.otherwise(invalid)
+        marker = dataset_marker(self, bucket_name=bucket_name, notify=notify)
         defaults = sfn.Pass(
             self,
             "Defaults",
@@ -109,209 +130,157 @@ class TrainingWorkflow(Construct):
             ),
             result_path="$.defaults",
         )
-        prepare = self._prepare(job_name_prefix, capacity_backoff_seconds)
-        eval_data, train, train_eval = self._training_jobs(
-            request, bucket_name, notify=notify, capacity_retries=capacity_retries
-        )
+        prepare = self._prepare(capacity_backoff_seconds)
+        train = self._train(request, bucket_name, notify=notify, capacity_retries=capacity_retries)
+        # The gate first: only a version that passed is recorded for serving.
+        registry = ModelRegistration(self, "Registry", settings=registration, notify=notify)
         record = record_model_task(
-            self, model_parameter=model_parameter, value_path="$.training.model_s3_uri", notify=notify
+            self, model_parameter=model_parameter, value_path=TRAINING.model_s3_uri, notify=notify
         )
-        defaults.next(prepare).next(eval_data)
-        self._registry = None
-        trained: sfn.IChainable = record
-        if registration is not None:  # the gate first: only a version that passed is recorded for serving
-            self._registry = ModelRegistration(self, "Registry", notify=notify, **registration)
-            self._registry.passed(record)
-            trained = self._registry.start
-        completed = job_completed(self, "TrainCompleted", result_path="$.training", notify=notify, next_state=trained)
-        train_eval.next(completed)
-        train.next(completed)
-        self._finish(
-            sfn.Chain.start(record),
-            model_parameter=model_parameter,
-            notify=notify,
-            compile_request=compile_request,
-            compiled_model_parameter=compiled_model_parameter,
-        )
-        marker = dataset_marker(self, bucket_name=bucket_name, notify=notify, next_state=defaults)
-        checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify, next_state=marker)
-        valid = _valid_input(bucket_name, distributed)
-        start = sfn.Choice(self, "ValidateInput").when(valid, checks).otherwise(invalid)
+        steps, compiled = [train], []
+        if compile_step is not None:
+            compile_job, record_compiled = self._compile(compile_step, notify=notify)
+            steps.append(compile_job)
+            compiled = [compile_job, record_compiled, *filter(None, [registry.register_compiled])]
+        done = sfn.Pass(self, "Done", parameters=self._output(model_parameter, registry, compile_step))
+        in_order(checks, marker, defaults, prepare, train, registry, record, *compiled, done)
         self.state_machine = logged_state_machine(
             self,
             start=start,
             purpose="QLoRA training",
             comment="QLoRA training: SageMaker createTrainingJob.sync, model prefix to SSM, failures to SNS",
-            role_statements=role_statements,
+            role_statements=[*job_step_statements(Stack.of(self), steps), *role_statements],
+            wildcards=[*job_step_wildcards(Stack.of(self), steps), *role_wildcards],
             topic=topic,
             key=key,
             model_parameter=model_parameter,
             log_retention_days=log_retention_days,
+            log_retention_setting="training.log_retention_days",
         )
 
-    def _finish(
-        self,
-        chain: sfn.Chain,
-        *,
-        model_parameter: ssm.IStringParameter,
-        notify: sfn.IChainable,
-        compile_request: TrainingJobRequest | None,
-        compiled_model_parameter: ssm.IStringParameter | None,
-    ) -> None:
-        """After RecordModel: the optional compile step, then `Done` with where the models are."""
-        output = {
-            "job_name.$": "$.training.job_name",
-            "model_s3_uri.$": "$.training.model_s3_uri",
-            "train_data.$": "$.train_data",
-            "hyperparameters.$": "$.run.hyperparameters",
-            "model_parameter": model_parameter.parameter_name,
-        }
-        if self._registry is not None:
-            output.update({"model_package_arn.$": "$.registry.model_package_arn", "approval.$": "$.approval"})
-        if compile_request is not None:
-            chain = chain.next(self._compile(compile_request, notify=notify, parameter=compiled_model_parameter))
-            if self._registry is not None and self._registry.register_compiled is not None:
-                chain = chain.next(self._registry.register_compiled)
-                output["compiled_model_package_arn.$"] = "$.registry_compiled.model_package_arn"
-            output.update(
-                {
-                    "compile_job_name.$": "$.compile.job_name",
-                    "compiled_model_s3_uri.$": "$.compile.model_s3_uri",
-                    "compiled_model_parameter": compiled_model_parameter.parameter_name,
-                }
-            )
-        chain.next(sfn.Pass(self, "Done", parameters=output))
-
-    def _training_jobs(
-        self, request: TrainingJobRequest, bucket_name: str, *, notify: sfn.IChainable, capacity_retries: int
-    ) -> tuple[sfn.Choice, sfn.CustomState, sfn.CustomState]:
-        """(`EvalData`, `Train`, `TrainWithEval`). CreateTrainingJob's channel list is one value: an execution
-        with eval_data runs the twin job state whose list ends with an `eval` channel (same data type and
-        distribution as `training`). Both retry on capacity through `EvalData`."""
-        train = self._train(request.channels, request, bucket_name, "Train")
-        evaluated = [*request.channels, S3Channel("eval", Ref("$.eval_data"))]
-        train_eval = self._train(evaluated, request, bucket_name, "TrainWithEval")
-        eval_data = sfn.Choice(self, "EvalData").when(sfn.Condition.is_present("$.eval_data"), train_eval)
-        eval_data.otherwise(train)
-        self._capacity_retry([train, train_eval], eval_data, notify=notify, capacity_retries=capacity_retries)
-        return eval_data, train, train_eval
-
-    def _prepare(self, job_name_prefix: str, capacity_backoff_seconds: int) -> sfn.Pass:
+    def _prepare(self, capacity_backoff_seconds: int) -> sfn.Pass:
         """`$.run`: the run name, attempt 0, the first capacity wait, the merged hyperparameters."""
         return sfn.Pass(
             self,
             "Prepare",
             parameters={
-                "name.$": run_name_expression(job_name_prefix),
+                "name.$": run_name_expression(self._prefix),
                 "attempt": 0,
                 "wait_seconds": capacity_backoff_seconds,
                 # Per-execution overrides win over config; the script-mode keys win over both.
                 "hyperparameters.$": "States.JsonMerge(States.JsonMerge($.defaults.config, $.hyperparameters, false), "
                 "$.defaults.fixed, false)",
             },
-            result_path="$.run",
+            result_path=RUN.path,
         )
 
     def _train(
-        self, channels: Sequence[S3Channel], request: TrainingJobRequest, bucket_name: str, construct_id: str
-    ) -> sfn.CustomState:
-        """`Train`: CreateTrainingJob.sync of `request` with these `channels`, with the API retries; the merged
-        model's prefix into `$.training`."""
-        partition = Stack.of(self).partition
-        parameters = {**request.to_asl(), "InputDataConfig": [c.to_asl() for c in channels]}
-        train = sfn.CustomState(
+        self, request: TrainingJobRequest, bucket_name: str, *, notify: sfn.IChainable, capacity_retries: int
+    ) -> SageMakerJobStep:
+        """`EvalData`? -> `Train` | `TrainWithEval` -> `TrainCompleted`? CreateTrainingJob's channel list is one
+        value: an execution with eval_data runs the twin whose list ends with an `eval` channel (same data type
+        and distribution as `training`). A capacity failure of either retries through `EvalData`."""
+        capacity = sfn.Choice(self, "CapacityRetry")  # the catch target, built before the job it catches for
+        evaluated = replace(request, channels=[*request.channels, S3Channel("eval", Ref(EVAL_DATA))])
+        train = SageMakerJobStep(
             self,
-            construct_id,
-            state_json={
-                "Type": "Task",
-                "Resource": CREATE_TRAINING_JOB_SYNC.format(partition=partition),
-                "Parameters": parameters,
-                "ResultSelector": {
-                    "job_name.$": "$.TrainingJobName",
-                    "job_arn.$": "$.TrainingJobArn",
-                    **JOB_OUTCOME_SELECTOR,
-                    "model_s3_uri.$": f"States.Format('s3://{bucket_name}/models/{{}}/output/model/', "
-                    "$.TrainingJobName)",
-                },
-                "ResultPath": "$.training",
+            "Train",
+            kind=TRAINING_JOB,
+            request=request,
+            variant=JobVariant("TrainWithEval", sfn.Condition.is_present(EVAL_DATA), evaluated),
+            chooser="EvalData",
+            output=TRAINING,
+            identity={"job_arn.$": "$.TrainingJobArn"},
+            values={
+                "model_s3_uri.$": f"States.Format('s3://{bucket_name}/models/{{}}/output/model/', $.TrainingJobName)"
             },
+            name_prefix=self._prefix,
+            notify=notify,
+            completed_check="TrainCompleted",
+            catch=[JobCatch(("States.TaskFailed",), capacity)],
         )
-        retry_api_errors(train)
+        self._capacity_retry(capacity, again=train.start, notify=notify, capacity_retries=capacity_retries)
         return train
 
-    def _compile(
-        self, request: TrainingJobRequest, *, notify: sfn.IChainable, parameter: ssm.IStringParameter
-    ) -> sfn.Chain:
-        """`CompileForNeuron` (the export job, .sync, API retries) -> `CompileCompleted`? -> `RecordCompiledModel`;
-        failures and a job that did not complete notify."""
-        state = sfn.CustomState(
-            self,
-            "CompileForNeuron",
-            state_json={
-                "Type": "Task",
-                "Resource": CREATE_TRAINING_JOB_SYNC.format(partition=Stack.of(self).partition),
-                "Parameters": request.to_asl(),
-                "ResultSelector": {
-                    "job_name.$": "$.TrainingJobName",
-                    **JOB_OUTCOME_SELECTOR,
-                    "model_s3_uri.$": "States.Format('{}{}/output/model/', $.OutputDataConfig.S3OutputPath, "
-                    "$.TrainingJobName)",
-                },
-                "ResultPath": "$.compile",
-            },
-        )
-        retry_api_errors(state)
-        state.add_catch(notify, errors=["States.ALL"], result_path="$.error")
-        record = record_model_task(
-            self,
-            construct_id="RecordCompiledModel",
-            model_parameter=parameter,
-            value_path="$.compile.model_s3_uri",
-            notify=notify,
-        )
-        state.next(job_completed(self, "CompileCompleted", result_path="$.compile", notify=notify, next_state=record))
-        return sfn.Chain.custom(state, record.end_states, record)
-
     def _capacity_retry(
-        self,
-        trains: Sequence[sfn.CustomState],
-        again: sfn.IChainable,
-        *,
-        notify: sfn.IChainable,
-        capacity_retries: int,
+        self, capacity: sfn.Choice, *, again: sfn.IChainable, notify: sfn.IChainable, capacity_retries: int
     ) -> None:
-        """A capacity failure of any of `trains` waits (doubling), then starts the next attempt under a new name
+        """`CapacityRetry`: a capacity failure waits (doubling), then starts the next attempt under a new name
         through `again` (the EvalData choice, which picks the same job state); other failures notify."""
+        wait = sfn.Wait(self, "WaitForCapacity", time=sfn.WaitTime.seconds_path(RUN.wait_seconds))
         next_attempt = sfn.Pass(
             self,
             "NextAttempt",
             parameters={
-                "name.$": "$.run.name",
-                "attempt.$": "States.MathAdd($.run.attempt, 1)",
-                "wait_seconds.$": "States.MathAdd($.run.wait_seconds, $.run.wait_seconds)",
-                "hyperparameters.$": "$.run.hyperparameters",
+                "name.$": RUN.name,
+                "attempt.$": f"States.MathAdd({RUN.attempt}, 1)",
+                "wait_seconds.$": f"States.MathAdd({RUN.wait_seconds}, {RUN.wait_seconds})",
+                "hyperparameters.$": RUN.hyperparameters,
             },
-            result_path="$.run",
+            result_path=RUN.path,
         )
-        wait = sfn.Wait(self, "WaitForCapacity", time=sfn.WaitTime.seconds_path("$.run.wait_seconds"))
         wait.next(next_attempt).next(again)
-        capacity = (
-            sfn.Choice(self, "CapacityRetry")
-            .when(
-                sfn.Condition.and_(
-                    sfn.Condition.is_present("$.error.Cause"),
-                    sfn.Condition.or_(
-                        *(sfn.Condition.string_matches("$.error.Cause", p) for p in CAPACITY_CAUSE_PATTERNS)
-                    ),
-                    sfn.Condition.number_less_than("$.run.attempt", capacity_retries),
-                ),
-                wait,
-            )
-            .otherwise(notify)
+        cause = f"{ERROR}.Cause"
+        capacity.when(
+            sfn.Condition.and_(
+                sfn.Condition.is_present(cause),
+                sfn.Condition.or_(*(sfn.Condition.string_matches(cause, p) for p in CAPACITY_CAUSE_PATTERNS)),
+                sfn.Condition.number_less_than(RUN.attempt, capacity_retries),
+            ),
+            wait,
+        ).otherwise(notify)
+
+    def _compile(
+        self, compile_step: NeuronCompile, *, notify: sfn.IChainable
+    ) -> tuple[SageMakerJobStep, sfn.IChainable]:
+        """`CompileForNeuron` (the export job) -> `CompileCompleted`? -> `RecordCompiledModel`."""
+        job = SageMakerJobStep(
+            self,
+            "CompileForNeuron",
+            kind=TRAINING_JOB,
+            request=compile_step.request,
+            output=COMPILE,
+            values={
+                "model_s3_uri.$": "States.Format('{}{}/output/model/', $.OutputDataConfig.S3OutputPath, "
+                "$.TrainingJobName)"
+            },
+            name_prefix=self._prefix,
+            notify=notify,
+            completed_check="CompileCompleted",
         )
-        for train in trains:
-            train.add_catch(capacity, errors=["States.TaskFailed"], result_path="$.error")
-            train.add_catch(notify, errors=["States.ALL"], result_path="$.error")
+        record = record_model_task(
+            self,
+            construct_id="RecordCompiledModel",
+            model_parameter=compile_step.model_parameter,
+            value_path=COMPILE.model_s3_uri,
+            notify=notify,
+        )
+        return job, record
+
+    @staticmethod
+    def _output(
+        model_parameter: ssm.IStringParameter, registry: ModelRegistration, compile_step: NeuronCompile | None
+    ) -> dict[str, str]:
+        """`Done`'s output: the job, where the models are, their package versions and parameters."""
+        output = {
+            "job_name.$": TRAINING.job_name,
+            "model_s3_uri.$": TRAINING.model_s3_uri,
+            "train_data.$": TRAIN_DATA,
+            "hyperparameters.$": RUN.hyperparameters,
+            "model_parameter": model_parameter.parameter_name,
+            "model_package_arn.$": REGISTRY.model_package_arn,
+            "approval.$": APPROVAL,
+        }
+        if compile_step is None:
+            return output
+        if registry.register_compiled is not None:
+            output["compiled_model_package_arn.$"] = REGISTRY_COMPILED.model_package_arn
+        return {
+            **output,
+            "compile_job_name.$": COMPILE.job_name,
+            "compiled_model_s3_uri.$": COMPILE.model_s3_uri,
+            "compiled_model_parameter": compile_step.model_parameter.parameter_name,
+        }
 
 
 def _is_bool(path: str, truth: bool) -> sfn.Condition:
@@ -329,11 +298,11 @@ def _valid_input(bucket_name: str, distributed: bool) -> sfn.Condition:
     method stays qlora, on one GPU fsdp stays off (stacks/config/training.py)."""
     datasets = f"s3://{bucket_name}/{DATASETS_PREFIX}*"
     eval_data = sfn.Condition.or_(
-        sfn.Condition.not_(sfn.Condition.is_present("$.eval_data")),
+        sfn.Condition.not_(sfn.Condition.is_present(EVAL_DATA)),
         sfn.Condition.and_(
-            sfn.Condition.is_string("$.eval_data"),
-            sfn.Condition.string_matches("$.eval_data", datasets),
-            sfn.Condition.not_(sfn.Condition.string_matches("$.eval_data", f"*/{DATASET_READY_MARKER}")),
+            sfn.Condition.is_string(EVAL_DATA),
+            sfn.Condition.string_matches(EVAL_DATA, datasets),
+            sfn.Condition.not_(sfn.Condition.string_matches(EVAL_DATA, f"*/{DATASET_READY_MARKER}")),
         ),
     )
     scalar = ("is_string", "is_numeric", "is_boolean", "is_null")
@@ -346,9 +315,9 @@ def _valid_input(bucket_name: str, distributed: bool) -> sfn.Condition:
         else sfn.Condition.not_(_is_bool("$.hyperparameters.fsdp", True))
     )
     return sfn.Condition.and_(
-        sfn.Condition.is_present("$.train_data"),
-        sfn.Condition.is_string("$.train_data"),
-        sfn.Condition.string_matches("$.train_data", datasets),
+        sfn.Condition.is_present(TRAIN_DATA),
+        sfn.Condition.is_string(TRAIN_DATA),
+        sfn.Condition.string_matches(TRAIN_DATA, datasets),
         sfn.Condition.is_present("$.hyperparameters"),
         *(sfn.Condition.not_(getattr(sfn.Condition, test)("$.hyperparameters")) for test in scalar),
         sfn.Condition.not_(_is_bool("$.hyperparameters.merge", False)),

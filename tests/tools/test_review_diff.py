@@ -433,41 +433,6 @@ def test_an_export_nobody_imports_may_go(key_rename):
     assert review_diff.exports_in_use(alone, {data: head[data]}) == []
 
 
-def test_a_renamed_acknowledged_construct_says_what_it_replaces_and_what_to_do(assemblies, tmp_path):
-    """Renaming the access-log bucket's construct fails the synth (its cdk-nag acknowledgments name the old path);
-    the review says in one line which deployed resources the rename replaces and what to do instead."""
-    tree = tmp_path / "tree"
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    app_files = ("stacks/", "config/", "serving_artifacts/", "training_code/")  # and the root's files
-    for path in tracked:
-        if (path.startswith(app_files) or "/" not in path) and (ROOT / path).is_file():
-            (tree / path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / path, tree / path)
-    stack_py = tree / "stacks" / "data" / "stack.py"
-    assert stack_py.read_text().count('"AccessLogBucket"') == 1
-    stack_py.write_text(stack_py.read_text().replace('"AccessLogBucket"', '"AccessLogs"'))
-    base = review_diff.read_assembly(Path(assemblies["dev"].directory))
-    data = base["llm-inf2-dev-Data"]
-    replaced = sorted(
-        (res["Type"], lid)
-        for lid, res in data.template["Resources"].items()
-        if data.paths.get(lid, "").startswith("/llm-inf2-dev-Data/AccessLogBucket/")
-    )
-    assert ("AWS::S3::Bucket", next(lid for t, lid in replaced if t == "AWS::S3::Bucket")) in replaced
-    with pytest.raises(review_diff.ReviewError) as err:
-        review_diff.synth_tree(tree, tmp_path / "out", ["dev"], base=base)
-    message = str(err.value)
-    assert "\n" not in message
-    assert message.startswith("env dev: construct Data/AccessLogBucket is gone, and cdk-nag acknowledgments (")
-    assert all(f"{rtype} `{lid}`" in message for rtype, lid in replaced)
-    assert "a new, empty bucket; objects do not move" not in message  # the stake up to its first clause
-    assert "(a new, empty bucket)" in message
-    assert message.endswith(
-        "rename it back, or keep the logical ID (override_logical_id) and move its acknowledgments in stacks/nag.py "
-        "to the new path"
-    )
-
-
 def test_a_failed_review_leaves_no_report_behind(tmp_path):
     out = tmp_path / "review.md"
     out.write_text("<!-- review-diff -->\nthe review of an earlier run\n")
