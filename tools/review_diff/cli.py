@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace, envs: list[str]) -> str:
             title = f"`{args.base_dir.as_posix()}` -> `{(args.head_dir or Path('working tree')).as_posix()}`"
         base = read_assembly(base_dir) if base_dir.exists() else {}
         if args.head_dir is None:
-            synth_tree(ROOT, workdir / "head", envs, base=base)
+            synth_tree(ROOT, workdir / "head", envs)
             head_dir = workdir / "head"
         else:
             head_dir = args.head_dir

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from local.cloud_assembly import StackArtifact
-from tools.review_diff.assembly import stack_env
 from tools.review_diff.model import ReviewError
-from tools.review_diff.resources import SENSITIVE
-
-# stacks/nag.py's error for an acknowledgment whose construct is gone: what a renamed construct gives
-MISSING_ACKNOWLEDGED = re.compile(r"nag acknowledgment (\S+) points at missing ([A-Za-z0-9]+)/(\S+)")
 
 
 def _context(tree: Path, env_name: str) -> dict[str, Any]:
@@ -46,11 +39,8 @@ def _start(tree: Path, outdir: Path, env_name: str) -> subprocess.Popen:
     )
 
 
-def synth_tree(
-    tree: Path, outdir: Path, envs: list[str], base: dict[str, StackArtifact] | None = None
-) -> dict[str, str]:
-    """Synthesize every env of the source tree `tree` into outdir/<env>; returns {env: why it was skipped}.
-    `base`: the deployed side's stacks, which name what a failure means (a renamed acknowledged construct)."""
+def synth_tree(tree: Path, outdir: Path, envs: list[str]) -> dict[str, str]:
+    """Synthesize every env of the source tree `tree` into outdir/<env>; returns {env: why it was skipped}."""
     procs = {env_name: _start(tree, outdir, env_name) for env_name in envs}
     skipped = {}
     for env_name, proc in procs.items():
@@ -61,39 +51,5 @@ def synth_tree(
         if "no such file for env" in last:  # the environment does not exist on this side: nothing deployed
             skipped[env_name] = "no config file"
             continue
-        raise _failure(tree, env_name, last, base)
+        raise ReviewError(f"synth of {tree.name} env {env_name} failed: {last}")
     return skipped
-
-
-def _failure(tree: Path, env_name: str, last: str, base: dict[str, StackArtifact] | None) -> ReviewError:
-    """A failed synth as one line; a renamed acknowledged construct says which deployed resources it replaces."""
-    renamed = MISSING_ACKNOWLEDGED.search(last)
-    if renamed and base is not None:
-        return ReviewError(f"env {env_name}: {renamed_construct(env_name, *renamed.groups(), base)}")
-    return ReviewError(f"synth of {tree.name} env {env_name} failed: {last}")
-
-
-def _resources_under(env_name: str, unit: str, path: str, base: dict[str, StackArtifact]) -> list[str]:
-    """The deployed resources of construct unit/path: `type `id` (what is at stake)` each."""
-    found = []
-    for name, art in sorted(base.items()):
-        if not name.endswith(f"-{unit}") or stack_env(name) != env_name:
-            continue
-        resources = art.template.get("Resources", {})
-        prefix = f"/{name}/{path}/"
-        for lid, construct in sorted(art.paths.items()):
-            if construct.startswith(prefix) and lid in resources:
-                rtype = resources[lid].get("Type", "?")
-                stake = SENSITIVE.get(rtype, ("", "a new resource"))[1].split(";")[0]
-                found.append(f"{rtype} `{lid}` ({stake})")
-    return found
-
-
-def renamed_construct(env_name: str, rule: str, unit: str, path: str, base: dict[str, StackArtifact]) -> str:
-    """One line: which deployed resources a renamed acknowledged construct replaces, and what to do instead."""
-    what = ", ".join(_resources_under(env_name, unit, path, base)) or "every resource under it"
-    return (
-        f"construct {unit}/{path} is gone, and cdk-nag acknowledgments ({rule}, stacks/nag.py) name it: a renamed "
-        f"construct gets new logical IDs, so CloudFormation replaces {what}; rename it back, or keep the logical "
-        f"ID (override_logical_id) and move its acknowledgments in stacks/nag.py to the new path"
-    )
