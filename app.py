@@ -10,32 +10,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 from stacks.config import ConfigError, load_config
-from stacks.paths import KERNEL_PRELOAD
+from stacks.jsii_kernel import kernel_node_options
 
 DEFAULT_ENV = "dev"
-
-
-def node_options_quoted(value: str) -> str:
-    """`value` as one NODE_OPTIONS word: double-quoted, `\\` and `"` escaped (node's own parsing rules)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-# Options for the jsii kernel's node process, which runs single-use code (the constructs, aws-cdk-lib's WebAssembly
-# template validator) on every synth (bench/synth_time.py, in README.md's benchmark table). Set in NODE_OPTIONS
-# before aws_cdk is imported, which starts that process. Each is keyed by what shows it is already set:
-# - V8's worker threads spent more CPU compiling and collecting that code in the background than they saved;
-# - the preload keeps WebAssembly on V8's baseline compiler: node's exit waited ~1.1 s for a background TurboFan
-#   compile of the validator's hottest function (stacks/kernel_preload.cjs).
-def kernel_node_option_table(preload: Path) -> dict[str, str]:
-    """Option by the text that shows it is set; the preload's key is its quoted path, the very word added."""
-    preload_word = node_options_quoted(str(preload))
-    return {"--v8-pool-size": "--v8-pool-size=0", preload_word: f"--require {preload_word}"}
-
-
-KERNEL_NODE_OPTIONS = kernel_node_option_table(KERNEL_PRELOAD)
 
 
 def read_context() -> dict:
@@ -52,16 +31,8 @@ def read_context() -> dict:
 
 
 def main() -> int:
-    kernel_node_options(os.environ)
+    kernel_node_options(os.environ)  # before aws_cdk is imported: importing it starts the jsii kernel
     return run(read_context())
-
-
-def kernel_node_options(environ: dict) -> None:
-    """Add each of KERNEL_NODE_OPTIONS to NODE_OPTIONS (which the jsii kernel inherits) unless its key is there."""
-    options = environ.get("NODE_OPTIONS", "")
-    added = [option for key, option in KERNEL_NODE_OPTIONS.items() if key not in options]
-    if added:
-        environ["NODE_OPTIONS"] = " ".join([options, *added]).strip()
 
 
 def run(cli_context: dict, **app_props) -> int:

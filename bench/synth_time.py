@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from app import kernel_node_options  # noqa: E402
+from stacks.jsii_kernel import kernel_node_options  # noqa: E402
 
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 PYTHON = ROOT / ".venv-app" / "bin" / "python"
@@ -43,7 +43,7 @@ app.synth()
 ENV = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true"}
 
 
-# app.py gives the jsii kernel's node options (kernel_node_options); a third arm is the baseline setting them the
+# app.py gives the jsii kernel's node options (stacks/jsii_kernel.py); a third arm is the baseline setting them the
 # same way, so the ratio is also shown without the part of the speed-up that any app could take.
 KERNEL_OPTION_LINES = (
     "import os\nos.environ['NODE_OPTIONS'] = (os.environ.get('NODE_OPTIONS', '') + ' ' + {0!r}).strip()\n"

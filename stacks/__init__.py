@@ -6,6 +6,7 @@ File map (the file for a concern in one guess):
     nag.py                cdk-nag and Control Tower (cfn-guard) rule packs
     paths.py              where things live in the repository (the only Path(__file__) in stacks/)
     image_table.py        reader of images.json, the container-image URIs per region
+    jsii_kernel.py        node options for the jsii kernel (app.py adds them before importing aws_cdk)
     code_contract/        what the stacks know about training_code/ (stdlib only, loaded from the files)
         loader.py           the one way to load a training_code module
         qlora.py            train.py's hyperparameter contract, metric definitions, entry point
@@ -56,7 +57,7 @@ File map (the file for a concern in one guess):
         workflow.py         the state machine (super-network, tuning job, selection, export)
         endpoints.py        the base and pruned encoder endpoints
 
-Layering (tests/stacks/test_layering.py enforces it): paths, image_table and code_contract use the standard
+Layering (tests/stacks/test_layering.py enforces it): paths, image_table, jsii_kernel and code_contract use the standard
 library only; config may use them (and PyYAML) and serving/backends/ (every module there but endpoint.py is
 CDK-free) but nothing that imports aws_cdk; shared/ may use config;
 a unit folder may use shared/ and config but never another unit's folder; application.py composes units.

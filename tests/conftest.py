@@ -11,8 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from app import kernel_node_options  # noqa: E402  (the project root is on sys.path from here)
 from stacks.config.loader import deployed_environments  # noqa: E402
+from stacks.jsii_kernel import kernel_node_options  # noqa: E402  (the project root is on sys.path from here)
 
 # The pinned Node 24 (`make tools`) first, as make puts it for `make test`, also when pytest runs on its own: the
 # jsii kernel of the in-process synths, the CDK CLI and the node tools the tests start.
@@ -23,7 +23,7 @@ if (TOOLS_BIN / "node").exists() and not os.environ.get("PATH", "").startswith(s
 # instead of one per core each, whose waits spun on the core the other worker needed (make test: 19.3 -> 16.3 CPU
 # minutes, 10 min 48 s -> 9 min 7 s).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-kernel_node_options(os.environ)  # the in-process synths' jsii kernel, as app.py gives the CLI's
+kernel_node_options(os.environ)  # the in-process synths' jsii kernel gets the options app.py gives the CLI's
 
 # Every environment deploy.yml deploys (a config/*.yaml with a deploy: section), synthesized once per session.
 ENVIRONMENTS = tuple(sorted(deployed_environments(ROOT / "config")))

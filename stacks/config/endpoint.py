@@ -1,7 +1,7 @@
 """Settings every SageMaker real-time endpoint shares (rollout, scaling, alarms, data capture).
 
-Model-agnostic on purpose: the LMI NeuronX serving section uses them today and the encoder
-endpoints of a later issue reuse them with another container.
+Model-agnostic on purpose: the LLM serving section and the encoder endpoints use them, each with its own
+container.
 """
 
 from __future__ import annotations

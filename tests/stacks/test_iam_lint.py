@@ -70,7 +70,7 @@ def test_accepted_findings_still_occur(findings):
 
 
 def test_the_linter_finds_a_wildcard_network_interface_grant():
-    """The check can fail: the pre-issue-19 VPC statement (ENI actions on '*') is reported."""
+    """The check can fail: a VPC statement granting the ENI actions on '*' is reported."""
     document = {
         "Version": "2012-10-17",
         "Statement": [

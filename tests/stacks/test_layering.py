@@ -13,7 +13,7 @@ from tests.synth import ROOT
 
 STACKS = ROOT / "stacks"
 UNITS = ("data", "network", "training", "serving", "pruning")
-STDLIB_ONLY = ("paths.py", "image_table.py", "code_contract")
+STDLIB_ONLY = ("paths.py", "image_table.py", "jsii_kernel.py", "code_contract")
 
 
 def _imports(path: Path) -> list[str]:

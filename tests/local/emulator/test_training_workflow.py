@@ -215,7 +215,7 @@ def _check_registered(deployed, package_arn: str, model_s3_uri: str, dataset_key
 
 
 def _logs_gate_metric() -> bool:
-    """train.py's MetricDefinitions carry the gate's metric (the evaluation on every run, issue 26)."""
+    """train.py's MetricDefinitions carry the gate's metric (every run is evaluated)."""
     from stacks.code_contract.qlora import metric_definitions
     from stacks.training.registry import GATE_METRIC
 

@@ -15,7 +15,7 @@ def _parse(data: dict) -> PruningConfig:
     return parse(PruningConfig, data, source="dev.yaml", path="pruning")
 
 
-def test_defaults_are_off_with_the_issue_limits():
+def test_pruning_is_off_by_default_with_at_most_100_jobs_10_in_parallel():
     config = _parse({})
     assert config.enabled is False
     assert (config.max_jobs, config.max_parallel_jobs) == (100, 10)

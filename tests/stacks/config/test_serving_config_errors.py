@@ -31,7 +31,7 @@ def _with_base(base: dict, path: str, value) -> dict:
     return config
 
 
-# One case per rule of the issue, through `python app.py` (each fails before aws_cdk is imported).
+# One case per serving rule, through `python app.py` (each fails before aws_cdk is imported).
 CASES = [
     (
         "not-inferentia2",

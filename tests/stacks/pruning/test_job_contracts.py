@@ -1,4 +1,4 @@
-"""What the Pruning stack hands each job's script, checked by the script's own parsers (defect 6 of issue 17).
+"""What the Pruning stack hands each job's script, checked by the script's own parsers.
 
 Every job state of the synthesized state machine (super-network, the tuning job's trial definition, selection,
 export) becomes the command line SageMaker's toolkit builds (pruning.contract.sagemaker_argv) with SM_CHANNEL_* set

@@ -209,7 +209,7 @@ def test_tarball_holds_exactly_the_rendered_serving_properties(assemblies, templ
 
 
 def test_blue_green_is_selectable_and_the_generic_construct_is_reusable():
-    """The generic endpoint construct, built alone (as the encoder endpoints of a later issue will)."""
+    """The generic endpoint construct, built alone (as another model's endpoint would use it)."""
     import dataclasses
 
     from aws_cdk import App, Stack

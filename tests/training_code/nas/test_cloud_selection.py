@@ -189,8 +189,8 @@ def macs_tokens(recording, minilm_path, sample_data_dir) -> int:
 
 
 def with_macs_metric(recording: dict, shape: EncoderShape, tokens: int) -> dict:
-    """The recording with the ``macs`` metric its trials log since issue 17 (it was recorded before the metric
-    existed), as SageMaker keeps it: a 32-bit float, on every trial that logged metrics (failed 002 too)."""
+    """The recording with the ``macs`` metric the trials log (the recording itself has none), as SageMaker
+    keeps it: a 32-bit float, on every trial that logged metrics (failed 002 too)."""
     from pruning.params import count_macs
     from pruning.search_space import config_from_hyperparameters
 

@@ -1,4 +1,4 @@
-"""Label masks checked against expectations built from the chat templates piece by piece (issue 26, items 1-5).
+"""Label masks checked against expectations built from the chat templates piece by piece.
 
 Every expected mask here comes from rendering the conversation (or concatenating the strings) and tokenizing
 each piece on its own, or from decoding token prefixes: never from the offsets finetune.data computes.
@@ -154,7 +154,7 @@ def test_keep_eos_ends_a_cut_answer_with_the_templates_end_of_turn_token(tmp_pat
 
 def test_exact_duplicate_rows_never_land_in_both_train_and_eval(tmp_path, tokenizer):
     rows = [{"instruction": f"explain item {i}", "response": f"item {i} is a thing"} for i in range(51)]
-    rows += rows[:9]  # 60 rows, 9 of them exact duplicates, as in the fixture of the issue
+    rows += rows[:9]  # 60 rows, 9 of them exact duplicates
     lines = [json.dumps(row) for row in rows]
     path = tmp_path / "train.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

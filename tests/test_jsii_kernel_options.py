@@ -1,5 +1,6 @@
-"""app.py's jsii kernel options: added to whatever NODE_OPTIONS holds, never over one the user set, and in force
-in a real node (the preload's flag is checked on a hot WebAssembly function, against a run without it)."""
+"""The jsii kernel's node options (stacks/jsii_kernel.py): added to whatever NODE_OPTIONS holds, never over
+one the user set, and in force in a real node (the preload's flag is checked on a hot WebAssembly function,
+against a run without it)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import app
-from app import KERNEL_NODE_OPTIONS, kernel_node_option_table, kernel_node_options, node_options_quoted
+from stacks import jsii_kernel
+from stacks.jsii_kernel import KERNEL_NODE_OPTIONS, kernel_node_option_table, kernel_node_options, node_options_quoted
 from stacks.paths import KERNEL_PRELOAD
 
 ALL_OPTIONS = " ".join(KERNEL_NODE_OPTIONS.values())
@@ -41,7 +42,7 @@ def test_the_options_are_added_after_the_users_options():
 
 def test_a_preload_path_node_must_unescape_is_still_added_once(monkeypatch):
     odd = Path('/opt/a b"c\\d/kernel_preload.cjs')
-    monkeypatch.setattr(app, "KERNEL_NODE_OPTIONS", kernel_node_option_table(odd))
+    monkeypatch.setattr(jsii_kernel, "KERNEL_NODE_OPTIONS", kernel_node_option_table(odd))
     environ: dict = {}
     kernel_node_options(environ)
     kernel_node_options(environ)

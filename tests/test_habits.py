@@ -1,0 +1,104 @@
+"""The habits of CONTRIBUTING.md that a machine can check: no tracker numbers in what we ship, and no file in
+local/ or tools/ over 400 lines."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".sh", ".cjs", ".js", ".toml", ".cfg", ".txt"}
+TEXT_NAMES = {"Makefile", "run"}
+# "issue 17", "defect 6", "issue-19", "bug #4", a bare "#26", a test named for a number; an upstream reference
+# keeps its repository ("pytest-dev/pytest-xdist#1386") or its project ("djl-serving PR #2939") and passes.
+TRACKER_NUMBER = re.compile(
+    r"\b(?:issue|defect|bug|ticket)s?[ -]?#?\d+|(?<![\w/.-])(?<!PR )#\d+\b|def test_\w*(?:issue|defect|regression)",
+    re.IGNORECASE,
+)
+SHOWS_WHAT_NOT_TO_WRITE = {"CONTRIBUTING.md", "tests/test_habits.py"}
+MAX_LINES = 400
+# Over the limit until they are split by concern; a file leaves this list once it fits, and none joins it.
+OVER_MAX_LINES = {
+    "local/servers/llm_endpoint.py",
+    "tools/cost.py",
+    "tools/promote_model.py",
+    "tools/review_diff.py",
+}
+
+
+def tracked_files() -> list[Path]:
+    """The repository's files as git tracks them, or every file outside the ignored folders in a plain copy."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if listed.returncode == 0:
+        return [ROOT / name for name in listed.stdout.split("\0") if name]
+    skipped = {".git", ".venv", ".venv-app", ".venv-checkov", ".venv-vllm", ".tools", "node_modules", "build"}
+    return [path for path in ROOT.rglob("*") if path.is_file() and not skipped & set(path.relative_to(ROOT).parts)]
+
+
+def text_files() -> list[Path]:
+    return [path for path in tracked_files() if path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES]
+
+
+def tracker_numbers(text: str) -> list[str]:
+    return [match.group(0) for match in TRACKER_NUMBER.finditer(text)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "fix for issue 26",
+        "defect 6 of issue 17",
+        "the pre-issue-19 statement",
+        "see #26",
+        "def test_issue_17_case_3():",
+        "def test_regression():",
+    ],
+)
+def test_a_tracker_number_is_found(line):
+    assert tracker_numbers(line) != []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pytest-dev/pytest-xdist#1386",
+        "djl-serving dropped Neuron (PR #2939)",
+        "shellcheck reported issue in this script: SC2086",
+        "## 1. Install",
+        "color: #fff",
+    ],
+)
+def test_an_upstream_reference_or_plain_word_is_not_a_tracker_number(line):
+    assert tracker_numbers(line) == []
+
+
+def test_no_code_test_or_doc_cites_an_issue_or_defect_number():
+    found = []
+    for path in text_files():
+        if path.relative_to(ROOT).as_posix() in SHOWS_WHAT_NOT_TO_WRITE or not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            found += [f"{path.relative_to(ROOT)}:{number}: {hit!r}" for hit in tracker_numbers(line)]
+    assert found == [], "say the behaviour instead (CONTRIBUTING.md):\n" + "\n".join(found)
+
+
+def _line_counts(folder: str) -> dict[str, int]:
+    files = [path for path in text_files() if path.relative_to(ROOT).parts[0] == folder and path.is_file()]
+    return {path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines()) for path in files}
+
+
+@pytest.mark.parametrize("folder", ["local", "tools"])
+def test_no_file_in_local_or_tools_is_over_400_lines(folder):
+    counts = _line_counts(folder)
+    over = {name: lines for name, lines in counts.items() if lines > MAX_LINES and name not in OVER_MAX_LINES}
+    assert over == {}, f"split by concern (CONTRIBUTING.md): {over}"
+
+
+def test_a_file_that_fits_leaves_the_over_400_list():
+    counts = {**_line_counts("local"), **_line_counts("tools")}
+    fitting = sorted(name for name in OVER_MAX_LINES if counts.get(name, 0) <= MAX_LINES)
+    assert fitting == [], f"remove from OVER_MAX_LINES in tests/test_habits.py: {fitting}"
