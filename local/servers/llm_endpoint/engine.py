@@ -71,56 +71,48 @@ class Engine:
             job.finished_at, job.finish_reason = job.generated, "length"
 
     def run(self, jobs: list[Job]) -> None:
-        torch = self.torch
-        from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+        """Decode the batch with one `generate`; each job gets its own result, cut where its row finished."""
+        from transformers import StoppingCriteriaList
 
+        from local.servers.llm_endpoint.decoding import PerRowStop, Rows, RowStreamer
+
+        torch = self.torch
+        input_ids, attention_mask = self._left_padded(jobs)
+        rows = Rows(self, jobs, input_ids.shape[1])
+        seed = jobs[0].sampling.seed
+        if seed is not None:
+            torch.manual_seed(seed)
+        streaming = any(job.stream is not None for job in jobs)
+        with torch.inference_mode():
+            output = self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention_mask.to(self.device),
+                generation_config=self._generation_config(jobs),
+                stopping_criteria=StoppingCriteriaList([PerRowStop(rows)]),
+                streamer=RowStreamer(rows) if streaming else None,
+            )
+        for row, job in enumerate(jobs):
+            new_ids = output[row, rows.width :].tolist()
+            end = job.finished_at if job.finished_at is not None else min(len(new_ids), job.max_new_tokens)
+            job.result = self._result(job, new_ids[:end])
+
+    def _left_padded(self, jobs: list[Job]) -> tuple[Any, Any]:
+        """Input ids and attention mask, left-padded so every prompt ends where generation starts."""
+        torch = self.torch
         width = max(len(job.input_ids) for job in jobs)
         input_ids = torch.full((len(jobs), width), self.pad_id, dtype=torch.long)
         attention_mask = torch.zeros((len(jobs), width), dtype=torch.long)
-        for row, job in enumerate(jobs):  # left padding: every prompt ends where generation starts
+        for row, job in enumerate(jobs):
             input_ids[row, width - len(job.input_ids) :] = torch.tensor(job.input_ids)
             attention_mask[row, width - len(job.input_ids) :] = 1
-        engine = self
-        rows_ids: list[list[int]] = [[] for _ in jobs]  # each row's generated ids so far
+        return input_ids, attention_mask
 
-        class PerRowStop(StoppingCriteria):
-            """Each row's own max_new_tokens, stop sequences and EOS; runs before the streamer sees a step."""
-
-            def __call__(self, ids, scores, **kwargs):
-                for row, job in enumerate(jobs):
-                    if job.finished_at is None:
-                        rows_ids[row] = ids[row, width:].tolist()
-                        engine._update(job, rows_ids[row])
-                return torch.tensor([job.finished_at is not None for job in jobs], device=ids.device)
-
-        class RowStreamer:
-            """Sends each streaming row its tokens; generate calls put() with the prompt first, then per step."""
-
-            def __init__(self):
-                self.prompt_seen = False
-                self.sent = [0] * len(jobs)
-
-            def put(self, value):
-                if not self.prompt_seen:
-                    self.prompt_seen = True
-                    return
-                for row, job in enumerate(jobs):
-                    limit = job.finished_at if job.finished_at is not None else job.generated
-                    if job.stream is None or self.sent[row] >= limit:
-                        continue
-                    self.sent[row] += 1
-                    token_id = rows_ids[row][self.sent[row] - 1]
-                    text = engine.decode(rows_ids[row][: self.sent[row]])
-                    piece = ""
-                    if not text.endswith("\ufffd"):  # else half of a multi-byte character: wait for the rest
-                        piece, job.streamed_text = text[len(job.streamed_text) :], text
-                    job.stream.put({"token": {"id": token_id, "text": piece, "special": token_id == engine.eos_id}})
-
-            def end(self):
-                pass
+    def _generation_config(self, jobs: list[Job]) -> Any:
+        """The batch's shared sampling settings; the longest max_new_tokens, rows stop on their own."""
+        from transformers import GenerationConfig
 
         s = jobs[0].sampling
-        config = GenerationConfig(
+        return GenerationConfig(
             max_new_tokens=max(job.max_new_tokens for job in jobs),
             do_sample=s.do_sample,
             repetition_penalty=s.repetition_penalty,
@@ -129,21 +121,6 @@ class Engine:
             bos_token_id=self.bos_id,
             **({"temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k} if s.do_sample else {}),
         )
-        if s.seed is not None:
-            torch.manual_seed(s.seed)
-        streaming = any(job.stream is not None for job in jobs)
-        with torch.inference_mode():
-            output = self.model.generate(
-                input_ids=input_ids.to(self.device),
-                attention_mask=attention_mask.to(self.device),
-                generation_config=config,
-                stopping_criteria=StoppingCriteriaList([PerRowStop()]),
-                streamer=RowStreamer() if streaming else None,
-            )
-        for row, job in enumerate(jobs):
-            new_ids = output[row, width:].tolist()
-            end = job.finished_at if job.finished_at is not None else min(len(new_ids), job.max_new_tokens)
-            job.result = self._result(job, new_ids[:end])
 
     def _result(self, job: Job, new_ids: list[int]) -> dict[str, Any]:
         text = self.decode(new_ids)
