@@ -86,7 +86,7 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	.venv-checkov/bin/python -m pip install -q -r requirements-checkov.txt
 	touch $@
 
-# Real vLLM for the vllm_neuronx backend's local server (local/servers/llm_endpoint.py); ~3.5 GB, so a venv of its own.
+# Real vLLM for the vllm_neuronx backend's local server (local/servers/llm_endpoint); ~3.5 GB, so a venv of its own.
 # torchvision/torchaudio/torchcodec come in as dependencies and break vLLM's import ("operator torchvision::nms does
 # not exist"): the rule removes them.
 VLLM_STAMP := .venv-vllm/.installed

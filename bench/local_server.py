@@ -1,4 +1,4 @@
-"""Throughput and p50/p95 latency of local/servers/llm_endpoint.py at 1, 4 and 16 concurrent clients, batched vs not.
+"""Throughput and p50/p95 latency of local/servers/llm_endpoint at 1, 4 and 16 concurrent clients, batched vs not.
 
     python bench/local_server.py [--model-dir DIR] [--max-batch 4] [--clients 1,4,16] [--requests-per-client 6]
 
@@ -38,7 +38,7 @@ def build_model(out: Path, hidden: int, layers: int) -> Path:
 class Server:
     def __init__(self, model_dir: Path, max_batch: int, work: Path, threads: int):
         self.port_file = work / f"port-{max_batch}"
-        argv = [sys.executable, str(ROOT / "local" / "servers" / "llm_endpoint.py"), "--model-dir", str(model_dir)]
+        argv = [sys.executable, str(ROOT / "local" / "servers" / "llm_endpoint"), "--model-dir", str(model_dir)]
         argv += ["--set", f"option.max_rolling_batch_size={max_batch}"]
         argv += ["--port", "0", "--port-file", str(self.port_file)]
         argv += ["--threads", str(threads)] if threads else []

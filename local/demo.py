@@ -5,7 +5,7 @@
 Everything is local and offline. A LoRA adapter on a random-init base cannot learn, so the base is first
 pretrained for about a minute on data/corpus.txt (training_code/qlora/finetune/pretrain.py; cached under
 build/pretrained/, so later runs reuse it at once), then QLoRA-fine-tuned and merged by
-training_code/qlora/train.py on data/instructions.jsonl. local/servers/llm_endpoint.py serves the base and then the
+training_code/qlora/train.py on data/instructions.jsonl. local/servers/llm_endpoint serves the base and then the
 fine-tuned model with the same serving.properties, and both answer the sample prompt with the same greedy
 decoding, printed side by side with the dataset's closest answer and each answer's word overlap with it.
 The model has a million parameters: expect the dataset's phrasing, not always its facts.
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 QLORA = ROOT / "training_code" / "qlora"
 DATA = ROOT / "data" / "instructions.jsonl"
-SERVER = ROOT / "local" / "servers" / "llm_endpoint.py"
+SERVER = ROOT / "local" / "servers" / "llm_endpoint"
 DEFAULT_MODEL_NAME = "tinyllama-1.1b-chat"
 
 # The seed notebook's sample request.
@@ -147,9 +147,7 @@ def serve_and_ask(
     log = (work / f"server-{label}.log").open("w")
     argv = [sys.executable, str(SERVER), "--model-dir", str(model_dir), "--properties", str(properties)]
     argv += ["--port", "0", "--port-file", str(port_file)]
-    print(
-        f"== serve {label}: local/servers/llm_endpoint.py --model-dir {model_dir} --properties {properties}", flush=True
-    )
+    print(f"== serve {label}: local/servers/llm_endpoint --model-dir {model_dir} --properties {properties}", flush=True)
     started = time.perf_counter()
     server = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:

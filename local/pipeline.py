@@ -12,7 +12,7 @@ channel's prefix, the instruction dataset is uploaded in shards under `datasets/
 the marker's event starts the execution (S3 -> EventBridge -> Step Functions), which is followed state by state;
 the version it registers is approved, promoted (its lock written into a copy of config/) and deployed as the
 Serving stack (local/serve_promoted.py); the merged model is then served with the LMI contract
-(local/servers/llm_endpoint.py) and answers the seed's prompt beside the base model; with `--backend vllm_neuronx`
+(local/servers/llm_endpoint) and answers the seed's prompt beside the base model; with `--backend vllm_neuronx`
 real vLLM then serves it too (local/servers/vllm_server.py, the container's arguments) and answers through the
 OpenAI contract and /invocations.
 `--data` / `--base` (`make pipeline DATA=... BASE=...`) replace the instruction dataset and the tiny base: the rows
@@ -293,7 +293,7 @@ def where_steps_ran(config, workflow: str, say: Callable[[str], None]) -> None:
         )
         say(
             "  the ml.inf2 endpoint: deployed from the promoted lock, an emulated resource only; the model was "
-            "served here by local/servers/llm_endpoint.py"
+            "served here by local/servers/llm_endpoint"
         )
 
 

@@ -3,7 +3,7 @@
     python tools/invoke.py --env dev                      # endpoint named in llm-inf2-dev-Serving's outputs
     python tools/invoke.py --stack llm-inf2-prod-Serving  # the same, by stack name
     python tools/invoke.py --endpoint-name NAME           # a SageMaker endpoint by name
-    python tools/invoke.py --url http://127.0.0.1:8080    # local/servers/llm_endpoint.py (POST /invocations)
+    python tools/invoke.py --url http://127.0.0.1:8080    # local/servers/llm_endpoint (POST /invocations)
     python tools/invoke.py --backend vllm_neuronx ...     # the vLLM Neuron container's OpenAI chat contract
 
 --backend lmi_neuronx (the default; with --env, the config's serving.backend) sends LMI's

@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-LOG = logging.getLogger("local_endpoint")  # the same log as local/servers/llm_endpoint.py
+LOG = logging.getLogger("local_endpoint")  # the same log as local/servers/llm_endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"  # make .venv-vllm/.installed
@@ -198,7 +198,7 @@ def serve(
 
 
 def serve_cli(args: argparse.Namespace) -> int:
-    """`llm_endpoint.py --backend vllm_neuronx`: real vLLM in the foreground, with the container's arguments for
+    """`llm_endpoint --backend vllm_neuronx`: real vLLM in the foreground, with the container's arguments for
     these SM_ON_* values; its exit code."""
     from stacks.serving.backends.vllm_neuronx.config import NeuronOptions, sm_on_environment
 
@@ -292,4 +292,4 @@ def ask_merged_model(model: Path, serving, work: Path, lmi_answer: str, say: Cal
 
 
 if __name__ == "__main__":
-    sys.exit("run local/servers/llm_endpoint.py --backend vllm_neuronx")
+    sys.exit("run local/servers/llm_endpoint --backend vllm_neuronx")

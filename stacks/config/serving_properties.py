@@ -70,7 +70,7 @@ def render(model_name: str, lmi: Any, *, source: str, path: str) -> str:
 
 def parse(text: str, where: str = PROPERTIES) -> dict[str, str]:
     """Java-properties style `key=value` lines (`#`/`!` comments, blank lines skipped); the one reader of
-    serving.properties for the stacks and local/servers/llm_endpoint.py. A line without `=` or a key set twice fails."""
+    serving.properties for the stacks and local/servers/llm_endpoint. A line without `=` or a key set twice fails."""
     props: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()

@@ -1,5 +1,5 @@
 """Tiny random-init Llamas (finetune.tiny) on free loopback ports: in-process behind the LMI stand-in (`endpoint`) and,
-with a chat template, served by real vLLM through `local/servers/llm_endpoint.py --backend vllm_neuronx`
+with a chat template, served by real vLLM through `local/servers/llm_endpoint --backend vllm_neuronx`
 (`vllm_endpoint`, one start per test session and xdist worker: the modules that use it share the xdist group "vllm")."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def vllm_endpoint(chat_model_dir, tmp_path_factory):
     port_file, log_path = work / "port", work / "server.log"
     argv = [
         sys.executable,
-        "local/servers/llm_endpoint.py",
+        "local/servers/llm_endpoint",
         "--model-dir",
         str(chat_model_dir),
         *VLLM_ARGV,

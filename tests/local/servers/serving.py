@@ -1,4 +1,4 @@
-"""Serve a model folder in-process with local/servers/llm_endpoint.py, as the fixtures and the tests that need a server
+"""Serve a model folder in-process with local/servers/llm_endpoint, as the fixtures and the tests that need a server
 of their own do."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ SERVED_NAME = "tiny-chat"
 
 @contextmanager
 def serving(model_dir: Path, **kwargs):
-    """local/servers/llm_endpoint.py in a background thread on a free port, on one torch thread, closed afterwards."""
+    """local/servers/llm_endpoint in a background thread on a free port, on one torch thread, closed afterwards."""
     import torch
 
     from local.servers.llm_endpoint import Settings, start

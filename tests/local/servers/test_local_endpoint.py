@@ -1,4 +1,4 @@
-"""local/servers/llm_endpoint.py answers like the LMI container: ping, invocations (single, list, stream), 424 errors,
+"""local/servers/llm_endpoint answers like the LMI container: ping, invocations (single, list, stream), 424 errors,
 batching of concurrent requests, and serving.properties as the source of its limits."""
 
 from __future__ import annotations

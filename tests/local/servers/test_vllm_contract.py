@@ -1,4 +1,4 @@
-"""local/servers/llm_endpoint.py --backend vllm_neuronx is real vLLM, started with the container's arguments: checked
+"""local/servers/llm_endpoint --backend vllm_neuronx is real vLLM, started with the container's arguments: checked
 with the real `openai` client (chat and text completions, SSE streaming, stop sequences, 400/404 errors) and SageMaker's
 /invocations and /ping. The server starts once per session (conftest.vllm_endpoint, ~70 s)."""
 
@@ -240,7 +240,7 @@ def test_command_line_refuses_the_other_backends_settings(chat_model_dir):
         (["--backend", "vllm_neuronx", "--set", "option.n_positions=64"], "LMI settings"),
     ):
         wrong = subprocess.run(
-            [sys.executable, "local/servers/llm_endpoint.py", "--model-dir", str(chat_model_dir), *argv],
+            [sys.executable, "local/servers/llm_endpoint", "--model-dir", str(chat_model_dir), *argv],
             cwd=ROOT,
             capture_output=True,
             text=True,

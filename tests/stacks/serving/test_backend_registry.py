@@ -4,7 +4,7 @@ A throw-away backend (`toy_neuronx`) is written into a copy of the repository: i
 stacks/serving/backends/, its images in stacks/images.json, its local server in local/servers/, and an environment
 file that serves with it. In that copy the config validates with the backend's own section and rule, the Serving
 stack builds the backend's endpoint with its image from the region table, the Training stack registers models for
-it, local/servers/llm_endpoint.py starts its local server and tools/invoke.py speaks its contract, all found
+it, local/servers/llm_endpoint starts its local server and tools/invoke.py speaks its contract, all found
 through the registry (stacks/serving/backends/__init__.py) without another edit.
 """
 
@@ -269,7 +269,7 @@ def test_its_local_server_and_invoke_contract_come_from_the_registry(toy_tree, t
     tree, _ = toy_tree
     port_file = tmp_path / "port"
     server = subprocess.Popen(
-        [sys.executable, "local/servers/llm_endpoint.py", "--backend", NAME, "--model-dir", str(tmp_path)]
+        [sys.executable, "local/servers/llm_endpoint", "--backend", NAME, "--model-dir", str(tmp_path)]
         + ["--port", "0", "--port-file", str(port_file)],
         cwd=tree,
         stdout=subprocess.DEVNULL,
