@@ -1,6 +1,6 @@
 """The model lock, `config/<env>.model.json`: which approved model package version an environment serves.
 
-Only the promotion (tools/promote_model.py) writes it, as deterministic JSON (sorted keys, 2-space indent, a
+Only the promotion (tools/promote_model) writes it, as deterministic JSON (sorted keys, 2-space indent, a
 trailing newline), so a promotion's review diff is exactly what changes. Its presence turns serving on: the
 Serving stack serves `model_prefix` (or the compiled model at `compiled_prefix`) from this environment's artifact
 bucket. `facts` are the version's own (read from the model's files by the Training workflow and recorded in the

@@ -635,7 +635,7 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     "NetworkConfig.s3_prefix_list_id": Text(
         ("pl-63a5400a",), (("pl-63a54", MUST_MATCH),), "EC2 prefix list ids", context={"isolated": True}
     ),
-    # the model lock (config/<env>.model.json): written by tools/promote_model.py from the package's records
+    # the model lock (config/<env>.model.json): written by tools/promote_model from the package's records
     "ModelLock.model_prefix": Text(
         ("models/j/output/model/",), (("models/j", MUST_MATCH), ("/models/j/", MUST_MATCH)), "an S3 key prefix"
     ),

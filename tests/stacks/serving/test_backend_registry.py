@@ -27,7 +27,7 @@ from tests.synth import ROOT, cli_context, lock_document
 NAME = "toy_neuronx"
 FOLDER = f"stacks/serving/backends/{NAME}"
 CONFIG_FILE = "config/toy.yaml"
-LOCK_FILE = "config/toy.model.json"  # the promoted version it serves (tools/promote_model.py writes it)
+LOCK_FILE = "config/toy.model.json"  # the promoted version it serves (tools/promote_model writes it)
 IMAGE = "123456789012.dkr.ecr.{region}.amazonaws.com/toy-inference-neuronx:1.0.0"
 REGIONS = ("eu-west-1", "us-east-1")
 MAX_OTHER_FILES = 3
