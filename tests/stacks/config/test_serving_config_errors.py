@@ -440,3 +440,46 @@ def test_serving_warnings_default_to_the_serving_section(tmp_path):
         "stacks.config.serving",
         "One model on one ml.inf2 variant behind one backend's container (serving.backend).",
     )
+
+
+def test_the_properties_reader_takes_javas_comments_and_refuses_the_rest():
+    from stacks.config import ConfigError
+    from stacks.config.serving_properties import parse
+
+    assert parse("a=1\n! bang comment\n# hash comment\n\n  b = x=y  \n") == {"a": "1", "b": "x=y"}
+    for text, line in (
+        ("a=1\nbroken\n", "serving.properties: line 2: got 'broken'; expected key=value"),
+        ("a=1\na=2\n", "serving.properties: a: set twice"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            parse(text)
+        assert str(caught.value) == line
+
+
+def test_template_mistakes_name_what_is_known(tmp_path, template_dir):
+    import dataclasses
+
+    from stacks.config import ConfigError
+    from stacks.serving.backends.lmi_neuronx.config import LmiOptions
+
+    options = sorted(f.name for f in dataclasses.fields(LmiOptions))
+    known = sorted(
+        {"engine", "option.entryPoint", "option.trust_remote_code", "option.revision"}
+        | {"option.enable_streaming", *(f"option.{name}" for name in options)}
+    )
+    for template, line in (
+        (
+            "! kept {{x}}\n" + TEMPLATE + "option.dtype={{dtyp}}\n",
+            f"line 13: unknown placeholder {{{{dtyp}}}}; known: {', '.join(options)}",
+        ),
+        (TEMPLATE + "option.typo=1\n", f"option.typo: unknown key; known: {', '.join(known)}"),
+        (
+            TEMPLATE.replace("{{neuron_optimize_level}}", "2"),
+            "option.neuron_optimize_level: got '2' but serving.lmi.neuron_optimize_level is null; write "
+            "option.neuron_optimize_level={{neuron_optimize_level}}",
+        ),
+    ):
+        (template_dir / "serving.properties").write_text(template)
+        with pytest.raises(ConfigError) as caught:
+            _load(tmp_path, _with("serving.lmi.neuron_optimize_level", None))
+        assert str(caught.value).endswith(line), str(caught.value)
