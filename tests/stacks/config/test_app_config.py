@@ -413,3 +413,20 @@ def test_an_isolated_job_without_an_own_image_is_told_how_to_get_one():
         "training_code/qlora/requirements.txt, which needs the internet: push an image with them baked in (README, "
         "Training) and set training.image_repository (<repo>:<tag> in this account's ECR) or training.image_uri"
     )
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        ({"instance_type": "ml.g5.3xlarge"}, "s: instance_type: got 'ml.g5.3xlarge'; not a SageMaker"),
+        ({"log_retention_days": 2}, "s: log_retention_days: got 2; allowed: 1, 3"),
+        (
+            {"image_repository": "r:1", "image_uri": f"{'1' * 12}.dkr.ecr.us-east-1.amazonaws.com/r:1"},
+            "s: image_repository:",
+        ),
+    ],
+)
+def test_a_training_section_parsed_alone_names_bare_fields(data, line):
+    with pytest.raises(ConfigError) as caught:
+        parse(TrainingConfig, data, source="s")
+    assert str(caught.value).startswith(line), str(caught.value)
