@@ -430,3 +430,26 @@ def test_a_training_section_parsed_alone_names_bare_fields(data, line):
     with pytest.raises(ConfigError) as caught:
         parse(TrainingConfig, data, source="s")
     assert str(caught.value).startswith(line), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (
+            {"security_group_ids": ["sg-0123456789abcdef0"]},
+            "s: training.subnet_ids: empty; a VPC config needs both subnet_ids and security_group_ids",
+        ),
+        (
+            {"hyperparameters": {"epochs": "1"}},
+            "s: training.hyperparameters.model_id: missing; set a Hugging Face model id or base_model_key",
+        ),
+    ],
+)
+def test_a_training_job_needs_a_whole_vpc_and_a_model(data, line):
+    with pytest.raises(ConfigError) as caught:
+        parse(TrainingConfig, data, source="s", path="training")
+    assert str(caught.value) == line
+    with_model = parse(
+        TrainingConfig, {"hyperparameters": {"epochs": "1"}, "base_model_key": "base-models/x/"}, source="s"
+    )
+    assert "model_id" not in with_model.hyperparameters
