@@ -41,11 +41,13 @@ TESTS = {
             "tests/stacks/config/test_config_reference.py",
             "tests/stacks/config/test_aws_models.py",
             "tests/stacks/config/test_pruning_config.py",
+            "tests/stacks/config/test_model_metadata.py",
         ],
         [
             "tests/stacks/config/test_app_config_errors.py",
             "tests/stacks/config/test_serving_config_errors.py",
             "tests/stacks/config/test_environments.py",
+            "tests/stacks/config/test_served_model.py",
         ],
     ],
 }

@@ -4,7 +4,7 @@
 
 Every mutant of the mutated paths is listed with mutmut's own enumerator (list_mutations), `--size` of them are drawn
 with random.Random(seed).sample over that list in file/line order, and each is applied in a copy of the tree and run
-against the fast in-process tests that cover its file (the first stage of bench/mutation.py's TESTS), `-x`.
+against the in-process tests that cover its file in bench/mutation.py's stages (TESTS), `-x`.
 """
 
 from __future__ import annotations
@@ -38,9 +38,19 @@ def every_mutant(root: Path) -> list[tuple[str, object]]:
     return found
 
 
-def tests_for(name: str, copy: Path) -> list[str]:
+def stages_for(name: str, copy: Path) -> list[list[str]]:
     prefix = next(p for p in TESTS if name.startswith(p))
-    return [t for t in TESTS[prefix][0] if (copy / t).exists()]
+    return [[t for t in stage if (copy / t).exists()] for stage in TESTS[prefix]]
+
+
+def killed_by_a_stage(copy: Path, name: str) -> bool:
+    """bench/mutation.py's stages: the next one runs only while the mutant survives."""
+    for stage in filter(None, stages_for(name, copy)):
+        argv = [str(copy / ".venv/bin/python"), "-m", "pytest", *PYTEST, "-k", DESELECT, *stage]
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/usr/bin:/bin"}
+        if subprocess.run(argv, cwd=copy, env=env, capture_output=True, timeout=120).returncode != 0:
+            return True
+    return False
 
 
 def run_one(copy: Path, name: str, mutation_id) -> dict:
@@ -52,11 +62,8 @@ def run_one(copy: Path, name: str, mutation_id) -> dict:
     mutated, _ = mutate(context)
     target.write_text(mutated, encoding="utf-8")
     try:
-        argv = [str(copy / ".venv/bin/python"), "-m", "pytest", *PYTEST, "-k", DESELECT, *tests_for(name, copy)]
-        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/usr/bin:/bin"}
         try:
-            code = subprocess.run(argv, cwd=copy, env=env, capture_output=True, timeout=120).returncode
-            status = "bad_survived" if code == 0 else "ok_killed"
+            status = "ok_killed" if killed_by_a_stage(copy, name) else "bad_survived"
         except subprocess.TimeoutExpired:
             status = "bad_timeout"
     finally:
@@ -105,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         "score_percent": round(100 * killed / len(rows), 1) if rows else None,
         "seconds": round(time.perf_counter() - start),
         "per_file": {
-            f: {"sampled": sum(r["file"] == f for r in rows), "survived": sum(
-                r["file"] == f and r["status"] == "bad_survived" for r in rows)}
+            f: {
+                "sampled": sum(r["file"] == f for r in rows),
+                "survived": sum(r["file"] == f and r["status"] == "bad_survived" for r in rows),
+            }
             for f in sorted({r["file"] for r in rows})
         },
         "survivors": [
