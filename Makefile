@@ -30,7 +30,7 @@ NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
 .PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest \
-	promote deploy-chain preflight pre-deploy mutation
+	promote deploy-chain preflight pre-deploy mutation mutation-sample
 TARGET ?= local
 
 help:
@@ -50,8 +50,9 @@ help:
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff check + ruff format --check"
-	@echo "make mutation               mutation score of stacks/config/ and the job request (mutmut, one process, ~1 h):"
+	@echo "make mutation               mutation score of stacks/config/ and the job request (mutmut, one process, ~2 h):"
 	@echo "                             bench/mutation.json's after entry, survivors with their reasons (bench/README-mutation.md)"
+	@echo "make mutation-sample [SIZE=36 SEED=39]  a seeded sample of the same mutants (~2 min): mutation.json's sample entry"
 	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [BACKEND=lmi_neuronx|vllm_neuronx] [PROMPT=...]"
 	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
@@ -199,6 +200,11 @@ promote: app-deps
 
 mutation: $(VENV_STAMP) $(MUTATION_STAMP)
 	.venv-mutation/bin/python bench/mutation.py --output bench/mutation.json
+
+SIZE ?= 36
+SEED ?= 39
+mutation-sample: $(VENV_STAMP) $(MUTATION_STAMP)
+	.venv-mutation/bin/python bench/mutation_sample.py --size $(SIZE) --seed $(SEED) --label sample --output bench/mutation.json
 
 BASE ?= origin/main
 REVIEW_OUT ?= review.md

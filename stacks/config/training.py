@@ -67,7 +67,6 @@ MULTI_GPU_TYPES = {
     ),
     **dict.fromkeys(
         (
-            "ml.g4dn.metal",
             "ml.g5.48xlarge",
             "ml.g6.48xlarge",
             "ml.g6e.48xlarge",

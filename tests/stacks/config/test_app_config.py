@@ -379,3 +379,77 @@ def test_an_unknown_instance_type_gets_its_three_closest():
         "s: training.instance_type: got 'ml.g5.3xlarge'; not a SageMaker TrainingInstanceType (botocore's model): "
         "closest: ml.g5.xlarge, ml.g5.8xlarge, ml.g5.4xlarge"
     )
+
+
+# NVIDIA GPUs per instance as EC2's accelerated computing types document them, of the types SageMaker trains on
+# (botocore's TrainingInstanceType: no ml.g4dn.metal); every other type counts one.
+DOCUMENTED_GPUS = dict.fromkeys(
+    ("g4dn.12xlarge", "g5.12xlarge", "g5.24xlarge", "g6.12xlarge", "g6.24xlarge", "g6e.12xlarge", "g6e.24xlarge"), 4
+)
+DOCUMENTED_GPUS |= {"p3.8xlarge": 4}
+DOCUMENTED_GPUS |= dict.fromkeys(("g5.48xlarge", "g6.48xlarge", "g6e.48xlarge", "p3.16xlarge"), 8)
+DOCUMENTED_GPUS |= dict.fromkeys(("p3dn.24xlarge", "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"), 8)
+DOCUMENTED_GPUS |= dict.fromkeys(("p5e.48xlarge", "p5en.48xlarge"), 8)
+
+
+def test_multi_gpu_types_are_the_documented_ones_sagemaker_trains_on():
+    from stacks.config.instance_types import TRAINING, valid_types
+    from stacks.config.training import MULTI_GPU_TYPES
+
+    assert dict(MULTI_GPU_TYPES) == {f"ml.{name}": gpus for name, gpus in DOCUMENTED_GPUS.items()}
+    assert set(MULTI_GPU_TYPES) <= set(valid_types(TRAINING))
+
+
+def test_an_isolated_job_without_an_own_image_is_told_how_to_get_one():
+    with pytest.raises(ConfigError) as caught:
+        parse(
+            TrainingConfig,
+            {"network_isolation": True, "base_model_key": "base-models/llama/"},
+            source="s",
+            path="training",
+        )
+    assert str(caught.value) == (
+        "s: training.image_uri: missing; network_isolation: true: script mode pip-installs "
+        "training_code/qlora/requirements.txt, which needs the internet: push an image with them baked in (README, "
+        "Training) and set training.image_repository (<repo>:<tag> in this account's ECR) or training.image_uri"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        ({"instance_type": "ml.g5.3xlarge"}, "s: instance_type: got 'ml.g5.3xlarge'; not a SageMaker"),
+        ({"log_retention_days": 2}, "s: log_retention_days: got 2; allowed: 1, 3"),
+        (
+            {"image_repository": "r:1", "image_uri": f"{'1' * 12}.dkr.ecr.us-east-1.amazonaws.com/r:1"},
+            "s: image_repository:",
+        ),
+    ],
+)
+def test_a_training_section_parsed_alone_names_bare_fields(data, line):
+    with pytest.raises(ConfigError) as caught:
+        parse(TrainingConfig, data, source="s")
+    assert str(caught.value).startswith(line), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (
+            {"security_group_ids": ["sg-0123456789abcdef0"]},
+            "s: training.subnet_ids: empty; a VPC config needs both subnet_ids and security_group_ids",
+        ),
+        (
+            {"hyperparameters": {"epochs": "1"}},
+            "s: training.hyperparameters.model_id: missing; set a Hugging Face model id or base_model_key",
+        ),
+    ],
+)
+def test_a_training_job_needs_a_whole_vpc_and_a_model(data, line):
+    with pytest.raises(ConfigError) as caught:
+        parse(TrainingConfig, data, source="s", path="training")
+    assert str(caught.value) == line
+    with_model = parse(
+        TrainingConfig, {"hyperparameters": {"epochs": "1"}, "base_model_key": "base-models/x/"}, source="s"
+    )
+    assert "model_id" not in with_model.hyperparameters

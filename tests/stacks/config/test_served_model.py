@@ -91,6 +91,14 @@ LOCK_REFUSALS = [
         "serving.instance_type is ml.inf2.24xlarge: promote a version registered for ml.inf2.24xlarge",
     ),
     (
+        "instances-not-listed",
+        "prod",
+        PROD,
+        lock_document("prod", serving__instance_types=["ml.inf2.48xlarge", "ml.inf2.8xlarge"]),
+        f"prod.model.json: serving.instance_types: {PROD_ARN} lists ml.inf2.48xlarge, ml.inf2.8xlarge; prod.yaml "
+        "serving.instance_type is ml.inf2.24xlarge: promote a version registered for ml.inf2.24xlarge",
+    ),
+    (
         "another-architecture",
         "staging",
         STAGING,

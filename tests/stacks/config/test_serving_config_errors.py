@@ -396,3 +396,90 @@ def test_backends_are_listed_with_or_and_labelled(tmp_path):
     )
     serving = _load(tmp_path).serving
     assert serving.backend_label == backend("lmi_neuronx").label and serving.spec is backend("lmi_neuronx")
+
+
+def test_an_image_of_another_backend_names_the_backends_images(tmp_path):
+    from stacks.config import ConfigError
+    from stacks.serving.backends import backend
+
+    with pytest.raises(ConfigError) as caught:
+        _load(tmp_path, _with("serving.image", "vllm_neuronx"))
+    images = ", ".join(backend("lmi_neuronx").images)
+    assert str(caught.value).endswith(f"serving.image: got 'vllm_neuronx'; backend lmi_neuronx runs {images} (or null)")
+    assert len(backend("lmi_neuronx").images) > 1
+
+
+def test_the_model_location_comes_from_the_environment_only(tmp_path, template_dir):
+    from stacks.config import ConfigError
+
+    (template_dir / "serving.properties").write_text(TEMPLATE + "option.s3url=s3://bucket/models/x/\n")
+    with pytest.raises(ConfigError) as caught:
+        _load(tmp_path)
+    assert str(caught.value).endswith(
+        "option.s3url: remove this line; it comes from serving.model_prefix (OPTION_MODEL_ID) and would override it"
+    )
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_switches_render_as_lmi_reads_them_and_its_extra_keys_ship(tmp_path, template_dir, split):
+    """LMI's own keys the config has no setting for pass through; booleans are true/false."""
+    extra = "option.trust_remote_code=false\noption.revision=main\noption.enable_streaming=true\n"
+    (template_dir / "serving.properties").write_text(
+        TEMPLATE + "option.load_split_model={{load_split_model}}\n" + extra
+    )
+    rendered = lmi.render_properties(_load(tmp_path, _with("serving.lmi.load_split_model", split)).serving)
+    assert f"option.load_split_model={'true' if split else 'false'}\n" in rendered and rendered.endswith(extra)
+
+
+def test_serving_warnings_default_to_the_serving_section(tmp_path):
+    from stacks.config.serving import ServingConfig
+
+    serving = _load(tmp_path).serving
+    assert serving.warnings() == serving.warnings("serving") and serving.warnings()[0].startswith("serving.backend: ")
+    assert (ServingConfig.__module__, ServingConfig.__doc__) == (
+        "stacks.config.serving",
+        "One model on one ml.inf2 variant behind one backend's container (serving.backend).",
+    )
+
+
+def test_the_properties_reader_takes_javas_comments_and_refuses_the_rest():
+    from stacks.config import ConfigError
+    from stacks.config.serving_properties import parse
+
+    assert parse("a=1\n! bang comment\n# hash comment\n\n  b = x=y  \n") == {"a": "1", "b": "x=y"}
+    for text, line in (
+        ("a=1\nbroken\n", "serving.properties: line 2: got 'broken'; expected key=value"),
+        ("a=1\na=2\n", "serving.properties: a: set twice"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            parse(text)
+        assert str(caught.value) == line
+
+
+def test_template_mistakes_name_what_is_known(tmp_path, template_dir):
+    import dataclasses
+
+    from stacks.config import ConfigError
+    from stacks.serving.backends.lmi_neuronx.config import LmiOptions
+
+    options = sorted(f.name for f in dataclasses.fields(LmiOptions))
+    known = sorted(
+        {"engine", "option.entryPoint", "option.trust_remote_code", "option.revision"}
+        | {"option.enable_streaming", *(f"option.{name}" for name in options)}
+    )
+    for template, line in (
+        (
+            "! kept {{x}}\n" + TEMPLATE + "option.dtype={{dtyp}}\n",
+            f"line 13: unknown placeholder {{{{dtyp}}}}; known: {', '.join(options)}",
+        ),
+        (TEMPLATE + "option.typo=1\n", f"option.typo: unknown key; known: {', '.join(known)}"),
+        (
+            TEMPLATE.replace("{{neuron_optimize_level}}", "2"),
+            "option.neuron_optimize_level: got '2' but serving.lmi.neuron_optimize_level is null; write "
+            "option.neuron_optimize_level={{neuron_optimize_level}}",
+        ),
+    ):
+        (template_dir / "serving.properties").write_text(template)
+        with pytest.raises(ConfigError) as caught:
+            _load(tmp_path, _with("serving.lmi.neuron_optimize_level", None))
+        assert str(caught.value).endswith(line), str(caught.value)
