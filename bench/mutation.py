@@ -42,6 +42,7 @@ TESTS = {
             "tests/stacks/config/test_aws_models.py",
             "tests/stacks/config/test_pruning_config.py",
             "tests/stacks/config/test_model_metadata.py",
+            "tests/stacks/config/test_serving_properties_environment.py",
         ],
         [
             "tests/stacks/config/test_app_config_errors.py",

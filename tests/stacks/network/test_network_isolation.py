@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from stacks.config import load_config
-from stacks.config.serving_properties import as_environment
 from stacks.network.stack import INTERFACE_ENDPOINTS
 from tests.stacks.training.test_training_stack import definition, resources_of
 from tests.synth import ROOT, SERVED, load_served
@@ -161,17 +160,6 @@ def test_dev_has_no_vpc(templates):
     assert "VpcConfig" not in model and "EnableNetworkIsolation" not in model
     assert "ModelDataSource" not in model["PrimaryContainer"]
     assert "OPTION_MODEL_ID" in model["PrimaryContainer"]["Environment"]
-
-
-def test_serving_properties_become_option_variables():
-    text = (
-        "# comment\nengine=Python\noption.entryPoint=djl_python.transformers_neuronx\noption.tensor_parallel_degree=2\n"
-    )
-    assert as_environment(text) == {
-        "OPTION_ENGINE": "Python",
-        "OPTION_ENTRYPOINT": "djl_python.transformers_neuronx",
-        "OPTION_TENSOR_PARALLEL_DEGREE": "2",
-    }
 
 
 def test_existing_vpc_gets_only_a_job_security_group():
