@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsii
-from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
+from aws_cdk import Acknowledgment, Annotations, CfnResource, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct, IValidation
 
@@ -93,8 +93,21 @@ class _WildcardAcknowledgments:
             if resource not in granted:
                 errors.append(f"acknowledged wildcard {resource} is not granted by {self._policy.node.path}")
                 continue
-            acknowledge(self._policy, f"{WILDCARD_RULE}[Resource::{resource}]", wildcard.reason)
+            _acknowledge_without_trace(self._policy, f"{WILDCARD_RULE}[Resource::{resource}]", wildcard.reason)
         return errors
+
+
+ACKNOWLEDGED_RULES = "aws:cdk:acknowledged-rules"  # the metadata Validations.acknowledge records and cdk-nag reads
+ANNOTATION_NAMESPACE = "Annotation::"  # how aws-cdk qualifies a rule id that is not a plugin's own
+
+
+def _acknowledge_without_trace(construct: IConstruct, rule: str, reason: str) -> None:
+    """What Validations.acknowledge does for a cdk-nag rule, without its stack trace: called while the tree
+    validates, the trace would name the jsii kernel's temporary folder, and the metadata would differ per synth."""
+    qualified = ANNOTATION_NAMESPACE + rule
+    construct.node.add_metadata(ACKNOWLEDGED_RULES, {qualified: reason})
+    Annotations.of(construct).acknowledge_warning(qualified)
+    Annotations.of(construct).acknowledge_warning(rule)
 
 
 def acknowledge_wildcards(policy: iam.ManagedPolicy | CfnResource, wildcards: Iterable[Wildcard]) -> None:
