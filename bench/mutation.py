@@ -189,6 +189,15 @@ def summary(mutants: list[dict], seconds: float, commands: dict[str, str], paths
     }
 
 
+def record(entry: dict, output: Path | None, label: str) -> None:
+    """Prints the entry without its survivors and stores it as `label` in `output`, keeping the other entries."""
+    print(json.dumps({k: v for k, v in entry.items() if k != "survivors"}, indent=2))
+    if output:
+        recorded = json.loads(output.read_text()) if output.exists() else {}
+        recorded[label] = entry
+        output.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the tree to mutate (default: this one)")
@@ -209,11 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     entry["source"] = subprocess.run(
         ["git", "-C", str(args.root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
-    print(json.dumps({k: v for k, v in entry.items() if k != "survivors"}, indent=2))
-    if args.output:
-        recorded = json.loads(args.output.read_text()) if args.output.exists() else {}
-        recorded[args.label] = entry
-        args.output.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
+    record(entry, args.output, args.label)
     return 0
 
 

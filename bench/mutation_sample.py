@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation import DESELECT, PATHS_TO_MUTATE, REASONS, ROOT, TESTS, copy_tree  # noqa: E402
+from mutation import DESELECT, PATHS_TO_MUTATE, REASONS, ROOT, TESTS, copy_tree, record  # noqa: E402
 
 PYTEST = ["-x", "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin", "-n", "0", "--no-header"]
 
@@ -124,11 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             if r["status"] == "bad_survived"
         ],
     }
-    print(json.dumps({k: v for k, v in entry.items() if k != "survivors"}, indent=2))
-    if args.output:
-        recorded = json.loads(args.output.read_text()) if args.output.exists() else {}
-        recorded[args.label] = entry
-        args.output.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
+    record(entry, args.output, args.label)
     return 0
 
 
