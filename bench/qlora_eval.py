@@ -78,16 +78,15 @@ def run_arm(base: Path, workdir: Path, name: str, learning_rate: str, max_steps:
 def real_token_share(base: Path, batch: int, flags: list[str]) -> dict:
     """Real tokens / processed positions over one epoch of the Trainer's batches (sampler + collator)."""
     import torch
-    from finetune.data import REAL_TOKENS_KEY
     from finetune.model import load_tokenizer
-    from qlora_steps import batch_loader, prepared_examples, recipe_args
+    from qlora_steps import batch_loader, prepared_examples, real_tokens, recipe_args
 
     args = recipe_args(base, DATA, 128, batch, flags)
     tokenizer = load_tokenizer(str(base))
     examples, summary = prepared_examples(args, tokenizer)
     real = positions = 0
     for collated in batch_loader(args, examples, tokenizer.pad_token_id, torch.cuda.is_available()):
-        real += int(collated[REAL_TOKENS_KEY])
+        real += real_tokens(collated)
         positions += collated["input_ids"].numel()
     return {
         "real_token_share": round(real / positions, 4),

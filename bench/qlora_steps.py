@@ -38,33 +38,42 @@ def recipe_args(model: Path, data: Path, seq_len: int, batch: int, flags: list[s
 
 
 def prepared_examples(args, tokenizer) -> tuple[list[dict], dict]:
-    from finetune.data import DataOptions, DataSources, prepare_data
+    """Every row trained on (no hold-out), as finetune.data prepares them."""
+    from dataclasses import replace
+
+    from finetune.data import prepare_data
     from finetune.templates import resolve_chat_template
 
     template, _ = resolve_chat_template(tokenizer, args.chat_template)
-    options = DataOptions(
-        args.max_seq_length, args.packing, args.train_on_inputs, args.truncation, template, args.pack_length
-    )
-    prepared = prepare_data(tokenizer, DataSources(args.train_data), options, args.seed)
+    prepared = prepare_data(tokenizer, replace(args, eval_data=None, eval_fraction=0.0), template)
     return prepared.train, prepared.summary
 
 
-def batch_loader(args, examples: list[dict], pad_token_id: int, gpu: bool):
-    """The Trainer's sampler (length-grouped or random) and our collator, padding to 8 on a GPU as it does."""
-    import torch
-    from finetune.data import CausalLMCollator, ExampleDataset
-    from transformers.trainer_pt_utils import LengthGroupedSampler
+def real_tokens(batch: dict) -> int:
+    """Non-padding tokens of a collated batch: its attention_mask, or every token of a padding-free batch."""
+    mask = batch.get("attention_mask")
+    return int(mask.sum()) if mask is not None else batch["input_ids"].numel()
 
-    dataset = ExampleDataset(examples)
+
+def batch_loader(args, examples: list[dict], pad_token_id: int, gpu: bool):
+    """The Trainer's sampler (length-grouped or random) and TRL's collator, set as finetune.trainer sets it."""
+    import torch
+    from finetune.trainer import sft_config
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
     generator = torch.Generator().manual_seed(args.seed)
     batch = args.per_device_batch_size
     sampler = (
-        LengthGroupedSampler(batch, dataset=dataset, generator=generator)
+        LengthGroupedSampler(batch, dataset=examples, generator=generator)
         if args.group_by_length
-        else torch.utils.data.RandomSampler(dataset, generator=generator)
+        else torch.utils.data.RandomSampler(examples, generator=generator)
     )
-    collate = CausalLMCollator(pad_token_id, pad_to_multiple_of=8 if gpu else None)
-    return torch.utils.data.DataLoader(dataset, batch_size=batch, sampler=sampler, collate_fn=collate)
+    settings = sft_config(args, has_eval=False)
+    collate = DataCollatorForLanguageModeling(
+        pad_token_id=pad_token_id, padding_free=settings.padding_free, pad_to_multiple_of=settings.pad_to_multiple_of
+    )
+    return torch.utils.data.DataLoader(examples, batch_size=batch, sampler=sampler, collate_fn=collate)
 
 
 class RecipeRunner:
@@ -78,19 +87,9 @@ class RecipeRunner:
         examples, self.summary = prepared_examples(args, tokenizer)
         self.loader = batch_loader(args, examples, tokenizer.pad_token_id, self.gpu)
         self.batches = iter(self.loader)
-        model_ = load_base_model(
-            args.model_id,
-            args.method,
-            args.compute_dtype,
-            args.double_quant,
-            args.quant_type,
-            gradient_checkpointing=args.gradient_checkpointing,
-            packed=args.packing,
-        )
+        model_ = load_base_model(args)
         if args.method != "full":
-            model_ = attach_lora(
-                model_, resolve_target_modules(model_, "auto"), args.lora_r, args.lora_alpha, args.lora_dropout
-            )
+            model_ = attach_lora(model_, resolve_target_modules(model_, "auto"), args)
         self.model = model_.train()
         self.device = next(self.model.parameters()).device
         self.trainable = [p for p in self.model.parameters() if p.requires_grad]
@@ -108,12 +107,11 @@ class RecipeRunner:
 
     def step(self) -> None:
         import torch
-        from finetune.data import REAL_TOKENS_KEY
 
         batch = self._next_batch()
-        real = int(batch.pop(REAL_TOKENS_KEY))
+        real = real_tokens(batch)
         positions = batch["input_ids"].numel()
-        batch = {key: value.to(self.device) for key, value in batch.items()}
+        batch = {key: value.to(self.device) if torch.is_tensor(value) else value for key, value in batch.items()}
         started = time.perf_counter()
         with torch.autocast(self.device.type, dtype=self.dtype or torch.float32, enabled=self.dtype is not None):
             loss = self.model(**batch).loss

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "training_code" / "qlora"), str(ROOT / "data"), str(ROOT / "bench")]
 
 from make_dolly_shaped import dolly_shaped_rows  # noqa: E402
-from qlora_steps import RecipeRunner, batch_loader, interleave, prepared_examples, recipe_args  # noqa: E402
+from qlora_steps import RecipeRunner, batch_loader, interleave, prepared_examples, real_tokens, recipe_args  # noqa: E402
 
 RECIPES = {"seed": ["--no-packing", "--group_by_length"], "default": []}
 SEQ_LEN = 1536  # the longest rendered row is ~1,500 tokens: nothing is truncated on either side
@@ -46,7 +46,6 @@ def build_inputs(workdir: Path, rows: int) -> tuple[Path, Path]:
 
 
 def efficiency(model: Path, data: Path, batch: int, flags: list[str], gpu: bool) -> dict:
-    from finetune.data import REAL_TOKENS_KEY
     from finetune.model import load_tokenizer
 
     args = recipe_args(model, data, SEQ_LEN, batch, flags)
@@ -54,7 +53,7 @@ def efficiency(model: Path, data: Path, batch: int, flags: list[str], gpu: bool)
     examples, summary = prepared_examples(args, tokenizer)
     real = positions = batches = 0
     for collated in batch_loader(args, examples, tokenizer.pad_token_id, gpu):
-        real += int(collated[REAL_TOKENS_KEY])
+        real += real_tokens(collated)
         positions += collated["input_ids"].numel()
         batches += 1
     return {

@@ -104,3 +104,17 @@ def tiny_run_args(model: Path, data: Path, out: Path, *extra: str) -> list[str]:
         "float32",
         *extra,
     ]
+
+
+def run_config(model: Path | str, data: Path | str = "train.jsonl", **fields):
+    """The TrainConfig train.py parses from tiny_run_args, with `fields` replaced."""
+    from dataclasses import replace
+
+    from finetune.args import parse_args
+
+    return replace(parse_args(tiny_run_args(Path(model), Path(data), Path("out")), env={}), **fields)
+
+
+def data_config(data: Path | str, **fields):
+    """The TrainConfig for finetune.data alone: every row trained on (no hold-out) unless `fields` ask for one."""
+    return run_config("model", data, **{"eval_fraction": 0.0, "min_eval_rows": 1, **fields})

@@ -8,9 +8,6 @@ import pytest
 import torch
 from finetune.data import (
     IGNORE_INDEX,
-    CausalLMCollator,
-    DataOptions,
-    DataSources,
     prepare_data,
     split_for_eval,
     tokenize_text,
@@ -18,7 +15,7 @@ from finetune.data import (
 from finetune.format import render_rows
 from finetune.rows import DataError, read_rows
 from finetune.templates import LLAMA2_CHAT_TEMPLATE
-from qlora_test_helpers import instruction_rows, text_rows, write_jsonl
+from qlora_test_helpers import data_config, instruction_rows, text_rows, write_jsonl
 
 
 def texts(path, tokenizer, template=LLAMA2_CHAT_TEMPLATE, **read):
@@ -115,11 +112,12 @@ def test_folders_of_files_and_saved_datasets_are_read(tmp_path):
 
 def test_prepare_data_packs_whole_examples_and_holds_out_an_eval_split(tmp_path, tokenizer):
     path = write_jsonl(tmp_path / "train.jsonl", instruction_rows(40))
-    sources = DataSources(str(path), eval_fraction=0.1)
-    packed = prepare_data(tokenizer, sources, DataOptions(64, packing=True, template=LLAMA2_CHAT_TEMPLATE), seed=3)
+    packed = prepare_data(tokenizer, data_config(path, eval_fraction=0.1, seed=3), LLAMA2_CHAT_TEMPLATE)
     assert packed.summary["train"]["rows"] == 36 and packed.summary["eval"]["rows"] == 4
     assert max(len(example["input_ids"]) for example in packed.train) <= 64
-    unpacked = prepare_data(tokenizer, sources, DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE), 3)
+    unpacked = prepare_data(
+        tokenizer, data_config(path, eval_fraction=0.1, seed=3, packing=False), LLAMA2_CHAT_TEMPLATE
+    )
     assert len(unpacked.train) == 36 - unpacked.summary["train"]["dropped_too_long"]
     # Packing loses no token and no supervised token: whole examples only.
     for part in ("train", "eval"):
@@ -138,13 +136,16 @@ def test_eval_split_is_seeded_disjoint_and_never_empties_training():
         split_for_eval([1], 0.5, seed=0)
 
 
-def test_collator_masks_padding_but_keeps_an_eos_equal_to_pad():
+def test_trls_collator_masks_padding_but_keeps_an_eos_equal_to_pad():
+    """The collator the trainer uses (TRL's): padding is found by length, not by the pad id, which is EOS here."""
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
     eos = 2
-    batch = CausalLMCollator(pad_token_id=eos)([{"input_ids": [1, 5, eos]}, {"input_ids": [1, eos]}])
+    batch = DataCollatorForLanguageModeling(pad_token_id=eos)([{"input_ids": [1, 5, eos]}, {"input_ids": [1, eos]}])
     assert batch["input_ids"].tolist() == [[1, 5, eos], [1, eos, eos]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
     assert batch["labels"].tolist() == [[1, 5, eos], [1, eos, IGNORE_INDEX]]
-    assert batch["labels"].dtype == torch.long and int(batch["num_real_tokens"]) == 5
+    assert batch["labels"].dtype == torch.long
 
 
 def test_a_folder_channel_never_reads_a_test_split_by_accident(tmp_path):
@@ -189,9 +190,7 @@ def test_saved_dataset_dicts_give_train_and_validation_splits_never_test(tmp_pat
 
 def _prepared(tmp_path, tokenizer, rows, **options):
     path = write_jsonl(tmp_path / "train.jsonl", rows)
-    return prepare_data(
-        tokenizer, DataSources(str(path)), DataOptions(template=LLAMA2_CHAT_TEMPLATE, **options), seed=0
-    )
+    return prepare_data(tokenizer, data_config(path, seed=0, **options), LLAMA2_CHAT_TEMPLATE)
 
 
 def test_long_rows_are_dropped_and_counted_or_cut_keeping_their_eos(tmp_path, tokenizer):

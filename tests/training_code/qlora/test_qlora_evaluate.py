@@ -10,13 +10,14 @@ import contextlib
 import io
 import json
 import re
+from dataclasses import replace
 
 import pytest
 import torch
 from finetune.args import parse_args
-from finetune.data import DataOptions, DataSources, prepare_data
+from finetune.data import prepare_data
 from finetune.metrics import METRIC_DEFINITIONS
-from qlora_test_helpers import instruction_rows, load_train_entry, tiny_run_args, write_jsonl
+from qlora_test_helpers import data_config, instruction_rows, load_train_entry, run_config, tiny_run_args, write_jsonl
 
 
 def hf_token_weighted_loss(model, rows) -> tuple[float, int]:
@@ -31,8 +32,8 @@ def hf_token_weighted_loss(model, rows) -> tuple[float, int]:
 
 
 def _eval_rows(tokenizer, data, seed=42):
-    options = DataOptions(64, packing=True, template=tokenizer.chat_template)
-    return prepare_data(tokenizer, DataSources(str(data), eval_fraction=0.1, min_eval_rows=8), options, seed)
+    config = data_config(data, packing=True, eval_fraction=0.1, min_eval_rows=8, seed=seed)
+    return prepare_data(tokenizer, config, tokenizer.chat_template)
 
 
 def test_trainer_eval_loss_is_summed_loss_over_label_tokens_not_a_mean_of_batch_means(tiny_chat_llama, tmp_path):
@@ -46,18 +47,16 @@ def test_trainer_eval_loss_is_summed_loss_over_label_tokens_not_a_mean_of_batch_
     data = write_jsonl(tmp_path / "train.jsonl", rows)
     prepared = _eval_rows(tokenizer, data)
     args = parse_args(tiny_run_args(tiny_chat_llama, data, tmp_path / "out", "--per_device_batch_size", "1"))
-    model = load_base_model(str(tiny_chat_llama), "lora", "float32", False, "nf4", False, False, packed=True)
-    unpacked = prepare_data(
-        tokenizer,
-        DataSources(str(data), eval_fraction=0.1, min_eval_rows=8),
-        DataOptions(64, packing=False, template=tokenizer.chat_template),
-        42,
+    model = load_base_model(
+        run_config(tiny_chat_llama, method="lora", double_quant=False, gradient_checkpointing=False, packing=True)
     )
-    trainer = build_trainer(model, args, unpacked.train, unpacked.eval, tokenizer.pad_token_id, [])
+    unpacked_config = data_config(data, packing=False, eval_fraction=0.1, min_eval_rows=8, seed=42)
+    unpacked = prepare_data(tokenizer, unpacked_config, tokenizer.chat_template)
+    trainer = build_trainer(model, replace(args, packing=False), unpacked, tokenizer, [])
     expected, tokens = hf_token_weighted_loss(model, unpacked.eval_rows)
     metrics = trainer.evaluate()
     assert metrics["eval_loss"] == pytest.approx(expected, rel=1e-5) and metrics["eval_label_tokens"] == tokens
-    packed = build_trainer(model, args, prepared.train, prepared.eval, tokenizer.pad_token_id, [])
+    packed = build_trainer(model, args, prepared, tokenizer, [])
     assert packed.evaluate()["eval_loss"] == pytest.approx(expected, rel=1e-5)  # packing changes nothing
 
 

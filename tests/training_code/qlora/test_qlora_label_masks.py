@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from finetune.data import IGNORE_INDEX, DataOptions, DataSources, prepare_data, tokenize_row
+from finetune.data import IGNORE_INDEX, prepare_data, tokenize_row
 from finetune.format import render_rows
 from finetune.rows import DataError, read_rows
 from finetune.templates import LLAMA2_CHAT_TEMPLATE
 from qlora_chat_tokenizers import FAMILIES, GEMMA, family_tokenizer
-from qlora_test_helpers import vocab_texts, write_jsonl
+from qlora_test_helpers import data_config, vocab_texts, write_jsonl
 
 SHARD_PROMPT = "Q: What is a shard?\nA: "
 SHARD_COMPLETION = "A shard is a piece."
@@ -114,8 +114,8 @@ def test_supervision_ends_at_the_end_of_turn_token_not_the_newline_after_it(tmp_
 
 def _keep_eos(tmp_path, tokenizer, rows, max_seq_length):
     path = write_jsonl(tmp_path / "train.jsonl", rows)
-    options = DataOptions(max_seq_length, packing=False, truncation="keep_eos", template=tokenizer.chat_template)
-    return prepare_data(tokenizer, DataSources(str(path)), options, seed=0)
+    config = data_config(path, max_seq_length=max_seq_length, packing=False, truncation="keep_eos", seed=0)
+    return prepare_data(tokenizer, config, tokenizer.chat_template)
 
 
 @pytest.mark.parametrize("name", ["llama3", "chatml"])
@@ -158,9 +158,9 @@ def test_exact_duplicate_rows_never_land_in_both_train_and_eval(tmp_path, tokeni
     lines = [json.dumps(row) for row in rows]
     path = tmp_path / "train.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    options = DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE)
     for seed in range(6):
-        prepared = prepare_data(tokenizer, DataSources(str(path), eval_fraction=0.2), options, seed=seed)
+        config = data_config(path, packing=False, eval_fraction=0.2, seed=seed)
+        prepared = prepare_data(tokenizer, config, LLAMA2_CHAT_TEMPLATE)
         train = [tuple(example["input_ids"]) for example in prepared.train]
         held_out = [tuple(example["input_ids"]) for example in prepared.eval]
         assert not set(train) & set(held_out), f"seed {seed}: an eval row is also a train row"
@@ -178,10 +178,10 @@ def test_the_data_summary_accounts_for_every_row_read_when_held_out_rows_have_co
     rows += rows[:8] + rows[:2]  # 61 rows: 8 rows twice more, 2 of them three times
     path = write_jsonl(tmp_path / "train.jsonl", rows)
     lines = len(path.read_text(encoding="utf-8").splitlines())
-    options = DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE)
     dropped = []
     for seed in range(6):
-        summary = prepare_data(tokenizer, DataSources(str(path), eval_fraction=0.2), options, seed=seed).summary
+        config = data_config(path, packing=False, eval_fraction=0.2, seed=seed)
+        summary = prepare_data(tokenizer, config, LLAMA2_CHAT_TEMPLATE).summary
         assert summary["rows_read"] == lines == _accounted(summary), (seed, summary)
         dropped.append(summary["eval"]["held_out_duplicates_dropped"])
     assert any(dropped), "no seed held out a row with copies: the test would not exercise the count"
@@ -191,24 +191,24 @@ def test_the_data_summary_accounts_for_an_eval_channel_rows_too(tmp_path, tokeni
     rows = [{"instruction": f"explain item {i}", "response": f"item {i} is a thing"} for i in range(20)]
     train = write_jsonl(tmp_path / "train.jsonl", rows)
     evaluation = write_jsonl(tmp_path / "eval.jsonl", rows[:3] + [{"instruction": "new", "response": "x"}] * 2)
-    options = DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE)
-    summary = prepare_data(tokenizer, DataSources(str(train), eval_data=str(evaluation)), options, seed=0).summary
+    config = data_config(train, packing=False, eval_data=str(evaluation), seed=0)
+    summary = prepare_data(tokenizer, config, LLAMA2_CHAT_TEMPLATE).summary
     assert summary["rows_read"] == 20 + 5 == _accounted(summary)
     assert summary["eval"]["rows"] == 1 and summary["eval"]["removed_repeats_or_in_train"] == 4
 
 
 def test_bad_hold_outs_are_one_line_errors(tmp_path, tokenizer):
     few = write_jsonl(tmp_path / "few.jsonl", [{"instruction": f"explain {i}", "response": "ok"} for i in range(7)])
-    options = DataOptions(64, packing=False, template=LLAMA2_CHAT_TEMPLATE)
     with pytest.raises(
         DataError,
         match=r"^7 distinct training rows are too few to hold out 4 for evaluation "
         r"\(--eval_fraction 0.1, at least --min_eval_rows 4\)",
     ) as error:
-        prepare_data(tokenizer, DataSources(str(few), eval_fraction=0.1, min_eval_rows=4), options, seed=0)
+        config = data_config(few, packing=False, eval_fraction=0.1, min_eval_rows=4, seed=0)
+        prepare_data(tokenizer, config, LLAMA2_CHAT_TEMPLATE)
     assert "\n" not in str(error.value)
     with pytest.raises(DataError, match=r"^eval channel: all 7 rows are also training rows \(or repeats\)$"):
-        prepare_data(tokenizer, DataSources(str(few), eval_data=str(few)), options, seed=0)
+        prepare_data(tokenizer, data_config(few, packing=False, eval_data=str(few), seed=0), LLAMA2_CHAT_TEMPLATE)
     no_answer = {"prompt": FEW_SHOT, "completion": [{"role": "user", "content": "and then"}]}
     with pytest.raises(DataError, match=r"row 1: field 'completion': no assistant message to learn from$"):
         _labelled(tmp_path, tokenizer, [no_answer])

@@ -13,13 +13,14 @@ from finetune.model import (
     resolve_target_modules,
 )
 from finetune.trainer import precision_flags, resolve_optimizer
+from qlora_test_helpers import run_config
 
 LLAMA_LINEAR_LAYERS = ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"]
 
 
 @pytest.fixture(scope="module")
 def quantized(tiny_llama):
-    return load_base_model(str(tiny_llama), "qlora", "float32", True, "nf4", True)
+    return load_base_model(run_config(tiny_llama, gradient_checkpointing=True, packing=False))
 
 
 def test_quantization_config_follows_the_flags():

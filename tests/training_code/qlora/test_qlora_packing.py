@@ -6,7 +6,8 @@ import random
 
 import pytest
 import torch
-from finetune.data import IGNORE_INDEX, CausalLMCollator, Tokenized, best_fit_bins, pack
+from finetune.data import IGNORE_INDEX, Tokenized, best_fit_bins, pack
+from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
 
 def test_best_fit_fills_bins_tightly_and_keeps_every_item_once():
@@ -26,20 +27,23 @@ def test_pack_resets_positions_and_never_supervises_an_examples_first_token():
     examples = [Tokenized([1, 7, 8], [1, 7, 8]), Tokenized([1, 9], [IGNORE_INDEX, 9]), Tokenized([1, 5, 6, 4], [1] * 4)]
     blocks = pack(examples, block_size=6)
     by_length = sorted(blocks, key=lambda block: len(block["input_ids"]))
-    assert [block["position_ids"] for block in by_length] == [[0, 1, 2], [0, 1, 2, 3, 0, 1]]
+    assert [block["seq_lengths"] for block in by_length] == [[3], [4, 2]]
     assert by_length[1]["labels"] == [IGNORE_INDEX, 1, 1, 1, IGNORE_INDEX, 9]
+    batch = DataCollatorForLanguageModeling(pad_token_id=2, padding_free=True)(by_length)
+    assert batch["position_ids"].tolist() == [[0, 1, 2, 0, 1, 2, 3, 0, 1]]
 
 
-def test_collator_pads_packed_rows_as_a_separate_sequence_without_attention_mask():
+def test_trls_padding_free_collator_restarts_positions_and_masks_each_examples_first_label():
+    """Labels as the packed blocks carry them, first tokens included: the collator itself masks those."""
     rows = [
-        {"input_ids": [1, 5, 1, 6], "labels": [-100, 5, -100, 6], "position_ids": [0, 1, 0, 1]},
-        {"input_ids": [1, 7], "labels": [-100, 7], "position_ids": [0, 1]},
+        {"input_ids": [1, 5, 1, 6], "labels": [1, 5, 1, 6], "seq_lengths": [2, 2]},
+        {"input_ids": [1, 7], "labels": [1, 7], "seq_lengths": [2]},
     ]
-    batch = CausalLMCollator(pad_token_id=2)(rows)
+    batch = DataCollatorForLanguageModeling(pad_token_id=2, padding_free=True)(rows)
     assert "attention_mask" not in batch
-    assert batch["position_ids"].tolist() == [[0, 1, 0, 1], [0, 1, 0, 1]]
-    assert batch["labels"].tolist() == [[-100, 5, -100, 6], [-100, 7, -100, -100]]
-    assert int(batch["num_real_tokens"]) == 6
+    assert batch["input_ids"].tolist() == [[1, 5, 1, 6, 1, 7]]
+    assert batch["position_ids"].tolist() == [[0, 1, 0, 1, 0, 1]]
+    assert batch["labels"].tolist() == [[-100, 5, -100, 6, -100, 7]]
 
 
 def per_token_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -65,7 +69,8 @@ def test_packed_batch_gives_each_example_its_unpacked_loss(tiny_llama, attention
         ids = [1] + [rng.randint(3, 300) for _ in range(length - 1)]
         labels = [IGNORE_INDEX] * (length // 2) + ids[length // 2 :]  # a masked prompt, a supervised answer
         examples.append(Tokenized(ids, labels))
-    collate = CausalLMCollator(pad_token_id=2)
+    collate = DataCollatorForLanguageModeling(pad_token_id=2)
+    flatten = DataCollatorForLanguageModeling(pad_token_id=2, padding_free=True)  # as the trainer packs
     with torch.no_grad():
         alone = []
         for example in examples:
@@ -74,16 +79,15 @@ def test_packed_batch_gives_each_example_its_unpacked_loss(tiny_llama, attention
             alone.append(per_token_losses(logits, batch["labels"])[0].sum().item())
         blocks = pack(examples, block_size=40)
         assert len(blocks) < len(examples)
-        batch = collate(blocks)
+        batch = flatten(blocks)
         logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"]).logits
         packed_losses = per_token_losses(logits, batch["labels"])
-    # Map each example to its place in the packed rows to sum its own losses there.
-    recovered = {}
-    for row, block in enumerate(blocks):
-        start = 0
+    # Map each example to its place in the flattened batch to sum its own losses there.
+    recovered, start = {}, 0
+    for block in blocks:
         for example_index in _members(block, examples):
             length = len(examples[example_index].input_ids)
-            recovered[example_index] = packed_losses[row, start : start + length - 1].sum().item()
+            recovered[example_index] = packed_losses[0, start : start + length - 1].sum().item()
             start += length
     assert sorted(recovered) == list(range(len(examples)))
     for index, loss in enumerate(alone):
@@ -95,20 +99,16 @@ def test_packed_batch_gives_each_example_its_unpacked_loss(tiny_llama, attention
 
 
 def _members(block: dict, examples: list[Tokenized]) -> list[int]:
-    """The examples of a block, in order, found by matching their ids at each position reset."""
+    """The examples of a block, in order, found by matching their ids at each example start."""
     found, start, ids = [], 0, block["input_ids"]
-    while start < len(ids):
+    for length in block["seq_lengths"]:
         index = next(
             i
             for i, example in enumerate(examples)
-            if i not in found
-            and ids[start : start + len(example.input_ids)] == example.input_ids
-            and (
-                start + len(example.input_ids) == len(ids) or block["position_ids"][start + len(example.input_ids)] == 0
-            )
+            if i not in found and ids[start : start + length] == example.input_ids
         )
         found.append(index)
-        start += len(examples[index].input_ids)
+        start += length
     return found
 
 

@@ -1,7 +1,8 @@
 """Command-line arguments, with SageMaker defaults taken from the SM_* environment.
 
 SageMaker script mode passes every hyperparameter as `--name value` and its paths through SM_* variables,
-so in a training job nothing but hyperparameters is needed and locally you pass paths.
+so in a training job nothing but hyperparameters is needed and locally you pass paths. The result is one frozen
+finetune.config.TrainConfig.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where it is built: stacks/ load this file alone, stdlib only (stacks/code_contract)
+    from .config import TrainConfig
 
 SAGEMAKER_CHECKPOINT_DIR = "/opt/ml/checkpoints"
 _TRUE = {"1", "true", "yes", "y", "on"}
@@ -263,8 +268,9 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
     return parser
 
 
-def parse_args(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> argparse.Namespace:
-    """Parse argv, resolve defaults that depend on other arguments, and fail early on missing inputs."""
+def parse_args(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> TrainConfig:
+    """Parse argv, resolve defaults that depend on other arguments, fail early on missing inputs; the run's
+    TrainConfig."""
     parser = build_parser(env)
     args = parser.parse_args(argv)
     if args.model_channel:
@@ -290,7 +296,9 @@ def parse_args(argv: Sequence[str] | None = None, env: Mapping[str, str] | None 
     args.pack_length = _pack_length(parser, args.pack_length, args.max_seq_length)
     if args.fsdp and args.method != "qlora":
         parser.error("--fsdp is implemented for --method qlora only")
-    return args
+    from .config import TrainConfig
+
+    return TrainConfig(**vars(args))
 
 
 def _pack_length(parser: argparse.ArgumentParser, value: str, max_seq_length: int) -> int | None:

@@ -1,10 +1,10 @@
-"""Training and evaluation examples: read, render, tokenize with completion-only labels, split, pack, collate.
+"""Training and evaluation examples: read, render, tokenize with completion-only labels, split, pack.
 
 Labels are -100 (ignored) outside the supervised spans of finetune.format, so by default the loss is on the
 answers (and their end-of-turn/EOS tokens) only. Packing is best-fit: whole examples go into blocks of at most
-the pack length (auto_pack_length, or --pack_length up to max_seq_length), never split, and each example's
-position_ids restart at 0 so that attention stays inside its own example (transformers builds a block-diagonal
-causal mask from reset position_ids).
+the pack length (auto_pack_length, or --pack_length up to max_seq_length), never split; each block carries
+its examples' `seq_lengths`, from which TRL's padding-free collator restarts position_ids at every example
+(finetune.trainer), so attention stays inside each example. Batching, padding and the Trainer are TRL's.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
+from .config import TrainConfig
 from .format import RenderedRow, render_rows
 from .rows import DataError, read_rows
 
 IGNORE_INDEX = -100
-REAL_TOKENS_KEY = "num_real_tokens"  # counted by the trainer, never passed to the model
 TRUNCATION_CHOICES = ("drop", "keep_eos")
 
 
@@ -52,16 +50,6 @@ class PreparedData:
     eval: list[dict[str, list[int]]]
     summary: dict[str, Any] = field(default_factory=dict)
     eval_rows: list[Tokenized] = field(default_factory=list)  # the eval examples unpacked, for finetune.evaluate
-
-
-@dataclass
-class DataOptions:
-    max_seq_length: int
-    packing: bool
-    train_on_inputs: bool = False
-    truncation: str = "drop"
-    template: str = ""
-    pack_length: int | None = None  # None: auto_pack_length of the training examples
 
 
 def tokenize_text(text: str, tokenizer: Any) -> list[int]:
@@ -160,26 +148,28 @@ def auto_pack_length(lengths: list[int], max_seq_length: int, multiple: int = 64
 
 
 def pack(examples: list[Tokenized], block_size: int) -> list[dict[str, list[int]]]:
-    """Whole examples in best-fit blocks, with position_ids restarting at each example."""
+    """Whole examples in best-fit blocks, in the columns TRL's padding-free collator reads (`seq_lengths`: the
+    example lengths, from which it restarts position_ids at each example)."""
     packed = []
     for members in best_fit_bins([len(example.input_ids) for example in examples], block_size):
-        block: dict[str, list[int]] = {"input_ids": [], "labels": [], "position_ids": []}
+        block: dict[str, list[int]] = {"input_ids": [], "labels": [], "seq_lengths": []}
         for index in members:
             block["input_ids"] += examples[index].input_ids
-            # An example's first token is never predicted from the example before it.
+            # An example's first token is never predicted from the example before it (TRL's collator masks it
+            # too); masked here as well so that the data summary counts the supervised tokens actually trained.
             block["labels"] += [IGNORE_INDEX, *examples[index].labels[1:]]
-            block["position_ids"] += list(range(len(examples[index].input_ids)))
+            block["seq_lengths"].append(len(examples[index].input_ids))
         packed.append(block)
     return packed
 
 
-def _fit_all(examples: list[Tokenized], options: DataOptions) -> tuple[list[Tokenized], dict]:
+def _fit_all(examples: list[Tokenized], config: TrainConfig) -> tuple[list[Tokenized], dict]:
     counts = {"truncated_rows": 0, "dropped_too_long": 0, "dropped_no_supervised_tokens": 0}
     kept = []
     for example in examples:
-        too_long = len(example.input_ids) > options.max_seq_length
-        fitted, appended = fit_length(example, options.max_seq_length, options.truncation)
-        if too_long and options.truncation == "drop":
+        too_long = len(example.input_ids) > config.max_seq_length
+        fitted, appended = fit_length(example, config.max_seq_length, config.truncation)
+        if too_long and config.truncation == "drop":
             counts["dropped_too_long"] += 1
             continue
         # A cut that leaves no answer token would only teach "stop right after the prompt": drop it too.
@@ -193,17 +183,17 @@ def _fit_all(examples: list[Tokenized], options: DataOptions) -> tuple[list[Toke
 
 
 def build_examples(
-    kind: str, rows: list[Tokenized], options: DataOptions, part: str, pack_length: int | None
+    kind: str, rows: list[Tokenized], config: TrainConfig, part: str, pack_length: int
 ) -> tuple[list[dict[str, list[int]]], dict[str, Any], list[Tokenized]]:
     """The (packed) examples, their DataSummary and the kept examples unpacked."""
-    kept, counts = _fit_all(rows, options)
+    kept, counts = _fit_all(rows, config)
     if rows and not kept:
         raise DataError(
             f"{part} data: all {len(rows)} rows were dropped ({counts}); raise --max_seq_length or pass "
             "--truncation keep_eos"
         )
-    if options.packing:
-        examples = pack(kept, pack_length or options.max_seq_length)
+    if config.packing:
+        examples = pack(kept, pack_length)
     else:
         examples = [{"input_ids": example.input_ids, "labels": example.labels} for example in kept]
     summary = DataSummary(
@@ -217,9 +207,13 @@ def build_examples(
     return examples, summary.__dict__, kept
 
 
-def _tokenized(location: str, role: str, split: str, files: str, tokenizer: Any, options: DataOptions):
-    kind, rendered = render_rows(read_rows(location, split, files, role), tokenizer, options.template)
-    return kind, [tokenize_row(row, tokenizer, options.train_on_inputs) for row in rendered]
+def _tokenized(role: str, tokenizer: Any, config: TrainConfig, template: str):
+    location = config.train_data if role == "train" else config.eval_data
+    split, files = (
+        (config.train_split, config.train_files) if role == "train" else (config.eval_split, config.eval_files)
+    )
+    kind, rendered = render_rows(read_rows(location, split, files, role), tokenizer, template)
+    return kind, [tokenize_row(row, tokenizer, config.train_on_inputs) for row in rendered]
 
 
 def split_for_eval(items: list, fraction: float, seed: int, min_rows: int = 1) -> tuple[list, list]:
@@ -279,105 +273,34 @@ def distinct_eval_rows(train: list[Tokenized], evaluation: list[Tokenized]) -> t
     }
 
 
-@dataclass
-class DataSources:
-    train_data: str
-    eval_data: str | None = None
-    eval_fraction: float = 0.0
-    train_split: str = "auto"
-    eval_split: str = "auto"
-    train_files: str = "auto"
-    eval_files: str = "auto"
-    min_eval_rows: int = 1
-
-
-def prepare_data(tokenizer: Any, sources: DataSources, options: DataOptions, seed: int) -> PreparedData:
+def prepare_data(tokenizer: Any, config: TrainConfig, template: str) -> PreparedData:
     """The examples and their summary, whose counts account for every row read: `rows_read` is train.rows +
-    eval.rows + eval.held_out_duplicates_dropped (a split) or eval.removed_repeats_or_in_train (an eval channel)."""
-    kind, train_rows = _tokenized(
-        sources.train_data, "train", sources.train_split, sources.train_files, tokenizer, options
-    )
+    eval.rows + eval.held_out_duplicates_dropped (a split) or eval.removed_repeats_or_in_train (an eval channel).
+    template: the chat template that renders chats (finetune.templates.resolve_chat_template)."""
+    kind, train_rows = _tokenized("train", tokenizer, config, template)
     rows_read = len(train_rows)
-    if sources.eval_data:
-        eval_kind, eval_rows = _tokenized(
-            sources.eval_data, "eval", sources.eval_split, sources.eval_files, tokenizer, options
-        )
+    if config.eval_data:
+        eval_kind, eval_rows = _tokenized("eval", tokenizer, config, template)
         rows_read += len(eval_rows)
         eval_rows, eval_source = distinct_eval_rows(train_rows, eval_rows)
     else:
         eval_kind = kind
         train_rows, eval_rows, eval_source = distinct_split(
-            train_rows, sources.eval_fraction, seed, sources.min_eval_rows
+            train_rows, config.eval_fraction, config.seed, config.min_eval_rows
         )
-    pack_length = options.pack_length or auto_pack_length(
-        [min(len(row.input_ids), options.max_seq_length) for row in train_rows], options.max_seq_length
+    pack_length = config.pack_length or auto_pack_length(
+        [min(len(row.input_ids), config.max_seq_length) for row in train_rows], config.max_seq_length
     )
-    train, train_summary, _ = build_examples(kind, train_rows, options, "training", pack_length)
-    evaluation, eval_summary, eval_kept = build_examples(eval_kind, eval_rows, options, "evaluation", pack_length)
+    train, train_summary, _ = build_examples(kind, train_rows, config, "training", pack_length)
+    evaluation, eval_summary, eval_kept = build_examples(eval_kind, eval_rows, config, "evaluation", pack_length)
     summary = {
         "rows_read": rows_read,
         "train": train_summary,
         "eval": {**eval_summary, **(eval_source if eval_rows else {"source": None})},
-        "packing": options.packing,
-        "pack_length": pack_length if options.packing else None,
-        "max_seq_length": options.max_seq_length,
-        "train_on_inputs": options.train_on_inputs,
-        "truncation": options.truncation,
+        "packing": config.packing,
+        "pack_length": pack_length if config.packing else None,
+        "max_seq_length": config.max_seq_length,
+        "train_on_inputs": config.train_on_inputs,
+        "truncation": config.truncation,
     }
     return PreparedData(train, evaluation, summary, eval_kept)
-
-
-class ExampleDataset(torch.utils.data.Dataset):
-    """A list of tokenized examples; exposes lengths for length-grouped sampling."""
-
-    def __init__(self, examples: list[dict[str, list[int]]]):
-        self.examples = examples
-
-    def __len__(self) -> int:
-        return len(self.examples)
-
-    def __getitem__(self, index: int) -> dict[str, list[int]]:
-        return self.examples[index]
-
-    @property
-    def lengths(self) -> list[int]:
-        return [len(example["input_ids"]) for example in self.examples]
-
-
-@dataclass
-class CausalLMCollator:
-    """Right-pads a batch to its longest row; padding is never supervised (pad may equal EOS: mask by length).
-
-    Unpacked rows get an attention_mask. Packed rows get position_ids instead (restarting per example, and
-    once more for the padding), from which transformers masks attention to each example's own tokens (only
-    without a KV cache: training sets `use_cache=False`).
-    REAL_TOKENS_KEY carries the count of non-padding tokens for throughput figures.
-    """
-
-    pad_token_id: int
-    pad_to_multiple_of: int | None = None
-
-    def __call__(self, features: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
-        longest = max(len(feature["input_ids"]) for feature in features)
-        if self.pad_to_multiple_of:
-            longest = -(-longest // self.pad_to_multiple_of) * self.pad_to_multiple_of
-        shape = (len(features), longest)
-        input_ids = torch.full(shape, self.pad_token_id, dtype=torch.long)
-        labels = torch.full(shape, IGNORE_INDEX, dtype=torch.long)
-        real = torch.zeros(shape, dtype=torch.long)
-        packed = "position_ids" in features[0]
-        positions = torch.zeros(shape, dtype=torch.long)
-        for row, feature in enumerate(features):
-            length = len(feature["input_ids"])
-            input_ids[row, :length] = torch.tensor(feature["input_ids"])
-            labels[row, :length] = torch.tensor(feature.get("labels", feature["input_ids"]))
-            real[row, :length] = 1
-            if packed:
-                positions[row, :length] = torch.tensor(feature["position_ids"])
-                positions[row, length:] = torch.arange(longest - length)
-        batch = {"input_ids": input_ids, "labels": labels, REAL_TOKENS_KEY: real.sum()}
-        if packed:
-            batch["position_ids"] = positions
-        else:
-            batch["attention_mask"] = real
-        return batch

@@ -16,23 +16,17 @@ from typing import Any
 
 import torch
 
-from .data import IGNORE_INDEX, REAL_TOKENS_KEY, CausalLMCollator, Tokenized
+from .config import TrainConfig
+from .data import IGNORE_INDEX, Tokenized
 
 EVALUATION_FILE = "evaluation.json"
 SCORER = "rouge-score 0.1.2 rougeL F-measure (default tokenizer, no stemming)"
 
 
-@dataclass
-class EvalSettings:
-    generations: int = 5
-    max_new_tokens: int = 64
-    batch_size: int = 4
-
-
 def row_losses(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """[rows, 2]: each row's summed next-token loss over its supervised tokens, and their count (float32)."""
     device = next(model.parameters()).device
-    inputs = {k: v.to(device) for k, v in batch.items() if k not in ("labels", REAL_TOKENS_KEY)}
+    inputs = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items() if k != "labels"}
     logits = model(**inputs, use_cache=False).logits[:, :-1].float()
     labels = batch["labels"][:, 1:].to(device)
     losses = torch.nn.functional.cross_entropy(
@@ -49,8 +43,10 @@ def loss_and_perplexity(loss_sum: float, tokens: float) -> dict[str, float | Non
 @torch.no_grad()
 def token_weighted_loss(model: Any, rows: list[Tokenized], pad_token_id: int, batch_size: int) -> tuple[float, int]:
     """(summed loss, supervised tokens) over unpacked rows, each attending to itself only."""
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
     model.eval()
-    collate = CausalLMCollator(pad_token_id)
+    collate = DataCollatorForLanguageModeling(pad_token_id=pad_token_id)
     total = torch.zeros(2, dtype=torch.float64)
     for start in range(0, len(rows), batch_size):
         batch = collate([{"input_ids": r.input_ids, "labels": r.labels} for r in rows[start : start + batch_size]])
@@ -107,11 +103,11 @@ def rouge_l(references: list[str], predictions: list[str]) -> list[float]:
     return [scorer.score(ref, pred)["rougeL"].fmeasure for ref, pred in zip(references, predictions, strict=True)]
 
 
-def evaluate_model(model: Any, tokenizer: Any, rows: list[Tokenized], settings: EvalSettings) -> dict[str, Any]:
+def evaluate_model(model: Any, tokenizer: Any, rows: list[Tokenized], config: TrainConfig) -> dict[str, Any]:
     """Loss, perplexity, ROUGE-L and the generated answers of one model on the held-out rows."""
-    loss_sum, tokens = token_weighted_loss(model, rows, tokenizer.pad_token_id, settings.batch_size)
-    prompts = held_out_prompts(rows, tokenizer, settings.generations)
-    answers = greedy_answers(model, tokenizer, prompts, settings.max_new_tokens)
+    loss_sum, tokens = token_weighted_loss(model, rows, tokenizer.pad_token_id, config.per_device_batch_size)
+    prompts = held_out_prompts(rows, tokenizer, config.eval_generations)
+    answers = greedy_answers(model, tokenizer, prompts, config.eval_max_new_tokens)
     scores = rouge_l([p.reference for p in prompts], answers)
     return {
         **loss_and_perplexity(loss_sum, tokens),

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
-from .data import CausalLMCollator
 from .model import DTYPES, has_gpu
 
 # Largest allowed max|merged - unmerged logits| / max|unmerged logits| per dtype. Merging rounds W + s*B@A
@@ -42,7 +42,7 @@ class MergeCheck:
 def probe_batch(examples: list[dict[str, list[int]]], pad_token_id: int) -> dict[str, torch.Tensor]:
     """A few examples cut to PROBE_TOKENS tokens: exercises every merged layer, cheap to run twice."""
     rows = [{"input_ids": example["input_ids"][:PROBE_TOKENS]} for example in examples[:PROBE_ROWS]]
-    batch = CausalLMCollator(pad_token_id)(rows)
+    batch = DataCollatorForLanguageModeling(pad_token_id=pad_token_id)(rows)
     return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from .config import TrainConfig
+
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
@@ -67,32 +69,25 @@ def load_tokenizer(model_id: str):
     return tokenizer
 
 
-def load_base_model(
-    model_id: str,
-    method: str,
-    compute_dtype: str,
-    double_quant: bool,
-    quant_type: str,
-    gradient_checkpointing: bool,
-    fsdp: bool = False,
-    packed: bool = False,
-):
+def load_base_model(config: TrainConfig):
     """The base model ready for training: quantized and prepared for k-bit training when method is qlora.
 
-    packed: batches are packed rows, attended example by example (finetune.attention).
+    With packing, batches are packed rows, attended example by example (finetune.attention).
     """
     from transformers import AutoModelForCausalLM
 
     from .distributed import current_world, device_map
 
+    model_id, method, compute_dtype, fsdp = config.model_id, config.method, config.compute_dtype, config.fsdp
+    gradient_checkpointing = config.gradient_checkpointing
     kwargs: dict[str, Any] = {"device_map": device_map(current_world(), fsdp, has_gpu())}
-    if packed:
+    if config.packing:
         from .attention import register
 
         kwargs["attn_implementation"] = register()
     if method == "qlora":
         check_4bit_shapes(model_id, has_gpu())
-        kwargs["quantization_config"] = quantization_config(compute_dtype, double_quant, quant_type, fsdp)
+        kwargs["quantization_config"] = quantization_config(compute_dtype, config.double_quant, config.quant_type, fsdp)
         kwargs["dtype"] = DTYPES[compute_dtype]
     elif method == "lora":
         # The frozen base in the compute dtype, as a 16-bit LoRA run would hold it; LoRA weights stay float32.
@@ -176,18 +171,18 @@ def resolve_target_modules(model: torch.nn.Module, requested: str) -> list[str]:
     return names
 
 
-def attach_lora(model, target_modules: list[str], r: int, alpha: int, dropout: float):
+def attach_lora(model, target_modules: list[str], config: TrainConfig):
     from peft import LoraConfig, get_peft_model
 
-    config = LoraConfig(
-        r=r,
-        lora_alpha=alpha,
-        lora_dropout=dropout,
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
         bias="none",
         task_type="CAUSAL_LM",
         target_modules=target_modules,
     )
-    return get_peft_model(model, config)
+    return get_peft_model(model, lora)
 
 
 def parameter_counts(model: torch.nn.Module) -> dict[str, int]:

@@ -14,6 +14,7 @@ REPORTED_PACKAGES = (
     "bitsandbytes",
     "accelerate",
     "datasets",
+    "trl",
     "safetensors",
     "tokenizers",
 )

@@ -1,15 +1,23 @@
-"""The Hugging Face Trainer set up for QLoRA: checkpoints, resume, precision, metric lines and throughput."""
+"""TRL's SFTTrainer set up for QLoRA from the run's TrainConfig: checkpoints, resume, precision, metric lines and
+throughput.
+
+The data arrive tokenized, labelled and packed (finetune.data), so TRL's dataset preparation passes them through
+(an `input_ids` column: already processed; a `labels` column: kept as is; max_length None: no second
+truncation), and its DataCollatorForLanguageModeling batches them: padded rows with an attention_mask, or, with
+packing, padding-free rows whose position_ids restart at each example and whose first label per example is
+ignored.
+"""
 
 from __future__ import annotations
 
-import argparse
 import time
 from typing import Any
 
-from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments
+from transformers import EarlyStoppingCallback, Trainer, TrainerCallback
+from trl import SFTConfig, SFTTrainer
 
 from .checkpoints import newest_complete_checkpoint
-from .data import REAL_TOKENS_KEY, CausalLMCollator, ExampleDataset
+from .config import TrainConfig
 from .distributed import current_world, ddp_backend, fsdp_config
 from .metrics import format_metrics
 from .model import has_gpu
@@ -33,9 +41,9 @@ def precision_flags(compute_dtype: str) -> dict[str, bool]:
     }
 
 
-def _evaluation_arguments(args: argparse.Namespace, has_eval: bool) -> dict[str, Any]:
-    eval_every = args.eval_steps if has_eval and args.eval_steps > 0 else None
-    selecting = bool(eval_every) and (args.load_best_model or args.early_stopping_patience > 0)
+def _evaluation_arguments(config: TrainConfig, has_eval: bool) -> dict[str, Any]:
+    eval_every = config.eval_steps if has_eval and config.eval_steps > 0 else None
+    selecting = bool(eval_every) and (config.load_best_model or config.early_stopping_patience > 0)
     return {
         "eval_strategy": "steps" if eval_every else "no",
         "eval_steps": eval_every,
@@ -45,7 +53,7 @@ def _evaluation_arguments(args: argparse.Namespace, has_eval: bool) -> dict[str,
     }
 
 
-def _parallel_arguments(args: argparse.Namespace) -> dict[str, Any]:
+def _parallel_arguments(config: TrainConfig) -> dict[str, Any]:
     """DDP settings when torchrun started several ranks (a backend set in one process would make it wait for
     others), or FSDP + QLoRA."""
     parallel: dict[str, Any] = {}
@@ -53,54 +61,89 @@ def _parallel_arguments(args: argparse.Namespace) -> dict[str, Any]:
         parallel["ddp_backend"] = ddp_backend(has_gpu())
         # LoRA leaves every trainable parameter in the graph; searching for unused ones costs a traversal.
         parallel["ddp_find_unused_parameters"] = False
-    if args.fsdp:
+    if config.fsdp:
         parallel["fsdp"] = True
-        parallel["fsdp_config"] = fsdp_config(args.gradient_checkpointing)
+        parallel["fsdp_config"] = fsdp_config(config.gradient_checkpointing)
     return parallel
 
 
-def training_arguments(args: argparse.Namespace, has_eval: bool) -> TrainingArguments:
-    return TrainingArguments(
-        output_dir=args.checkpoint_dir,
-        num_train_epochs=args.epochs,
-        max_steps=args.max_steps,
-        learning_rate=args.learning_rate,
-        per_device_train_batch_size=args.per_device_batch_size,
-        per_device_eval_batch_size=args.per_device_batch_size,
-        gradient_accumulation_steps=args.gradient_accumulation_steps,
-        weight_decay=args.weight_decay,
-        max_grad_norm=args.max_grad_norm,
-        lr_scheduler_type=args.lr_scheduler_type,
-        warmup_steps=args.warmup_ratio,  # a float below 1 is a ratio of the total steps
-        optim=resolve_optimizer(args.optim),
+def _batching_arguments(config: TrainConfig) -> dict[str, Any]:
+    """TRL's collator: padding-free rows for packed data (every token real: all are counted), else padded rows
+    (the attention_mask counts the real tokens; pad may equal EOS, so the pad id cannot)."""
+    return {
+        "max_length": None,  # finetune.data already fit every example to max_seq_length (drop or keep_eos)
+        "packing": False,  # already packed by finetune.data (whole examples, longer ones in rows of their own)
+        "padding_free": config.packing,
+        "pad_to_multiple_of": 8 if has_gpu() and not config.packing else None,
+        "include_num_input_tokens_seen": "all" if config.packing else "non_padding",
+    }
+
+
+def sft_config(config: TrainConfig, has_eval: bool) -> SFTConfig:
+    return SFTConfig(
+        output_dir=config.checkpoint_dir,
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.per_device_batch_size,
+        per_device_eval_batch_size=config.per_device_batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        weight_decay=config.weight_decay,
+        max_grad_norm=config.max_grad_norm,
+        lr_scheduler_type=config.lr_scheduler_type,
+        warmup_steps=config.warmup_ratio,  # a float below 1 is a ratio of the total steps
+        optim=resolve_optimizer(config.optim),
         activation_checkpointing=False,  # already enabled on the model by finetune.model.load_base_model
-        train_sampling_strategy="group_by_length" if args.group_by_length else "random",
-        logging_steps=args.logging_steps,
+        train_sampling_strategy="group_by_length" if config.group_by_length else "random",
+        logging_steps=config.logging_steps,
         logging_first_step=True,
         save_strategy="steps",
-        save_steps=args.save_steps,
-        save_total_limit=args.save_total_limit,
-        include_num_input_tokens_seen="non_padding",
-        seed=args.seed,
+        save_steps=config.save_steps,
+        save_total_limit=config.save_total_limit,
+        seed=config.seed,
         remove_unused_columns=False,
         dataloader_pin_memory=has_gpu(),
         disable_tqdm=True,
         report_to="none",
-        **_evaluation_arguments(args, has_eval),
-        **_parallel_arguments(args),
-        **precision_flags(args.compute_dtype),
+        **_batching_arguments(config),
+        **_evaluation_arguments(config, has_eval),
+        **_parallel_arguments(config),
+        **precision_flags(config.compute_dtype),
     )
 
 
-class QLoRATrainer(Trainer):
-    """The Trainer, counting the collator's real (non-padding) tokens, which the model must not receive, and
-    reporting eval loss token-weighted.
+class QLoRATrainer(SFTTrainer):
+    """TRL's SFTTrainer with the model's own loss, the adapter weights in the dtype they were created in, and eval
+    loss token-weighted.
 
-    Packed batches carry position_ids and no attention_mask, so the Trainer's own non-padding count (pad id,
-    which equals EOS for Llama) would be wrong. Its eval loss is the mean of per-batch means (each a mean over
-    that batch's packed rows' tokens), which weighs a token in a sparse batch more; ours is summed loss over
-    every supervised eval token / their count, as the training loss is.
+    SFTTrainer's loss runs a fused LM head that projects with `lm_head.weight` directly, so it cannot train a LoRA
+    adapter on the output head (it refuses one), which the demo's recipe targets (local/demo.py: 200 steps, train
+    loss 2.02 without the head, 0.86 with it). compute_loss is therefore the model's own causal-LM loss, summed
+    over the batch's supervised tokens / their count, as the Trainer computes it. SFTTrainer also casts a quantized
+    model's trainable weights to bfloat16 (the QLoRA paper's choice); this project trains them in float32 (PEFT's
+    default) under every --compute_dtype, so they are put back, bit for bit. Its eval loss is the mean of
+    per-batch means, which weighs a token in a sparse batch more; ours is summed loss over every supervised eval
+    token / their count, as the training loss is.
     """
+
+    def __init__(self, model, **kwargs):
+        trainable = {name: param.data for name, param in model.named_parameters() if param.requires_grad}
+        if hasattr(model, "peft_config"):  # hides a LoRA head from SFTTrainer's refusal, see the class docstring
+            model.get_output_embeddings = lambda: None
+        try:
+            super().__init__(model=model, **kwargs)
+        finally:
+            vars(model).pop("get_output_embeddings", None)
+        for name, param in self.model.named_parameters():
+            if name in trainable and param.data.dtype != trainable[name].dtype:
+                param.data = trainable[name]
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
+
+    def create_model_card(self, *args, **kwargs) -> None:
+        """None in the checkpoint folder (SFTTrainer writes a hub card there at every checkpoint): the card is
+        finetune.card's, beside the saved model."""
 
     def evaluation_loop(
         self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix="eval"
@@ -123,19 +166,6 @@ class QLoRATrainer(Trainer):
             f"{metric_key_prefix}_label_tokens": int(total[1]),
         }
         return EvalLoopOutput(predictions=None, label_ids=None, metrics=metrics, num_samples=len(dataloader.dataset))
-
-    def compute_loss(self, model, inputs, *args, **kwargs):
-        model_inputs = {key: value for key, value in inputs.items() if key != REAL_TOKENS_KEY}
-        return super().compute_loss(model, model_inputs, *args, **kwargs)
-
-    def _track_num_input_tokens(self, inputs):
-        import torch
-
-        if REAL_TOKENS_KEY not in inputs:
-            return super()._track_num_input_tokens(inputs)
-        tokens = torch.as_tensor(inputs[REAL_TOKENS_KEY], device=self.args.device, dtype=torch.int64)
-        self.state.num_input_tokens_seen += self.accelerator.gather(tokens).sum().item()
-        return None
 
 
 class MetricLinesCallback(TrainerCallback):
@@ -213,23 +243,19 @@ class MetricLinesCallback(TrainerCallback):
         self._throughput(state)
 
 
-def build_trainer(
-    model,
-    args: argparse.Namespace,
-    train: list,
-    evaluation: list,
-    pad_token_id: int,
-    callbacks: list[TrainerCallback],
-) -> Trainer:
-    training_args = training_arguments(args, has_eval=bool(evaluation))
-    if training_args.load_best_model_at_end and args.early_stopping_patience > 0:
-        callbacks = [*callbacks, EarlyStoppingCallback(early_stopping_patience=args.early_stopping_patience)]
+def build_trainer(model, config: TrainConfig, data, tokenizer, callbacks: list[TrainerCallback]) -> SFTTrainer:
+    """The trainer over finetune.data's PreparedData."""
+    from datasets import Dataset
+
+    args = sft_config(config, has_eval=bool(data.eval))
+    if args.load_best_model_at_end and config.early_stopping_patience > 0:
+        callbacks = [*callbacks, EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience)]
     return QLoRATrainer(
         model=model,
-        args=training_args,
-        train_dataset=ExampleDataset(train),
-        eval_dataset=ExampleDataset(evaluation) if evaluation else None,
-        data_collator=CausalLMCollator(pad_token_id, pad_to_multiple_of=8 if has_gpu() else None),
+        args=args,
+        train_dataset=Dataset.from_list(data.train),
+        eval_dataset=Dataset.from_list(data.eval) if data.eval else None,
+        processing_class=tokenizer,
         callbacks=callbacks,
     )
 
@@ -241,6 +267,6 @@ def resume_checkpoint(checkpoint_dir: str, resume: bool) -> tuple[str | None, li
     return newest_complete_checkpoint(checkpoint_dir)
 
 
-def train_model(trainer: Trainer, resume_from: str | None) -> dict[str, Any]:
+def train_model(trainer: SFTTrainer, resume_from: str | None) -> dict[str, Any]:
     result = trainer.train(resume_from_checkpoint=resume_from)
     return dict(result.metrics)
