@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -555,6 +557,19 @@ def run_app(config_dir: Path, env_name: str) -> subprocess.CompletedProcess:
     )
 
 
+def run_in_process(config_dir: Path, env_name: str) -> subprocess.CompletedProcess:
+    """app.run, what `python app.py` runs after reading the CLI's context, in this process: each case's exit code
+    and stderr without a Python start-up and config import per case; the process itself runs in
+    test_entry_point_process_fails_with_one_line."""
+    import app
+
+    context = {**cli_context(), "env": env_name, "config_dir": str(config_dir)}
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = app.run(context, context=context, outdir=str(config_dir / "cdk.out"))
+    return subprocess.CompletedProcess(["app.run"], code, "", stderr.getvalue())
+
+
 def write_case(config_dir: Path, content, env_name: str = "dev") -> None:
     """config_dir/<env>.yaml from `content`, and its lock when the content names one (LOCK)."""
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -576,7 +591,7 @@ def write_case(config_dir: Path, content, env_name: str = "dev") -> None:
 @pytest.mark.parametrize(("case", "env_name", "content", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_malformed_config_fails_with_one_line(tmp_path, case, env_name, content, expected):
     write_case(tmp_path, content)
-    result = run_app(tmp_path, env_name)
+    result = run_in_process(tmp_path, env_name)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -588,11 +603,28 @@ def test_malformed_config_fails_with_one_line(tmp_path, case, env_name, content,
 @pytest.mark.parametrize(("case", "env_name", "content", "expected"), PROD_CASES, ids=[c[0] for c in PROD_CASES])
 def test_malformed_prod_config_fails_with_one_line(tmp_path, case, env_name, content, expected):
     write_case(tmp_path, content, env_name)
-    result = run_app(tmp_path, env_name)
+    result = run_in_process(tmp_path, env_name)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("config error: "), result.stderr
     assert expected in lines[0]
+
+
+# The entry point as the CLI starts it (context from CDK_CONTEXT_JSON, a fresh interpreter, no traceback, no
+# import warning on stderr) on a load-time refusal of dev and of prod and on the build-time one.
+PROCESS_CASES = [CASES[0], PROD_CASES[0], *(c for c in CASES if c[0] in {"region-without-images"})]
+
+
+@pytest.mark.parametrize(("case", "env_name", "content", "expected"), PROCESS_CASES, ids=[c[0] for c in PROCESS_CASES])
+def test_entry_point_process_fails_with_one_line(tmp_path, case, env_name, content, expected):
+    write_case(tmp_path, content, env_name)
+    result = run_app(tmp_path, env_name)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("config error: ")
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
 
 
 def test_missing_optional_section_takes_defaults(tmp_path):
