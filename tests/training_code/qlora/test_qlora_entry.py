@@ -29,9 +29,18 @@ def data(tmp_path_factory) -> Path:
     return write_jsonl(tmp_path_factory.mktemp("data") / "train.jsonl", instruction_rows(48))
 
 
-def test_no_merge_leaves_an_adapter_marked_not_servable(tiny_llama, data, tmp_path):
-    report = run(tiny_run_args(tiny_llama, data, tmp_path / "out", "--max_steps", "1", "--no-merge"))
-    model_dir = tmp_path / "out" / "model"
+@pytest.fixture(scope="module")
+def adapter_run(tiny_llama, data, tmp_path_factory) -> tuple[dict, list[str], Path]:
+    """One --no-merge run from a base without a model card (license unknown): its report, argv and output folder."""
+    (tiny_llama / "README.md").unlink(missing_ok=True)
+    out = tmp_path_factory.mktemp("adapter_run") / "out"
+    argv = tiny_run_args(tiny_llama, data, out, "--max_steps", "1", "--no-merge", "--no-resume")
+    return run(argv), argv, out
+
+
+def test_no_merge_leaves_an_adapter_marked_not_servable(tiny_llama, adapter_run):
+    report, _, out = adapter_run
+    model_dir = out / "model"
     assert json.loads((model_dir / MODEL_KIND_FILE).read_text()) == {
         "kind": "adapter",
         "servable": False,
@@ -53,14 +62,13 @@ def test_merged_model_is_marked_servable_with_card_and_the_training_chat_templat
     assert AutoTokenizer.from_pretrained(model_dir).chat_template == LLAMA2_CHAT_TEMPLATE  # ... the served one has
 
 
-def test_a_rerun_into_the_same_model_dir_rereads_the_card_as_peft_does(tiny_llama, data, tmp_path):
+def test_a_rerun_into_the_same_model_dir_rereads_the_card_as_peft_does(tiny_llama, adapter_run):
     from huggingface_hub import ModelCard
 
-    (tiny_llama / "README.md").unlink(missing_ok=True)  # a base without a card: license unknown
-    argv = tiny_run_args(tiny_llama, data, tmp_path / "out", "--max_steps", "1", "--no-merge", "--no-resume")
-    run(argv)
-    card = ModelCard.load(tmp_path / "out" / "model" / "README.md")
+    _, argv, out = adapter_run  # its base had no card: license unknown
+    card = ModelCard.load(out / "model" / "README.md")
     assert card.data.license == "unknown" and card.data.base_model == str(tiny_llama)
+    (tiny_llama / "README.md").unlink(missing_ok=True)  # the rerun's base has no card either, whatever ran between
     run(argv)  # PEFT's save_pretrained updates the README it finds: it must parse
 
 
