@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import boto3
-import botocore.loaders
 import botocore.session
 import pytest
 import yaml
@@ -179,24 +178,8 @@ class Account:
         return sorted(o["Key"] for o in listed)
 
 
-_LOADERS: dict = {}
-
-
-def _shared_loader(session: botocore.session.Session) -> None:
-    # every boto3.Session the tool opens would re-read the same service JSON (SageMaker's is megabytes): the
-    # files are identical for the whole run, so one loader (botocore's own, its cache included) serves them all
-    def loader():
-        data_path = session.get_config_variable("data_path")
-        if data_path not in _LOADERS:
-            _LOADERS[data_path] = botocore.loaders.create_loader(data_path)
-        return _LOADERS[data_path]
-
-    session._components.lazy_register_component("data_loader", loader)
-
-
 @pytest.fixture
-def account(monkeypatch):
-    monkeypatch.setattr(botocore.session.Session, "_register_data_loader", _shared_loader)
+def account():
     with mock_aws():
         yield Account()
 
