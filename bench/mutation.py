@@ -1,14 +1,18 @@
-"""Mutation score of the config package and the training-job request builder (mutmut, one mutant at a time).
+"""Mutation score of the config package and the training-job request builder (mutmut 2.5.1's mutants).
 
-    make mutation                 # this tree -> bench/mutation.json (the `after` entry), ~2 h (2334 mutants)
-    python bench/mutation.py --root <tree> --label before --output bench/mutation.json   # another tree, same config
+    make mutation                          # every mutant, one per core -> bench/mutation.json's `after` entry
+    make mutation-sample SIZE=36 SEED=39   # a seeded sample of the same mutants -> the `sample` entry
+    python bench/mutation.py --root <tree> --label before --output bench/mutation.json   # another tree
 
-mutmut 2.5.1 rewrites one token of the source at a time (a number moved by one, `<` for `<=`, `and` for `or`, a
-string changed, ...) and runs the tests that cover the file; a mutant no test notices "survived". Version 3 only
-mutates function bodies, so the class-level `setting(...)` limits this score is about would never be mutated.
+mutmut 2.5.1 lists every mutant of a file (`list_mutations`: a number moved by one, `<` for `<=`, `and` for `or`, a
+string changed, ...) and writes one (`mutate`). Version 3 only mutates function bodies, so the class-level
+`setting(...)` limits this score is about would never be mutated. `mutmut run` runs one mutant at a time on one
+core; this runner applies the same mutants in `--jobs` copies of the tree at once and runs the tests that cover
+the mutated file, in stages, `-x`. A mutant no stage notices "survived"; one whose stage exceeds the timeout is
+counted killed, as mutmut counts it. `--progress` keeps each result as it finishes; a rerun with the same file
+runs only the mutants it does not hold yet.
 
-The run happens in a temporary copy of the tree (mutmut edits files in place), one process, tests with `-x`. The
-tests are the in-process ones: the entry-point cases that start `python app.py` per case and the synth snapshot
+The tests are the in-process ones: the entry-point cases that start `python app.py` per case and the synth snapshot
 are left out (seconds each; the same rules are checked in-process). Survivors are listed with the reason each is
 equivalent (REASONS below) or "unexplained".
 """
@@ -17,14 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
+import queue
+import random
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,22 +62,12 @@ DESELECT = (
     "not malformed_config_fails_with_one_line and not fails_the_entry_point and not synthesized_stacks"
     " and not chain_tool_prints and not deploy_section_changes_no_template"
 )
-PYTEST = "-x -q -p no:cacheprovider -p xdist.plugin -n 0 --no-header"
+PYTEST = ["-x", "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin", "-n", "0", "--no-header"]
+# A stage passes in about 10 s; ten minutes means a mutant that loops (mutmut's rule: ten times the baseline).
+STAGE_TIMEOUT_S = 600
 
 # (file, original line, mutated line) -> why no test can tell them apart, or which test kills it now.
 REASONS: dict[tuple[str, str, str], str] = {}
-
-HOOKS = """
-import json, os
-TESTS = json.loads(os.environ.get("MUTATION_TEST_COMMANDS", "{}"))
-
-
-def pre_mutation(context):
-    for prefix, command in TESTS.items():
-        if context.filename.startswith(prefix):
-            context.config.test_command = command
-            return
-"""
 
 
 def copy_tree(root: Path, into: Path) -> None:
@@ -93,105 +87,146 @@ def copy_tree(root: Path, into: Path) -> None:
     (into / ".venv").symlink_to((root / ".venv").resolve())
 
 
-def test_command(copy: Path, stages: list[list[str]]) -> str:
-    """One command (mutmut splits it, no shell of its own): pytest per stage, each after the previous one passed.
-    Any failure exits 1: mutmut counts only exit status 1 as killed, and a mutant that breaks an import makes
-    pytest exit 2 (a collection error)."""
-    python = copy / ".venv" / "bin" / "python"
-    runs = []
-    for stage in stages:
-        present = [t for t in stage if (copy / t).exists()]
-        if present:
-            runs.append(
-                f"env -u PYTHONPATH PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {python} -m pytest {PYTEST} "
-                f"-k {shlex.quote(DESELECT)} {' '.join(present)}"
-            )
-    return f"sh -c {shlex.quote(' && '.join(runs) + ' || exit 1')}"
+def every_mutant(root: Path) -> list[tuple[str, object]]:
+    """(file, mutation id) of every mutant mutmut would run, in file and line order."""
+    from mutmut import Context, list_mutations
 
-
-def run_mutmut(copy: Path, commands: dict[str, str], paths: tuple[str, ...]) -> float:
-    (copy / "mutmut_config.py").write_text(HOOKS, encoding="utf-8")
-    union = [sorted({t for stages in TESTS.values() for stage in stages for t in stage})]
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")])),
-        "MUTATION_TEST_COMMANDS": json.dumps(commands),
-    }
-    argv = [
-        sys.executable,
-        "-m",
-        "mutmut",
-        "run",
-        "--paths-to-mutate",
-        ",".join(paths),
-        "--tests-dir",
-        "tests/",
-        "--runner",
-        test_command(copy, union),
-        "--simple-output",
-        "--no-progress",
-    ]
-    start = time.perf_counter()
-    subprocess.run(argv, cwd=copy, env=env, check=False)
-    return time.perf_counter() - start
-
-
-def results(copy: Path, root: Path) -> list[dict]:
-    """Every mutant of the run in `copy`: file, line number, status, the original and mutated line (the sources read
-    from `root`: mutmut edits the copy's in place while it runs)."""
-    from mutmut import Context, RelativeMutationID, mutate
-
-    rows = sqlite3.connect(copy / ".mutmut-cache").execute(
-        "SELECT s.filename, l.line, l.line_number, m.`index`, m.status FROM Mutant m "
-        "JOIN Line l ON m.line = l.id JOIN SourceFile s ON l.sourcefile = s.id ORDER BY s.filename, l.line_number"
-    )
+    files = []
+    for path in PATHS_TO_MUTATE:
+        files += sorted((root / path).rglob("*.py")) if path.endswith("/") else [root / path]
     found = []
-    for filename, line, number, index, status in rows:
-        source = (root / filename).read_text(encoding="utf-8")
-        context = Context(
-            source=source, filename=filename, mutation_id=RelativeMutationID(line, index, number), dict_synonyms=[]
-        )
-        mutated, _ = mutate(context)
-        lines = mutated.split("\n")
-        mutated_line = lines[number] if number < len(lines) else "(the line is gone)"
-        found.append(
-            {
-                "file": filename,
-                "line": number + 1,
-                "status": status,
-                "original": line.strip(),
-                "mutated": mutated_line.strip(),
-            }
-        )
+    for file in files:
+        name = str(file.relative_to(root))
+        context = Context(source=file.read_text(encoding="utf-8"), filename=name, dict_synonyms=[])
+        found += [(name, mutation_id) for mutation_id in list_mutations(context)]
     return found
 
 
-def summary(mutants: list[dict], seconds: float, commands: dict[str, str], paths: tuple[str, ...]) -> dict:
-    count = {s: sum(m["status"] == s for m in mutants) for s in sorted({m["status"] for m in mutants})}
-    killed = sum(count.get(s, 0) for s in ("ok_killed", "ok_suspicious", "bad_timeout"))
-    survivors = []
-    for m in mutants:
-        if m["status"] != "bad_survived":
-            continue
-        reason = REASONS.get((m["file"], m["original"], m["mutated"]), "unexplained")
-        survivors.append({**{k: m[k] for k in ("file", "line", "original", "mutated")}, "reason": reason})
+def key(name: str, mutation_id) -> str:
+    return f"{name}:{mutation_id.line_number + 1}:{mutation_id.index}"
+
+
+def stages_for(name: str, copy: Path) -> list[list[str]]:
+    prefix = next(p for p in TESTS if name.startswith(p))
+    return [[t for t in stage if (copy / t).exists()] for stage in TESTS[prefix]]
+
+
+def killed_by_a_stage(copy: Path, name: str) -> bool:
+    """The stages in order, the next one only while the mutant survives. Any failure kills it, a collection error
+    (a mutant that breaks an import, exit 2) included."""
+    for stage in filter(None, stages_for(name, copy)):
+        argv = [str(copy / ".venv/bin/python"), "-m", "pytest", *PYTEST, "-k", DESELECT, *stage]
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/usr/bin:/bin"}
+        run = subprocess.run(argv, cwd=copy, env=env, capture_output=True, timeout=STAGE_TIMEOUT_S)
+        if run.returncode != 0:
+            return True
+    return False
+
+
+def run_one(copy: Path, name: str, mutation_id) -> dict:
+    """Writes the mutant into `copy`, runs its stages and puts the original back."""
+    from mutmut import Context, mutate
+
+    target = copy / name
+    original = target.read_text(encoding="utf-8")
+    context = Context(source=original, filename=name, mutation_id=mutation_id, dict_synonyms=[])
+    mutated, _ = mutate(context)
+    target.write_text(mutated, encoding="utf-8")
+    try:
+        try:
+            status = "ok_killed" if killed_by_a_stage(copy, name) else "bad_survived"
+        except subprocess.TimeoutExpired:
+            status = "bad_timeout"
+    finally:
+        target.write_text(original, encoding="utf-8")
+    number = mutation_id.line_number
+    return {
+        "key": key(name, mutation_id),
+        "file": name,
+        "line": number + 1,
+        "status": status,
+        "original": original.split("\n")[number].strip(),
+        "mutated": mutated.split("\n")[number].strip(),
+    }
+
+
+def already_run(progress: Path | None, root: Path) -> dict[str, dict]:
+    """The results a previous run kept, refused when a line they name has changed since."""
+    if not progress or not progress.exists():
+        return {}
+    rows = [json.loads(line) for line in progress.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for row in rows:
+        line = (root / row["file"]).read_text(encoding="utf-8").split("\n")[row["line"] - 1].strip()
+        if line != row["original"]:
+            raise SystemExit(f"{progress}: {row['file']}:{row['line']} changed since that run; use a new file")
+    return {row["key"]: row for row in rows}
+
+
+def run_all(root: Path, mutants: list, jobs: int, progress: Path | None) -> list[dict]:
+    """Every mutant in `mutants`, `jobs` at a time, each job in a copy of its own."""
+    done = already_run(progress, root)
+    todo = [m for m in mutants if key(*m) not in done]
+    print(f"{len(mutants)} mutants, {len(done)} already run, {len(todo)} to run on {jobs} jobs", flush=True)
+    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
+        copies: queue.Queue[Path] = queue.Queue()
+        for n in range(jobs):
+            copy_tree(root, Path(tmp) / str(n))
+            copies.put(Path(tmp) / str(n))
+
+        def in_a_free_copy(mutant) -> dict:
+            copy = copies.get()
+            try:
+                row = run_one(copy, *mutant)
+            finally:
+                copies.put(copy)
+            if progress:
+                with progress.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(row) + "\n")
+            return row
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            ran = {row["key"]: row for row in pool.map(in_a_free_copy, todo)}
+    return [done.get(key(*m)) or ran[key(*m)] for m in mutants]
+
+
+def summary(rows: list[dict], population: list, method: str, seconds: float, jobs: int) -> dict:
+    killed = sum(r["status"] != "bad_survived" for r in rows)
+    files = sorted({p[0] for p in population})
     return {
         "mutmut": "2.5.1",
-        "paths": list(paths),
-        "test_commands": commands,
-        "generated": len(mutants),
+        "method": method,
+        "paths": list(PATHS_TO_MUTATE),
+        "tests": TESTS,
+        "population": len(population),
+        "per_file_population": {f: sum(p[0] == f for p in population) for f in files},
+        "generated": len(rows),
         "killed": killed,
-        "survived": count.get("bad_survived", 0),
-        "statuses": count,
-        "score_percent": round(100 * killed / len(mutants), 1) if mutants else None,
+        "timeouts": sum(r["status"] == "bad_timeout" for r in rows),
+        "survived": len(rows) - killed,
+        "score_percent": round(100 * killed / len(rows), 1) if rows else None,
         "seconds": round(seconds),
-        "survivors": survivors,
+        "jobs": jobs,
+        "per_file": {
+            f: {"run": sum(r["file"] == f for r in rows), "survived": sum(r["file"] == f for r in survivors(rows))}
+            for f in sorted({r["file"] for r in rows})
+        },
+        "survivors": [
+            {**{k: r[k] for k in ("file", "line", "original", "mutated")}, "reason": reason(r)} for r in survivors(rows)
+        ],
     }
+
+
+def survivors(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["status"] == "bad_survived"]
+
+
+def reason(row: dict) -> str:
+    return REASONS.get((row["file"], row["original"], row["mutated"]), "unexplained")
 
 
 def record(entry: dict, output: Path | None, label: str) -> None:
     """Prints the entry without its survivors and stores it as `label` in `output`, keeping the other entries."""
-    print(json.dumps({k: v for k, v in entry.items() if k != "survivors"}, indent=2))
+    print(json.dumps({k: v for k, v in entry.items() if k not in ("survivors", "tests")}, indent=2))
     if output:
         recorded = json.loads(output.read_text()) if output.exists() else {}
         recorded[label] = entry
@@ -201,22 +236,26 @@ def record(entry: dict, output: Path | None, label: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the tree to mutate (default: this one)")
-    parser.add_argument("--label", default="after", help="the entry of --output to write (before, after)")
+    parser.add_argument("--label", default="after", help="the entry of --output to write (before, after, sample)")
     parser.add_argument("--output", type=Path, help="JSON file to update with this run's entry")
-    parser.add_argument("--keep", type=Path, help="run in this folder and keep it (default: a temporary one)")
-    parser.add_argument("--paths", nargs="+", default=PATHS_TO_MUTATE, help="what to mutate (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own copy")
+    parser.add_argument("--size", type=int, help="run a seeded sample of this many mutants instead of all")
+    parser.add_argument("--seed", type=int, default=39, help="the sample's random.Random seed")
+    parser.add_argument("--progress", type=Path, help="results as they finish (JSON lines); a rerun resumes from it")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
-        copy = args.keep or Path(tmp)
-        copy.mkdir(parents=True, exist_ok=True)
-        copy_tree(args.root.resolve(), copy)
-        commands = {prefix: test_command(copy, tests) for prefix, tests in TESTS.items()}
-        paths = tuple(args.paths)
-        seconds = run_mutmut(copy, commands, paths)
-        shown = {p: c.replace(str(copy), "<copy>") for p, c in commands.items()}
-        entry = summary(results(copy, args.root.resolve()), seconds, shown, paths)
+    root = args.root.resolve()
+    population = every_mutant(root)
+    method = f"every mutant of {len(population)}"
+    chosen = population
+    if args.size is not None:
+        picked = random.Random(args.seed).sample(range(len(population)), min(args.size, len(population)))
+        chosen = [population[i] for i in sorted(picked)]
+        method = f"random.Random({args.seed}).sample of {len(chosen)} from all {len(population)} mutants"
+    start = time.perf_counter()
+    rows = run_all(root, chosen, args.jobs, args.progress)
+    entry = summary(rows, population, method, time.perf_counter() - start, args.jobs)
     entry["source"] = subprocess.run(
-        ["git", "-C", str(args.root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
     record(entry, args.output, args.label)
     return 0
