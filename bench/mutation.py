@@ -140,13 +140,14 @@ def run_one(copy: Path, name: str, mutation_id) -> dict:
     finally:
         target.write_text(original, encoding="utf-8")
     number = mutation_id.line_number
+    lines = mutated.split("\n")
     return {
         "key": key(name, mutation_id),
         "file": name,
         "line": number + 1,
         "status": status,
         "original": original.split("\n")[number].strip(),
-        "mutated": mutated.split("\n")[number].strip(),
+        "mutated": lines[number].strip() if number < len(lines) else "(the line is gone)",
     }
 
 
