@@ -198,11 +198,13 @@ test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 promote: app-deps
 	$(APP_PY) -m tools.promote_model --to "$(TO)" --version "$(VERSION)" $(if $(FROM),--from "$(FROM)")
 
-# One mutant per core; a stopped run resumes from its progress file (delete it after changing the mutated code).
+# One mutant per core; a stopped run resumes from its progress file (delete it after changing the mutated code),
+# MUTATION_ARGS=--recheck-survivors runs its survivors again after a test was added for them.
 JOBS ?= $(shell nproc)
+MUTATION_ARGS ?=
 mutation: $(VENV_STAMP) $(MUTATION_STAMP)
 	mkdir -p build
-	.venv-mutation/bin/python bench/mutation.py --jobs $(JOBS) --progress build/mutation-progress.jsonl --output bench/mutation.json
+	.venv-mutation/bin/python bench/mutation.py --jobs $(JOBS) --progress build/mutation-progress.jsonl --output bench/mutation.json $(MUTATION_ARGS)
 
 SIZE ?= 36
 SEED ?= 39

@@ -163,9 +163,12 @@ def already_run(progress: Path | None, root: Path) -> dict[str, dict]:
     return {row["key"]: row for row in rows}
 
 
-def run_all(root: Path, mutants: list, jobs: int, progress: Path | None) -> list[dict]:
-    """Every mutant in `mutants`, `jobs` at a time, each job in a copy of its own."""
+def run_all(root: Path, mutants: list, jobs: int, progress: Path | None, *, recheck: bool = False) -> list[dict]:
+    """Every mutant in `mutants`, `jobs` at a time, each job in a copy of its own; with `recheck`, the survivors
+    of the progress file run again (after a test was added for them)."""
     done = already_run(progress, root)
+    if recheck:
+        done = {k: row for k, row in done.items() if row["status"] != "bad_survived"}
     todo = [m for m in mutants if key(*m) not in done]
     print(f"{len(mutants)} mutants, {len(done)} already run, {len(todo)} to run on {jobs} jobs", flush=True)
     with tempfile.TemporaryDirectory(prefix="mutation-") as tmp:
@@ -243,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, help="run a seeded sample of this many mutants instead of all")
     parser.add_argument("--seed", type=int, default=39, help="the sample's random.Random seed")
     parser.add_argument("--progress", type=Path, help="results as they finish (JSON lines); a rerun resumes from it")
+    parser.add_argument("--recheck-survivors", action="store_true", help="run the progress file's survivors again")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     population = every_mutant(root)
@@ -253,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [population[i] for i in sorted(picked)]
         method = f"random.Random({args.seed}).sample of {len(chosen)} from all {len(population)} mutants"
     start = time.perf_counter()
-    rows = run_all(root, chosen, args.jobs, args.progress)
+    rows = run_all(root, chosen, args.jobs, args.progress, recheck=args.recheck_survivors)
     entry = summary(rows, population, method, time.perf_counter() - start, args.jobs)
     entry["source"] = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
