@@ -67,7 +67,13 @@ PYTEST = ["-x", "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin", "-n", "0",
 STAGE_TIMEOUT_S = 600
 
 # (file, original line, mutated line) -> why no test can tell them apart, or which test kills it now.
-REASONS: dict[tuple[str, str, str], str] = {}
+# stacks/shared/job_request.py and stacks/config/ except model_lock.py and served_model.py:
+REQUEST_AND_CONFIG_REASONS: dict[tuple[str, str, str], str] = {}
+
+# stacks/config/model_lock.py and stacks/config/served_model.py:
+LOCK_REASONS: dict[tuple[str, str, str], str] = {}
+
+REASONS = {**REQUEST_AND_CONFIG_REASONS, **LOCK_REASONS}
 
 
 def copy_tree(root: Path, into: Path) -> None:
@@ -246,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, help="run a seeded sample of this many mutants instead of all")
     parser.add_argument("--seed", type=int, default=39, help="the sample's random.Random seed")
     parser.add_argument("--progress", type=Path, help="results as they finish (JSON lines); a rerun resumes from it")
+    parser.add_argument("--files", nargs="+", help="only the mutants of these files (paths from the root)")
     parser.add_argument("--recheck-survivors", action="store_true", help="run the progress file's survivors again")
     args = parser.parse_args(argv)
     root = args.root.resolve()
@@ -256,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         picked = random.Random(args.seed).sample(range(len(population)), min(args.size, len(population)))
         chosen = [population[i] for i in sorted(picked)]
         method = f"random.Random({args.seed}).sample of {len(chosen)} from all {len(population)} mutants"
+    if args.files:
+        chosen = [m for m in chosen if m[0] in args.files]
     start = time.perf_counter()
     rows = run_all(root, chosen, args.jobs, args.progress, recheck=args.recheck_survivors)
     entry = summary(rows, population, method, time.perf_counter() - start, args.jobs)
