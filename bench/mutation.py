@@ -68,7 +68,53 @@ STAGE_TIMEOUT_S = 600
 
 # (file, original line, mutated line) -> why no test can tell them apart, or which test kills it now.
 # stacks/shared/job_request.py and stacks/config/ except model_lock.py and served_model.py:
-REQUEST_AND_CONFIG_REASONS: dict[tuple[str, str, str], str] = {}
+REQUEST_AND_CONFIG_REASONS: dict[tuple[str, str, str], str] = {
+    (
+        "stacks/shared/job_request.py",
+        "max_wait_seconds: int | None = None  # set: managed spot training",
+        "max_wait_seconds: int & None = None  # set: managed spot training",
+    ): "an annotation: `from __future__ import annotations` keeps it a string nobody evaluates",
+    (
+        "stacks/shared/job_request.py",
+        "checkpoint_s3_uri: str | Ref | None = None",
+        "checkpoint_s3_uri: str & Ref | None = None",
+    ): "an annotation: `from __future__ import annotations` keeps it a string nobody evaluates",
+    (
+        "stacks/shared/job_request.py",
+        "checkpoint_s3_uri: str | Ref | None = None",
+        "checkpoint_s3_uri: str | Ref & None = None",
+    ): "an annotation: `from __future__ import annotations` keeps it a string nobody evaluates",
+    (
+        "stacks/shared/job_request.py",
+        "environment: Mapping[str, str] | None = None  # the container's environment (None: the image's own)",
+        "environment: Mapping[str, str] & None = None  # the container's environment (None: the image's own)",
+    ): "an annotation: `from __future__ import annotations` keeps it a string nobody evaluates",
+    (
+        "stacks/shared/job_request.py",
+        "subnet_ids: Sequence[str] = ()",
+        "subnet_ids: Sequence[str] = None",
+    ): "None and () are both falsy and the field is only ever truth-tested",
+    (
+        "stacks/shared/job_request.py",
+        "security_group_ids: Sequence[str] = ()",
+        "security_group_ids: Sequence[str] = None",
+    ): "None and () are both falsy and the field is only ever truth-tested",
+    (
+        "stacks/shared/job_request.py",
+        "tags: Mapping[str, str] = field(default_factory=dict)",
+        "tags: Mapping[str, str] = None",
+    ): "None and {} are both falsy and the field is only ever truth-tested",
+    (
+        "stacks/shared/job_request.py",
+        "container_entrypoint: Sequence[str] = ()  # set: run the image's own program instead of script mode",
+        "container_entrypoint: Sequence[str] = None  # set: run the image's own program instead of script mode",
+    ): "None and () are both falsy and the field is only ever truth-tested",
+    (
+        "stacks/shared/job_request.py",
+        "container_arguments: Sequence[str] = ()",
+        "container_arguments: Sequence[str] = None",
+    ): "read only with an entrypoint set, and an entrypoint alone sends ContainerArguments [] (botocore: min 1)",
+}
 
 # stacks/config/model_lock.py and stacks/config/served_model.py:
 LOCK_REASONS: dict[tuple[str, str, str], str] = {}
