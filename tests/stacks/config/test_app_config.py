@@ -541,3 +541,45 @@ def test_a_rehearsal_entry_needs_a_reason_of_ten_characters_and_cannot_change():
     entry = parse(NotCovered, {"aspect": "backend", "reason": "staging serves the newer backend"}, source="s")
     with pytest.raises(dataclasses.FrozenInstanceError):
         entry.reason = "x"
+
+
+def _profile_refusal(env: str, model_id: str | None, serving: dict) -> str:
+    from stacks.config.trained_model import check_trained_model
+
+    data = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
+    data["training"]["neuron_compile"] = {**data["training"]["neuron_compile"], "enabled": False}
+    if model_id is not None:
+        data["training"]["hyperparameters"]["model_id"] = model_id
+    data["serving"] = {**data["serving"], **serving}
+    config = parse(AppConfig, data, source=f"config/{env}.yaml")
+    object.__setattr__(config, "source", f"config/{env}.yaml")
+    with pytest.raises(ConfigError) as refused:
+        check_trained_model(config)
+    return str(refused.value)
+
+
+def test_a_tp_degree_that_does_not_divide_the_bases_heads_names_the_training_base():
+    """Llama-2-7B has 32 attention heads (its config.json): TP 24 does not divide them."""
+    line = _profile_refusal(
+        "dev",
+        "NousResearch/Llama-2-7b-chat-hf",
+        {
+            "model_parameters_billions": 6.7,
+            "instance_type": "ml.inf2.48xlarge",
+            "lmi": {**DEV["serving"]["lmi"], "tensor_parallel_degree": 24},
+        },
+    )
+    assert line.startswith("config/dev.yaml: training.hyperparameters.model_id: the training base "), line
+    assert "32 attention heads;" in line
+
+
+def test_a_tp_degree_that_cannot_shard_the_bases_kv_heads_names_the_training_base():
+    """Qwen2.5-7B has 28 attention heads and 4 key/value heads (its config.json): TP 14 divides one, not the other."""
+    staging = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
+    line = _profile_refusal(
+        "staging",
+        None,
+        {"instance_type": "ml.inf2.48xlarge", "neuron": {**staging["serving"]["neuron"], "tensor_parallel_size": 14}},
+    )
+    assert line.startswith("config/staging.yaml: training.hyperparameters.model_id: the training base Qwen/"), line
+    assert "4 key/value heads;" in line
