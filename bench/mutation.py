@@ -114,6 +114,96 @@ REQUEST_AND_CONFIG_REASONS: dict[tuple[str, str, str], str] = {
         "container_arguments: Sequence[str] = ()",
         "container_arguments: Sequence[str] = None",
     ): "read only with an entrypoint set, and an entrypoint alone sends ContainerArguments [] (botocore: min 1)",
+    (
+        "stacks/config/app_config.py",
+        "backend = self.serving.backend if self.serving is not None else None",
+        "backend = None",
+    ): "every backend has a compiled_folder: the line runs only without serving, where backend is None anyway",
+    (
+        "stacks/config/aws_limits.py",
+        "documented_max: int | None = None",
+        "documented_max: int & None = None",
+    ): "an annotation: `from __future__ import annotations` keeps it a string nobody evaluates",
+    (
+        "stacks/config/aws_limits.py",
+        'rule: str = ""  # a documented rule that is not a range (CloudWatch periods)',
+        "rule: str = None  # a documented rule that is not a range (CloudWatch periods)",
+    ): '"" and None are both falsy and the field is only ever truth-tested',
+    (
+        "stacks/config/aws_limits.py",
+        'citation: str = ""',
+        "citation: str = None",
+    ): '"" and None are both falsy and the field is only ever truth-tested',
+    (
+        "stacks/config/aws_limits.py",
+        "@cache",
+        '"""The botocore shape `field.path` ends at (a list\'s own shape when the path ends at a list member)."""',
+    ): "@cache removed: memoization only, every call returns an equal value",
+    (
+        "stacks/config/aws_limits.py",
+        "@cache",
+        '"""(min, max) in the API\'s unit: botocore\'s, narrowed by what AWS documents."""',
+    ): "@cache removed: memoization only, every call returns an equal value",
+    (
+        "stacks/config/aws_models.py",
+        "@cache",
+        "\"\"\"The service model of `service` (botocore's name: 'sagemaker', 'cloudwatch', 'application-autoscaling', ...).\"\"\"",  # noqa: E501 - the mutant as mutmut writes it
+    ): "@cache removed: memoization only, every call returns an equal value",
+    (
+        "stacks/config/instance_types.py",
+        "@cache",
+        '"""The enum of `shape` in botocore\'s SageMaker model."""',
+    ): "@cache removed: memoization only, every call returns an equal value",
+    (
+        "stacks/config/deploy.py",
+        'known = ", ".join(deployed) or "none"',
+        'known = ", ".join(deployed) or "XXnoneXX"',
+    ): "unreachable: the loop that reaches it runs only when some environment deploys, so the list is never empty",
+    (
+        "stacks/config/loader.py",
+        "def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:",
+        "def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = True) -> dict:",
+    ): "deep only changes when nested nodes are built: the same mapping for any document without a recursive alias",
+    (
+        "stacks/config/pruning.py",
+        'if self.search_space == "per_layer" and 1 + 2 * self.num_layers > MAX_TUNED_PARAMETERS:',
+        'if self.search_space == "per_layer" and 2 + 2 * self.num_layers > MAX_TUNED_PARAMETERS:',
+    ): "1 + 2 x n is odd and the bound (30) even: > 30, >= 30 and 2 + 2 x n > 30 agree for every integer n",
+    (
+        "stacks/config/pruning.py",
+        'if self.search_space == "per_layer" and 1 + 2 * self.num_layers > MAX_TUNED_PARAMETERS:',
+        'if self.search_space == "per_layer" and 1 + 2 * self.num_layers >= MAX_TUNED_PARAMETERS:',
+    ): "1 + 2 x n is odd and the bound (30) even: > 30, >= 30 and 2 + 2 x n > 30 agree for every integer n",
+    (
+        "stacks/config/pruning.py",
+        'fail(problem.split(" ", 1)[0], f"{problem} ({model}): type the model\'s dimensions")',
+        'fail(problem.split(" ", 2)[0], f"{problem} ({model}): type the model\'s dimensions")',
+    ): "the first word of a split is the same for any maxsplit of 1 or more",
+    (
+        "stacks/config/rehearsal.py",
+        'aspect: Aspect = setting(hint="backend, model_family or compile_path")',
+        'aspect: Aspect = setting(hint="XXbackend, model_family or compile_pathXX")',
+    ): "a Literal's errors list its allowed values; the hint is shown for strings and numbers only",
+    (
+        "stacks/config/schema.py",
+        'T = TypeVar("T")',
+        'T = TypeVar("XXTXX")',
+    ): "a TypeVar's name: only typing's repr shows it",
+    (
+        "stacks/config/schema.py",
+        'T = TypeVar("T")',
+        "T = None",
+    ): "T appears only in annotations, strings under `from __future__ import annotations`",
+    (
+        "stacks/config/schema.py",
+        "close = difflib.get_close_matches(str(key), fields, n=1)",
+        "close = difflib.get_close_matches(str(key), fields, n=2)",
+    ): "get_close_matches sorts best first: close[0] is the same for n=1 and n=2",
+    (
+        "stacks/config/serving.py",
+        'return ", ".join(items[:-1]) + " or " + items[-1] if len(items) > 1 else "".join(items)',
+        'return ", ".join(items[:-1]) + " or " + items[-1] if len(items) > 1 else "XXXX".join(items)',
+    ): "join of at most one item puts no separator in",
 }
 
 # stacks/config/model_lock.py and stacks/config/served_model.py:
