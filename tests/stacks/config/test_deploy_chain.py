@@ -162,3 +162,14 @@ def test_the_deploy_section_changes_no_template(shipped_assemblies, tmp_path):
     shipped = shipped_assemblies["prod"]
     without = synth(bare, tmp_path / "without")
     assert {s.stack_name: s.template for s in shipped.stacks} == {s.stack_name: s.template for s in without.stacks}
+
+
+def test_two_environments_may_rehearse_each_other(config_dir):
+    """The other environment is compared as its profile alone: its own rehearsal is not checked again from here."""
+    staging = yaml.safe_load((config_dir / "staging.yaml").read_text())
+    prod_path = config_dir / "prod.yaml"
+    prod = yaml.safe_load(prod_path.read_text())
+    prod["rehearses"] = {**staging["rehearses"], "environment": "staging"}
+    prod_path.write_text(yaml.safe_dump(prod))
+    assert load_config("staging", config_dir).rehearses.environment == "prod"
+    assert load_config("prod", config_dir).rehearses.environment == "staging"
