@@ -204,6 +204,11 @@ REQUEST_AND_CONFIG_REASONS: dict[tuple[str, str, str], str] = {
         'return ", ".join(items[:-1]) + " or " + items[-1] if len(items) > 1 else "".join(items)',
         'return ", ".join(items[:-1]) + " or " + items[-1] if len(items) > 1 else "XXXX".join(items)',
     ): "join of at most one item puts no separator in",
+    (
+        "stacks/config/training.py",
+        'fsdp = hyperparameters.get("fsdp", "false")',
+        'fsdp = hyperparameters.get("fsdp", "XXfalseXX")',
+    ): "parse_bool counts a value train.py rejects as false, and the default is never shown (only a true one is)",
 }
 
 # stacks/config/model_lock.py and stacks/config/served_model.py:
