@@ -212,7 +212,51 @@ REQUEST_AND_CONFIG_REASONS: dict[tuple[str, str, str], str] = {
 }
 
 # stacks/config/model_lock.py and stacks/config/served_model.py:
-LOCK_REASONS: dict[tuple[str, str, str], str] = {}
+NO_UNCOMPILED_BACKEND = "no shipped backend has compiled_folder None (both name one): the refusal is unreachable"
+EVERY_BACKEND_SERVES_COMPILED = "both shipped backends set serves_compiled=True: the isolated-graph rule never runs"
+SLASHED_MATCH = "a folder match begins and ends at a '/', so 'XX' around the prefix changes no match"
+LOCK_REASONS: dict[tuple[str, str, str], str] = {
+    (
+        "stacks/config/served_model.py",
+        'lock_source, "compiled_prefix", f"{version}: backend {spec.name} serves no compiled model: set it to null"',
+        'lock_source, "XXcompiled_prefixXX", f"{version}: backend {spec.name} serves no compiled model: set it to null"',  # noqa: E501
+    ): NO_UNCOMPILED_BACKEND,
+    (
+        "stacks/config/served_model.py",
+        'lock_source, "compiled_prefix", f"{version}: backend {spec.name} serves no compiled model: set it to null"',
+        'lock_source, "compiled_prefix", f"XX{version}: backend {spec.name} serves no compiled model: set it to nullXX"',  # noqa: E501
+    ): NO_UNCOMPILED_BACKEND,
+    (
+        "stacks/config/served_model.py",
+        'if f"/{folder}" not in f"/{compiled}":',
+        'if f"/{folder}" not in f"XX/{compiled}XX":',
+    ): SLASHED_MATCH,
+    (
+        "stacks/config/served_model.py",
+        "if config.network.isolated and not spec.serves_compiled and not compiled.startswith(lock.model_prefix):",
+        "if config.network.isolated and not spec.serves_compiled and  compiled.startswith(lock.model_prefix):",
+    ): EVERY_BACKEND_SERVES_COMPILED,
+    (
+        "stacks/config/served_model.py",
+        '"compiled_prefix",',
+        '"XXcompiled_prefixXX",',
+    ): EVERY_BACKEND_SERVES_COMPILED,
+    (
+        "stacks/config/served_model.py",
+        'f"{version}: {compiled} is not under model_prefix {lock.model_prefix}; with network.isolated: true "',
+        'f"XX{version}: {compiled} is not under model_prefix {lock.model_prefix}; with network.isolated: true XX"',
+    ): EVERY_BACKEND_SERVES_COMPILED,
+    (
+        "stacks/config/served_model.py",
+        'f"({env}) the container reads only the mounted model prefix: compile the graph under it",',
+        'f"XX({env}) the container reads only the mounted model prefix: compile the graph under itXX",',
+    ): EVERY_BACKEND_SERVES_COMPILED,
+    (
+        "stacks/config/served_model.py",
+        'DTYPE_OF_AMP = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}',
+        'DTYPE_OF_AMP = {"f32": "fp32", "f16": "fp16", "XXbf16XX": "bf16"}',
+    ): "the lookup falls back to the amp name itself, which for bf16 is already the LMI dtype",
+}
 
 REASONS = {**REQUEST_AND_CONFIG_REASONS, **LOCK_REASONS}
 
