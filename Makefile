@@ -50,7 +50,7 @@ help:
 	@echo "make test                   ruff + the whole test suite"
 	@echo "make demo                   tiny model: QLoRA train + merge, serve locally (LMI contract), ask the sample prompt"
 	@echo "make lint                   ruff check + ruff format --check"
-	@echo "make mutation               mutation score of stacks/config/ and the job request (mutmut, one process, ~2 h):"
+	@echo "make mutation [JOBS=nproc]  mutation score of stacks/config/ and the job request (mutmut's mutants, JOBS at once):"
 	@echo "                             bench/mutation.json's after entry, survivors with their reasons (bench/README-mutation.md)"
 	@echo "make mutation-sample [SIZE=36 SEED=39]  a seeded sample of the same mutants (~2 min): mutation.json's sample entry"
 	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [BACKEND=lmi_neuronx|vllm_neuronx] [PROMPT=...]"
@@ -198,13 +198,18 @@ test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 promote: app-deps
 	$(APP_PY) -m tools.promote_model --to "$(TO)" --version "$(VERSION)" $(if $(FROM),--from "$(FROM)")
 
+# One mutant per core; a stopped run resumes from its progress file (delete it after changing the mutated code),
+# MUTATION_ARGS=--recheck-survivors runs its survivors again after a test was added for them.
+JOBS ?= $(shell nproc)
+MUTATION_ARGS ?=
 mutation: $(VENV_STAMP) $(MUTATION_STAMP)
-	.venv-mutation/bin/python bench/mutation.py --output bench/mutation.json
+	mkdir -p build
+	.venv-mutation/bin/python bench/mutation.py --jobs $(JOBS) --progress build/mutation-progress.jsonl --output bench/mutation.json $(MUTATION_ARGS)
 
 SIZE ?= 36
 SEED ?= 39
 mutation-sample: $(VENV_STAMP) $(MUTATION_STAMP)
-	.venv-mutation/bin/python bench/mutation_sample.py --size $(SIZE) --seed $(SEED) --label sample --output bench/mutation.json
+	.venv-mutation/bin/python bench/mutation.py --jobs $(JOBS) --size $(SIZE) --seed $(SEED) --label sample --output bench/mutation.json
 
 BASE ?= origin/main
 REVIEW_OUT ?= review.md

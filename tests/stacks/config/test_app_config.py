@@ -453,3 +453,133 @@ def test_a_training_job_needs_a_whole_vpc_and_a_model(data, line):
         TrainingConfig, {"hyperparameters": {"epochs": "1"}, "base_model_key": "base-models/x/"}, source="s"
     )
     assert "model_id" not in with_model.hyperparameters
+
+
+def _training(**hyperparameters) -> dict:
+    return {**DEV["training"], "hyperparameters": {**DEV["training"]["hyperparameters"], **hyperparameters}}
+
+
+def test_an_unrecorded_training_base_fails_naming_the_recorded_ones():
+    """Hub models are named by their hub id; a model only on the bucket by its key folder."""
+    from stacks.config.trained_model import check_trained_model
+
+    config = _config(training=_training(model_id="acme/unknown-7b"))
+    object.__setattr__(config, "source", "config/dev.yaml")
+    with pytest.raises(ConfigError) as refused:
+        check_trained_model(config)
+    assert str(refused.value) == (
+        "config/dev.yaml: training.hyperparameters.model_id: got 'acme/unknown-7b'; no base-model record says what "
+        "it is (stacks/serving/backends/base_models.py: NousResearch/Llama-2-7b-chat-hf, Qwen/Qwen2.5-7B-Instruct, "
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0, base-models/tiny-pretrained/, meta-llama/Llama-2-7b-chat-hf), so "
+        "nothing can check that serving can serve it: add its config.json facts there"
+    )
+
+
+def test_fsdp_on_one_gpu_fails_with_its_fix_and_unset_is_off():
+    with pytest.raises(ConfigError) as refused:
+        _config(training=_training(fsdp="true"))
+    assert str(refused.value) == (
+        "config/dev.yaml: training.hyperparameters.fsdp: got 'true'; FSDP shards the model over several GPUs and "
+        "ml.g5.2xlarge x 1 (1 GPU) has one: set it false or use a multi-GPU instance_type / instance_count > 1"
+    )
+    unset = {k: v for k, v in DEV["training"]["hyperparameters"].items() if k != "fsdp"}
+    assert "fsdp" not in _config(training={**DEV["training"], "hyperparameters": unset}).training.hyperparameters
+
+
+def test_a_method_other_than_qlora_on_several_gpus_fails_with_its_fix():
+    with pytest.raises(ConfigError) as refused:
+        _config(training={**_training(method="lora"), "instance_count": 2})
+    assert str(refused.value).endswith(
+        ", which train.py supports for method qlora only: use qlora, or one single-GPU instance"
+    ), str(refused.value)
+
+
+def test_processing_types_are_botocores_processing_instance_types():
+    from stacks.config.instance_types import PROCESSING, valid_types
+
+    assert "ml.m5.xlarge" in valid_types(PROCESSING)
+
+
+def test_a_dotted_property_becomes_one_environment_variable_name():
+    """POSIX environment names are upper-case letters, digits and underscores: every dot becomes an underscore."""
+    from stacks.config.serving_properties import as_environment
+
+    assert as_environment("option.neuron.optimize.level=2\n") == {"OPTION_NEURON_OPTIMIZE_LEVEL": "2"}
+
+
+def test_the_trn1_32xlarge_types_have_32_neuroncores_and_512_gb():
+    """trn1-arch.rst: 16 Trainium chips of two NeuronCore-v2 each, 512 GB host memory, trn1n the same."""
+    from stacks.config.trn1 import TRN1_TYPES
+
+    assert TRN1_TYPES["ml.trn1.32xlarge"] == (32, 512)
+    assert TRN1_TYPES["ml.trn1n.32xlarge"] == (32, 512)
+
+
+def test_how_each_shipped_environment_gets_its_neuron_graph():
+    from stacks.config import load_config
+    from stacks.config.rehearsal import compile_path
+
+    paths = {env: compile_path(load_config(env, ROOT / "config")) for env in ("local", "staging")}
+    assert paths == {
+        "local": "at container start-up by lmi_neuronx (or a precompiled graph the lock names)",
+        "staging": "ahead of time by the Training workflow's compile step (optimum-cli export neuron)",
+    }
+
+
+def test_a_rehearsal_entry_needs_a_reason_of_ten_characters_and_cannot_change():
+    from stacks.config.rehearsal import NotCovered
+
+    with pytest.raises(ConfigError) as missing:
+        parse(NotCovered, {"aspect": "backend"}, source="config/staging.yaml")
+    assert str(missing.value) == "config/staging.yaml: reason: missing; this setting is required"
+    with pytest.raises(ConfigError) as short:
+        parse(NotCovered, {"aspect": "backend", "reason": "short"}, source="config/staging.yaml")
+    assert str(short.value) == (
+        r"config/staging.yaml: reason: got 'short'; must match \S.{9,499} "
+        "(why the difference is accepted (10..500 characters))"
+    )
+    entry = parse(NotCovered, {"aspect": "backend", "reason": "staging serves the newer backend"}, source="s")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry.reason = "x"
+
+
+def _profile_refusal(env: str, model_id: str | None, serving: dict) -> str:
+    from stacks.config.trained_model import check_trained_model
+
+    data = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
+    data["training"]["neuron_compile"] = {**data["training"]["neuron_compile"], "enabled": False}
+    if model_id is not None:
+        data["training"]["hyperparameters"]["model_id"] = model_id
+    data["serving"] = {**data["serving"], **serving}
+    config = parse(AppConfig, data, source=f"config/{env}.yaml")
+    object.__setattr__(config, "source", f"config/{env}.yaml")
+    with pytest.raises(ConfigError) as refused:
+        check_trained_model(config)
+    return str(refused.value)
+
+
+def test_a_tp_degree_that_does_not_divide_the_bases_heads_names_the_training_base():
+    """Llama-2-7B has 32 attention heads (its config.json): TP 24 does not divide them."""
+    line = _profile_refusal(
+        "dev",
+        "NousResearch/Llama-2-7b-chat-hf",
+        {
+            "model_parameters_billions": 6.7,
+            "instance_type": "ml.inf2.48xlarge",
+            "lmi": {**DEV["serving"]["lmi"], "tensor_parallel_degree": 24},
+        },
+    )
+    assert line.startswith("config/dev.yaml: training.hyperparameters.model_id: the training base "), line
+    assert "32 attention heads;" in line
+
+
+def test_a_tp_degree_that_cannot_shard_the_bases_kv_heads_names_the_training_base():
+    """Qwen2.5-7B has 28 attention heads and 4 key/value heads (its config.json): TP 14 divides one, not the other."""
+    staging = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
+    line = _profile_refusal(
+        "staging",
+        None,
+        {"instance_type": "ml.inf2.48xlarge", "neuron": {**staging["serving"]["neuron"], "tensor_parallel_size": 14}},
+    )
+    assert line.startswith("config/staging.yaml: training.hyperparameters.model_id: the training base Qwen/"), line
+    assert "4 key/value heads;" in line

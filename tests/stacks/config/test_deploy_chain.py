@@ -41,11 +41,43 @@ def test_the_emulator_is_never_deployed_and_the_others_are_in_chain_order():
     assert (prod.after, prod.approval, prod.require_pinned) == ("staging", True, True)
 
 
+def test_the_chain_reads_the_config_folder_of_the_working_directory(monkeypatch):
+    """cdk and deploy.yml run from the repository root, where config/ is."""
+    monkeypatch.chdir(ROOT)
+    assert deployed_environments() == ["dev", "staging", "prod"]
+    assert [[s.name for s in wave] for wave in load_chain()] == [["dev"], ["staging"], ["prod"]]
+
+
 def test_environments_after_the_same_one_share_a_wave(config_dir):
     _add(config_dir, "qa", {"after": "dev"})
     _add(config_dir, "perf", {"after": "qa"})
     waves = [[stage.name for stage in wave] for wave in load_chain(config_dir)]
     assert waves == [["dev"], ["qa", "staging"], ["perf", "prod"]]
+
+
+def test_each_stage_gives_deploy_yml_its_name_variable_suffix_and_approval():
+    """deploy.yml's matrix reads `name` and `suffix` (AWS_REGION_<SUFFIX>, ...) and `approval` off each entry."""
+    entries = [[stage.matrix_entry() for stage in wave] for wave in load_chain(ROOT / "config")]
+    assert entries == [
+        [{"name": "dev", "suffix": "DEV", "approval": False}],
+        [{"name": "staging", "suffix": "STAGING", "approval": False}],
+        [{"name": "prod", "suffix": "PROD", "approval": True}],
+    ]
+
+
+def test_a_stage_cannot_be_changed_once_the_chain_is_checked():
+    import dataclasses
+
+    stage = load_chain(ROOT / "config")[0][0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stage.wave = 9
+
+
+def test_no_deploy_section_anywhere_is_an_empty_chain(config_dir):
+    for env in ("dev", "staging", "prod"):
+        _set_deploy(config_dir, env, None)
+    assert load_chain(config_dir) == []
+    assert deployed_environments(config_dir) == []
 
 
 CASES = [
@@ -72,7 +104,9 @@ CASES = [
     (
         "too-deep",
         lambda d: [_add(d, "dr", {"after": "prod"}), _add(d, "drx", {"after": "dr"})],
-        f"drx.yaml: deploy.after: got 'dr': wave {MAX_WAVES + 1}, deploy.yml runs {MAX_WAVES}; deploy drx after",
+        f"drx.yaml: deploy.after: got 'dr': wave {MAX_WAVES + 1}, deploy.yml runs {MAX_WAVES}; deploy drx after an "
+        "environment of an earlier wave, or add a wave job to .github/workflows/deploy.yml and raise MAX_WAVES "
+        "(stacks/config/deploy.py)",
     ),
     (
         "unknown-key",
@@ -128,3 +162,14 @@ def test_the_deploy_section_changes_no_template(shipped_assemblies, tmp_path):
     shipped = shipped_assemblies["prod"]
     without = synth(bare, tmp_path / "without")
     assert {s.stack_name: s.template for s in shipped.stacks} == {s.stack_name: s.template for s in without.stacks}
+
+
+def test_two_environments_may_rehearse_each_other(config_dir):
+    """The other environment is compared as its profile alone: its own rehearsal is not checked again from here."""
+    staging = yaml.safe_load((config_dir / "staging.yaml").read_text())
+    prod_path = config_dir / "prod.yaml"
+    prod = yaml.safe_load(prod_path.read_text())
+    prod["rehearses"] = {**staging["rehearses"], "environment": "staging"}
+    prod_path.write_text(yaml.safe_dump(prod))
+    assert load_config("staging", config_dir).rehearses.environment == "prod"
+    assert load_config("prod", config_dir).rehearses.environment == "staging"

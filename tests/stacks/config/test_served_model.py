@@ -20,6 +20,7 @@ PROD = yaml.safe_load((ROOT / "config" / "prod.yaml").read_text())
 DEV_ARN = lock_document("dev")["model_package_arn"]
 STAGING_ARN = lock_document("staging")["model_package_arn"]
 PROD_ARN = lock_document("prod")["model_package_arn"]
+STAGING_RUN = lock_document("staging")["compiled_prefix"].split("/")[1]  # the Training workflow run's folder
 NEURONX_CC = COMPILERS[(0, 30, 0)]  # the neuronx-cc of djl-inference:0.30.0-neuronx-sdk2.20.1
 
 
@@ -171,7 +172,10 @@ LOCK_REFUSALS = [
         "staging",
         _changed(STAGING, serving__neuron__batch_size=8),
         lock_document("staging"),
-        f"staging.model.json: compiled_prefix: {STAGING_ARN} is compiled as models/",
+        f"staging.model.json: compiled_prefix: {STAGING_ARN} is compiled as models/{STAGING_RUN}/neuron/bs4-seq4096-"
+        f"tp2/{STAGING_RUN.replace('-0-0', '-n-0')}/output/model/; staging.yaml serves shape neuron/bs8-seq4096-tp2/ "
+        "(vLLM Neuron refuses another): promote a version compiled for that shape, or serve the shape it was "
+        "compiled for",
     ),
     (
         "lmi-compiled-for-another-shape",
@@ -207,7 +211,8 @@ LOCK_REFUSALS = [
         "dev",
         DEV,
         lock_document("dev", compiled=None),
-        f"dev.model.json: compiled: {DEV_ARN} records no compiled shape or compiler",
+        f"dev.model.json: compiled: {DEV_ARN} records no compiled shape or compiler (compiled_* metadata, read from "
+        "the compiled model's config.json by ReadCompiledFacts): register it again with the current Training workflow",
     ),
     (
         "lmi-without-compiled-model",
@@ -384,3 +389,128 @@ REHEARSAL_REFUSALS = [
 )
 def test_a_rehearsal_declaration_that_disagrees_with_the_files_fails(tmp_path, case, settings, others, expected):
     assert _refusal(tmp_path, "staging", settings, None, others).startswith(expected)
+
+
+def test_the_facts_a_rule_reads_cannot_change_under_it():
+    from dataclasses import FrozenInstanceError
+
+    from stacks.config.served_model import ModelShape, Subject
+
+    shape = ModelShape("llama", "LlamaForCausalLM", 1100048384, 2048, 32, 4)
+    subject = Subject("version", "dev.model.json", {})
+    for thing, name in ((shape, "parameters"), (subject, "name")):
+        with pytest.raises(FrozenInstanceError):
+            setattr(thing, name, None)
+
+
+# the other backend's name, and the fix when none loads the architecture
+ARCHITECTURE_FIXES = [
+    ("qwen2", "Qwen2ForCausalLM", "serve it with backend vllm_neuronx"),
+    ("falcon", "FalconForCausalLM", "promote a model of one of those architectures"),
+]
+
+
+@pytest.mark.parametrize(("model_type", "architecture", "fix"), ARCHITECTURE_FIXES)
+def test_a_version_of_another_architecture_names_the_backend_that_loads_it(tmp_path, model_type, architecture, fix):
+    lock = lock_document("dev", facts__model_type=model_type, facts__architecture=architecture)
+    text = _refusal(tmp_path, "dev", DEV, lock)
+    assert text.startswith(f"dev.model.json: facts.model_type: {DEV_ARN}: model_type {model_type} ({architecture}); ")
+    assert text.endswith(f": {fix}")
+
+
+def test_a_size_exactly_at_the_tolerance_is_served(tmp_path):
+    """At most 10 % off the profile: 5.5 B against a 5.0 B profile is exactly 0.5 B off (all exact in binary)."""
+    settings = _changed(
+        STAGING, serving__model_parameters_billions=5.0, training__hyperparameters__model_id="/opt/ml/input/data/model"
+    )
+    lock = lock_document("staging", facts__parameters=5_500_000_000)
+    config = _load(tmp_path, "staging", settings, lock, {"prod": PROD})
+    assert config.model.facts.parameters == 5_500_000_000
+
+
+def test_a_tp_refusal_lists_every_degree_up_to_the_core_count(tmp_path):
+    """156 heads: 12 divides them (the 24xlarge's core count, listed), 13 too (more cores than it has, not)."""
+    lock = lock_document("prod", facts__num_attention_heads=156, facts__num_key_value_heads=4)
+    assert _refusal(tmp_path, "prod", PROD, lock).endswith(
+        "is 8, which does not divide them: use one of 1, 2, 3, 4, 6, 12 (ml.inf2.24xlarge has 12 NeuronCores)"
+    )
+
+
+def test_one_kv_head_is_sharded_across_any_tp_degree(tmp_path):
+    """Multi-query attention (one K/V head): the head divides every TP degree, so vLLM Neuron replicates it."""
+    config = _load(tmp_path, "staging", STAGING, lock_document("staging", facts__num_key_value_heads=1), {"prod": PROD})
+    assert config.model.facts.num_key_value_heads == 1
+
+
+def test_weights_that_fill_the_memory_share_exactly_are_served(tmp_path):
+    """12.8 B at 2 bytes is 25.6 GB: exactly 80 % of 2 x 16 GB, which fits (the refusal is for exceeding it)."""
+    settings = _changed(
+        STAGING,
+        serving__model_parameters_billions=12.8,
+        training__hyperparameters__model_id="/opt/ml/input/data/model",
+    )
+    lock = lock_document("staging", facts__parameters=12_800_000_000)
+    assert _load(tmp_path, "staging", settings, lock, {"prod": PROD}).model.facts.parameters == 12_800_000_000
+
+
+def _start_up_compiled(**changes) -> dict:
+    """dev compiling at start-up: no ahead-of-time partition in its Training workflow."""
+    return _changed(DEV, training__neuron_compile__enabled=False, **changes)
+
+
+def test_a_7b_version_without_a_graph_on_a_small_host_fails(tmp_path):
+    settings = _start_up_compiled(
+        serving__model_parameters_billions=6.7,
+        training__hyperparameters__model_id="NousResearch/Llama-2-7b-chat-hf",
+    )
+    lock = lock_document("dev", facts__parameters=6738415616, compiled_prefix=None, compiled=None)
+    text = _refusal(tmp_path, "dev", settings, lock)
+    assert text.startswith(f"dev.model.json: facts.parameters: {DEV_ARN}: 6738415616 parameters on ")
+    assert "without a precompiled graph is compiled at start-up" in text
+
+
+def test_lmi_compiling_at_start_up_serves_the_merged_model(tmp_path):
+    lock = lock_document("dev", compiled_prefix=None, compiled=None)
+    config = _load(tmp_path, "dev", _start_up_compiled(), lock)
+    assert config.serving.model_prefix == lock["model_prefix"] and config.serving.compiled_graph_prefix is None
+
+
+def test_lmi_serves_the_compiled_model_as_its_model(tmp_path):
+    config = _load(tmp_path, "dev", DEV, lock_document("dev"))
+    assert config.serving.model_prefix == lock_document("dev")["compiled_prefix"]
+
+
+def test_an_environment_without_serving_refuses_its_lock(tmp_path):
+    settings = {k: v for k, v in DEV.items() if k != "serving"}
+    assert _refusal(tmp_path, "dev", settings, lock_document("dev")) == (
+        f"dev.model.json: model_package_arn: {DEV_ARN}: dev.yaml has no serving section to serve it"
+    )
+
+
+def test_another_image_lists_every_uri_of_the_configured_one(tmp_path):
+    from stacks.image_table import image_uris
+
+    image = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.29.0-neuronx"
+    text = _refusal(tmp_path, "dev", DEV, lock_document("dev", serving__image=image))
+    assert text.endswith(f"({', '.join(image_uris('lmi_neuronx'))}): promote a version built for that image")
+
+
+# transformers-neuronx's amp names against LMI's option.dtype (djl_python tnx_properties.py)
+AMP_OF_DTYPE = [("fp32", "f32"), ("bf16", "bf16")]
+
+
+@pytest.mark.parametrize(("dtype", "amp"), AMP_OF_DTYPE)
+def test_a_compiled_amp_name_matches_the_lmi_dtype_it_is(tmp_path, dtype, amp):
+    document = lock_document("dev")
+    prefix = document["compiled_prefix"].replace("-fp16-", f"-{dtype}-")
+    lock = lock_document("dev", compiled_prefix=prefix, compiled__dtype=amp)
+    config = _load(tmp_path, "dev", _changed(DEV, serving__lmi__dtype=dtype), lock)
+    assert config.model.compiled.dtype == amp
+
+
+def test_every_differing_compiled_fact_is_named(tmp_path):
+    lock = lock_document("prod", compiled__batch_size=4, compiled__n_positions=2048)
+    assert _refusal(tmp_path, "prod", PROD, lock).startswith(
+        f"prod.model.json: compiled.n_positions: {PROD_ARN} is compiled with n_positions 2048 (serves 4096), "
+        "batch_size 4 (serves 8); "
+    )

@@ -162,3 +162,80 @@ def test_the_request_is_one_createtrainingjob_accepts(overrides):
         assert params["Tags"] == [{"Key": "app", "Value": "llm-inf2"}, {"Key": "env", "Value": "dev"}]
         assert params["AlgorithmSpecification"]["ContainerArguments"] == ["--batch_size", "4"]
         assert params["HyperParameters"] == {"epochs": "1"}
+
+
+def test_the_task_resource_is_the_documented_sync_integration():
+    """Step Functions' optimized SageMaker integration: `arn:<partition>:states:::sagemaker:createTrainingJob.sync`."""
+    from stacks.shared.job_request import CREATE_TRAINING_JOB_SYNC
+
+    assert CREATE_TRAINING_JOB_SYNC.format(partition="aws-us-gov") == (
+        "arn:aws-us-gov:states:::sagemaker:createTrainingJob.sync"
+    )
+
+
+def test_a_request_and_its_channels_cannot_be_changed_after_the_checks():
+    """The invariants hold only because nobody can change a field after __post_init__ checked it."""
+    import dataclasses
+
+    request = _request()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.max_wait_seconds = 60
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.channels[0].name = "model"
+
+
+def test_an_unset_option_leaves_the_job_on_sagemaker_defaults():
+    """No environment (the image's own), no isolation, no VPC, no tags, no entrypoint: nothing sent for them."""
+    asl = _request().to_asl()
+    assert asl["EnableNetworkIsolation"] is False
+    assert set(asl) == {
+        "TrainingJobName.$",
+        "RoleArn",
+        "AlgorithmSpecification",
+        "HyperParameters.$",
+        "InputDataConfig",
+        "OutputDataConfig",
+        "ResourceConfig",
+        "StoppingCondition",
+        "EnableNetworkIsolation",
+        "EnableInterContainerTrafficEncryption",
+    }
+    assert set(asl["AlgorithmSpecification"]) == {"TrainingImage", "TrainingInputMode", "MetricDefinitions"}
+
+
+def test_the_container_environment_is_sent_as_given():
+    asl = _request(environment={"NEURON_CC_FLAGS": "--model-type=transformer"}).to_asl()
+    assert asl["Environment"] == {"NEURON_CC_FLAGS": "--model-type=transformer"}
+
+
+def test_a_spot_wait_as_long_as_the_runtime_is_accepted():
+    """CreateTrainingJob needs MaxWaitTimeInSeconds >= MaxRuntimeInSeconds: equal is allowed."""
+    asl = _request(max_wait_seconds=3600, checkpoint_s3_uri="s3://b/checkpoints/").to_asl()
+    assert asl["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 3600}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "line"),
+    [
+        ({"max_wait_seconds": 60}, "max_wait_seconds must be >= max_runtime_seconds"),
+        (
+            {"max_wait_seconds": 7200},
+            "managed spot training needs a checkpoint location to resume after an interruption",
+        ),
+        ({"security_group_ids": ["sg-1"]}, "a VPC config needs subnets and security groups"),
+        (
+            {"channels": [S3Channel("training", "s3://a/"), S3Channel("training", "s3://b/")]},
+            "duplicate channel names ['training', 'training']",
+        ),
+    ],
+)
+def test_each_refusal_is_its_whole_line(overrides, line):
+    with pytest.raises(ValueError) as refused:
+        _request(**overrides)
+    assert str(refused.value) == line
+
+
+def test_a_plain_string_ref_is_refused_with_its_whole_line():
+    with pytest.raises(ValueError) as refused:
+        Ref("train_data")
+    assert str(refused.value) == "not a JSONPath or intrinsic function: 'train_data'"
