@@ -37,6 +37,9 @@ def deployed(tmp_path_factory):
     assembly = synth(replaced(config, training=training), tmp_path_factory.mktemp("cdk-local"))
     base = build_tiny_llama(tmp_path_factory.mktemp("base"), ROWS, vocab_size=300)
     with LocalAws.start(time_scale=0.001, work_root=tmp_path_factory.mktemp("jobs")) as aws:
+        # One thread per job: torch's default of one per core oversubscribes the two cores `make test` shares
+        # between its workers, and the tiny model's ops are too small to gain from more.
+        aws.job_runner.extra_env["OMP_NUM_THREADS"] = "1"
         aws.bootstrap()
         outputs = aws.deploy(assembly.directory, [config.stack_id("Training")])
         bucket = outputs[config.stack_id("Data")]["ArtifactBucketName"]
@@ -94,9 +97,10 @@ def _upload_dataset(deployed, prefix: str, *, marker: bool, shards: int = 3) -> 
         s3.put_object(Bucket=deployed["bucket"], Key=f"{prefix}_READY", Body=b"")
 
 
-def notifications(deployed) -> list[dict]:
+def notifications(deployed, *, wait_s: int = 1) -> list[dict]:
+    """The failure topic's messages since the last call (received and deleted); `wait_s=0` only drains."""
     sqs = deployed["aws"].client("sqs")
-    messages = sqs.receive_message(QueueUrl=deployed["queue"], MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+    messages = sqs.receive_message(QueueUrl=deployed["queue"], MaxNumberOfMessages=10, WaitTimeSeconds=wait_s).get(
         "Messages", []
     )
     for m in messages:
@@ -119,14 +123,22 @@ def run_name(described: dict) -> str:
 @pytest.fixture(scope="module")
 def sharded(deployed):
     """The run that three shards and their marker start through S3 events: the normal run, which the gate's test
-    reads as its passing arm (one job less than running it again by hand)."""
+    reads as its passing arm, also taken down both retry paths (one job less than a run each): its first
+    CreateTrainingJob is throttled (the Train state's API retry), then the job that call created hits
+    CapacityError (the capacity loop: a wait, then a new job under a new name with the same checkpoints). Neither
+    fault changes what the run records."""
     aws, machine = deployed["aws"], deployed["training"]["StateMachineArn"]
     before = {e["executionArn"] for e in run.executions(aws, machine)}
-    _upload_dataset(deployed, "datasets/sharded/", marker=True)
-    time.sleep(1)
-    started = [e for e in run.executions(aws, machine) if e["executionArn"] not in before]
-    described = run.follow(aws, started[0]["executionArn"], say=lambda line: None, timeout_s=600) if started else {}
-    return {"started": started, "described": described}
+    aws.job_runner.faults = FaultPlan([Drill("throttle", tries=(1,)), Drill("capacity", tries=(1,))])
+    waits_before = len(aws.clock.waits)
+    try:
+        _upload_dataset(deployed, "datasets/sharded/", marker=True)
+        time.sleep(1)
+        started = [e for e in run.executions(aws, machine) if e["executionArn"] not in before]
+        described = run.follow(aws, started[0]["executionArn"], say=lambda line: None, timeout_s=600) if started else {}
+    finally:
+        aws.job_runner.faults = FaultPlan()
+    return {"started": started, "described": described, "waits": aws.clock.waits[waits_before:]}
 
 
 def test_three_shards_and_the_marker_start_one_execution_that_records_the_model(deployed, sharded):
@@ -255,7 +267,7 @@ def test_the_gate_rejects_a_run_with_learning_rate_0_and_records_nothing(deploye
     fails, and leaves the model parameter as it was."""
     assert sharded["described"]["status"] == "SUCCEEDED"
     before = _parameter(deployed)
-    notifications(deployed)
+    notifications(deployed, wait_s=0)
     described = start(deployed, name="gate-lr0", hyperparameters={"learning_rate": "0"}, dataset="datasets/gate/")
     package = _assert_rejected_and_reported(deployed, described, "0.01")
     assert package["CustomerMetadataProperties"]["eval_loss_improvement"] == "0.0"
@@ -279,7 +291,7 @@ def test_the_gate_rejects_a_run_with_learning_rate_0_and_records_nothing(deploye
 )
 def test_a_bad_input_notifies_and_fails_without_starting_a_job(deployed, hyperparameters, cause):
     jobs_before = len(deployed["aws"].job_runner.requests)
-    notifications(deployed)
+    notifications(deployed, wait_s=0)
     described = start(deployed, name=f"bad-{sorted(hyperparameters)[0]}", hyperparameters=hyperparameters)
     assert described["status"] == "FAILED" and "InvalidInput" in described["error"]
     assert cause in described["cause"]
@@ -292,19 +304,15 @@ def test_a_bad_input_notifies_and_fails_without_starting_a_job(deployed, hyperpa
 
 
 @pytest.fixture(scope="module")
-def retried(deployed):
-    """One run down both retry paths (one job less than a run each): its first CreateTrainingJob is throttled
-    (the Train state's API retry), then the job that call created hits CapacityError (the capacity loop: a wait,
-    then a new job under a new name with the same checkpoints)."""
-    aws = deployed["aws"]
-    aws.job_runner.faults = FaultPlan([Drill("throttle", tries=(1,)), Drill("capacity", tries=(1,))])
-    waits_before = len(aws.clock.waits)
-    try:
-        described = start(deployed, name="retried")
-    finally:
-        aws.job_runner.faults = FaultPlan()
-    history = aws.client("stepfunctions").get_execution_history(executionArn=described["executionArn"])["events"]
-    return {"described": described, "waits": aws.clock.waits[waits_before:], "history": history}
+def retried(deployed, sharded):
+    """The sharded run's retries: its description, the clock's waits during it and its history."""
+    described = sharded["described"]
+    history = (
+        deployed["aws"]
+        .client("stepfunctions")
+        .get_execution_history(executionArn=described["executionArn"], maxResults=1000)["events"]
+    )
+    return {"described": described, "waits": sharded["waits"], "history": history}
 
 
 def test_a_capacity_error_waits_and_retries_under_a_new_name_with_the_same_checkpoints(deployed, retried):
@@ -322,7 +330,7 @@ def test_a_capacity_error_waits_and_retries_under_a_new_name_with_the_same_check
 
 def test_any_other_job_failure_notifies_and_fails(deployed, drills):
     drills.append(Drill("algorithm_error", tries=(1,)))
-    notifications(deployed)
+    notifications(deployed, wait_s=0)
     described = start(deployed, name="algorithm-error")
     assert described["status"] == "FAILED" and described["error"] == "StepFailed", described.get("cause")
     assert described["cause"].startswith("States.TaskFailed: ") and "AlgorithmError" in described["cause"]
@@ -366,7 +374,7 @@ def test_a_job_past_max_runtime_is_stopped_and_not_recorded(deployed, drills):
     ssm = aws.client("ssm")
     parameter = deployed["training"]["ModelParameterName"]
     before = ssm.get_parameter(Name=parameter)["Parameter"]["Value"]
-    notifications(deployed)
+    notifications(deployed, wait_s=0)
     described = start(deployed, name="max-runtime")
     history = aws.client("stepfunctions").get_execution_history(
         executionArn=described["executionArn"], maxResults=1000
@@ -423,7 +431,7 @@ def test_a_gate_minimum_above_the_gain_rejects_the_run_and_the_pipeline_serves_n
     raised = replaced(config, training=dataclasses.replace(config.training, quality_gate=gate))
     aws.deploy(synth(raised, tmp_path / "cdk-raised").directory, [config.stack_id("Training")])
     before = _parameter(deployed)
-    notifications(deployed)
+    notifications(deployed, wait_s=0)
     data = tmp_path / "instructions.jsonl"
     data.write_text("\n".join(ROWS) + "\n")
     lines: list[str] = []
