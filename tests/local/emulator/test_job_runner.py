@@ -5,6 +5,7 @@ SageMaker's (DescribeTrainingJob's FailureReason, MaxRuntimeExceeded)."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -131,8 +132,14 @@ def _object(aws, key: str) -> bytes:
     return aws.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read()
 
 
-def test_entry_point_sees_the_toolkits_contract(aws):
-    outcome = aws.job_runner.run(request("contract-1"), job_arn="arn:aws:sagemaker:::training-job/contract-1")
+@pytest.fixture(scope="module")
+def completed(aws):
+    """One plain job that completes: what its entry point saw and what it reported."""
+    return aws.job_runner.run(request("contract-1"), job_arn="arn:aws:sagemaker:::training-job/contract-1")
+
+
+def test_entry_point_sees_the_toolkits_contract(aws, completed):
+    outcome = completed
     assert outcome.status == "Completed", outcome.failure_reason
     seen = json.loads(_object(aws, "models/contract-1/output/model/seen.json"))
     # The toolkit's command line: sorted, sagemaker_* left out, JSON-decoded ("true" -> True).
@@ -152,8 +159,8 @@ def test_entry_point_sees_the_toolkits_contract(aws):
     assert _object(aws, "checkpoints/run/step-2") == b"saved"  # and synced back
 
 
-def test_metrics_are_the_last_values_as_float32(aws):
-    outcome = aws.job_runner.run(request("metrics-1"), job_arn="arn")
+def test_metrics_are_the_last_values_as_float32(completed):
+    outcome = completed
     # 108,311,810 is not a float32: SageMaker reports 108,311,808, as this does.
     assert outcome.metrics == {"epoch": 2.0, "train_loss": 0.25, "num_parameters": 108311808.0}
 
@@ -272,15 +279,21 @@ def test_what_is_not_emulated_fails_with_one_line(aws):
         tuning.plan(bayesian, max_trials=3)
 
 
-def _dev_partition_request(name: str) -> dict:
-    """dev's CompileForNeuron request as the state machine sends it (the template's Parameters, run-time fields
-    filled), its model channel and output in this module's bucket."""
+@functools.cache
+def _dev_partition_parameters() -> str:
+    """dev's CompileForNeuron Parameters as JSON: one synth for the module's partition jobs."""
     from tests.stacks.training.test_training_stack import definition
     from tests.synth import synth_env, templates
 
     with tempfile.TemporaryDirectory() as out:
         template = templates(synth_env("dev", Path(out)))["Training"]
-    params = definition(template)["States"]["CompileForNeuron"]["Parameters"]
+    return json.dumps(definition(template)["States"]["CompileForNeuron"]["Parameters"])
+
+
+def _dev_partition_request(name: str) -> dict:
+    """dev's CompileForNeuron request as the state machine sends it (the template's Parameters, run-time fields
+    filled), its model channel and output in this module's bucket."""
+    params = json.loads(_dev_partition_parameters())
     request = {k: v for k, v in params.items() if not k.endswith(".$")}
     request["TrainingJobName"] = name
     request["RoleArn"] = "arn:aws:iam::123456789012:role/compile"
