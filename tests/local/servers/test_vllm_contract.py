@@ -69,6 +69,9 @@ def test_started_with_the_containers_arguments(vllm_endpoint):
     log = vllm_endpoint.log.read_text()
     assert "local change: --tensor-parallel-size 2 -> 1" in log and "local change: --task generate: dropped" in log
     assert "local change: --enforce-eager: added" in log and "'enforce_eager': True" in log  # no compile warm-up
+    # the model worker in the engine core's process: vLLM logs no worker process of its own
+    assert "local change: VLLM_ENABLE_V1_MULTIPROCESSING=0: set" in log and "(EngineCore pid=" in log
+    assert "(Worker pid=" not in log and "(VllmWorker-0 pid=" not in log
     assert f"'max_model_len': {N_POSITIONS}" in log and f"'max_num_seqs': {MAX_BATCH}" in log  # vLLM's own log
     assert "vllm_neuronx contract; listening on" in log
 

@@ -73,3 +73,12 @@ def test_pass_through_flags_reach_vllm_and_a_missing_shape_is_one_line():
     del environment["SM_ON_BATCH_SIZE"]
     with pytest.raises(ValueError, match="SM_ON_\\* sets no batch size: the stack always sets all three"):
         container_vllm_arguments(environment, "bfloat16")
+
+
+def test_the_local_environment_keeps_what_the_caller_set_and_notes_only_its_own_settings():
+    from local.servers.vllm_server import environment_notes, local_environment
+
+    assert local_environment({}) == {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    assert local_environment({"VLLM_ENABLE_V1_MULTIPROCESSING": "1"})["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+    notes = environment_notes({"VLLM_CPU_KVCACHE_SPACE": "4"})
+    assert len(notes) == 1 and notes[0].startswith("VLLM_ENABLE_V1_MULTIPROCESSING=0: set (")
