@@ -23,10 +23,15 @@
    keeps boto3's datetimes, and the state after it fails "Object of type datetime is not JSON serializable",
    e.g. the registry's ListObjectVersions) and S3 GetObject's streaming Body as the object's text (the
    registry's ReadModelFacts parses it with States.StringToJson).
+9. A definition is parsed once per process: moto's interpreter parses the ASL with ANTLR's pure-Python runtime
+   on every create, update and execution (0.1-0.3 s for our workflows, a few hundred times a test run). The
+   syntax tree is kept by definition text; each caller still gets components of its own, built from it, so no
+   execution shares state with another.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import threading
@@ -242,6 +247,24 @@ def aws_sdk_answers_as_json() -> None:
     patch_once(state_task_service_aws_sdk.StateTaskServiceAwsSdk, "_eval_service_task", build)
 
 
+def definitions_parsed_once() -> None:
+    from moto.stepfunctions.parser.asl.parse import asl_parser
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    def build(original):
+        @functools.lru_cache(maxsize=128)
+        def syntax_tree(definition: str):
+            return original(definition)[1]  # a definition that fails raises here and is not kept
+
+        def parse(definition: str):
+            tree = syntax_tree(definition)
+            return Preprocessor().visit(tree), tree
+
+        return parse
+
+    patch_once(asl_parser.AmazonStateLanguageParser, "parse", build)
+
+
 def apply_all(*, time_scale: float) -> EmulatedClock:
     executing_backend_for_cloudformation()
     bucket_settings_from_cloudformation()
@@ -251,5 +274,6 @@ def apply_all(*, time_scale: float) -> EmulatedClock:
     test_event_pattern_answers()
     scaled_waits()
     aws_sdk_answers_as_json()
+    definitions_parsed_once()
     CLOCK.scale = time_scale
     return CLOCK

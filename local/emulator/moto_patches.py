@@ -31,15 +31,16 @@ _FLAG = "_llm_inf2_patched"
 
 def patch_once(owner: type, name: str, build: Callable[[Callable], Callable]) -> None:
     """Replace `owner.name` by `build(original)`, once (a second call finds the mark and does nothing). A
-    classmethod stays one: `build` gets and returns the plain function, called with the class first."""
+    classmethod or staticmethod stays one: `build` gets and returns the plain function (a classmethod's is
+    called with the class first)."""
     raw = inspect.getattr_static(owner, name)
-    is_classmethod = isinstance(raw, classmethod)
-    original = raw.__func__ if is_classmethod else raw
+    wrapper = type(raw) if isinstance(raw, (classmethod, staticmethod)) else None
+    original = raw.__func__ if wrapper else raw
     if getattr(original, _FLAG, False):
         return
     replacement = build(original)
     setattr(replacement, _FLAG, True)
-    setattr(owner, name, classmethod(replacement) if is_classmethod else replacement)
+    setattr(owner, name, wrapper(replacement) if wrapper else replacement)
 
 
 def allow_inf2_instance_types() -> None:

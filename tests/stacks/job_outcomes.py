@@ -28,8 +28,11 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 
+from local.emulator.execution_patches import definitions_parsed_once
 from local.emulator.sagemaker_sync import sync_task_failed
 from tests.stacks.model_folder import model_facts_body
+
+definitions_parsed_once()  # as the emulator runs the interpreter: each definition's ASL parsed once per process
 
 # A completed QLoRA job logs train.py's held-out figures (the gate's metric among them, above every config's
 # minimum) and leaves its merged model folder, model_facts.json included, under models/<job>/output/model/.
