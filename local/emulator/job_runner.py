@@ -73,7 +73,11 @@ def _wait(process: subprocess.Popen, limit_s: float, cancelled: Callable[[], boo
     """The exit code, or TIMED_OUT / STOPPED after terminating the container: its process group (the toolkit
     and the script it started), SIGTERM then SIGKILL, as stopping a container signals all of it."""
     deadline = time.monotonic() + limit_s
-    while process.poll() is None:
+    while True:
+        try:
+            return process.wait(timeout=0.2)  # returns as the container exits; else checks the limits again
+        except subprocess.TimeoutExpired:
+            pass
         ended = TIMED_OUT if time.monotonic() > deadline else STOPPED if cancelled() else None
         if ended is not None:
             _signal_group(process, signal.SIGTERM)
@@ -83,8 +87,6 @@ def _wait(process: subprocess.Popen, limit_s: float, cancelled: Callable[[], boo
                 _signal_group(process, signal.SIGKILL)
                 process.wait()
             return ended
-        time.sleep(0.2)
-    return process.returncode
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
