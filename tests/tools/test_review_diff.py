@@ -25,6 +25,8 @@ import pytest
 from tests.synth import ROOT, cli_context, load_served, replaced
 from tools import cost, review_diff
 
+pytestmark = pytest.mark.slow
+
 
 def _synth(config, outdir: Path, rename: tuple[str, str, str] | None = None) -> Path:
     """The real app for `config`; rename=(unit, construct id, new logical id) renames one resource's logical id."""

@@ -18,6 +18,8 @@ import pytest
 from local.emulator import LocalAws
 from local.emulator.faults import Drill, FaultPlan
 
+pytestmark = pytest.mark.slow
+
 BUCKET = "runner-contract"
 
 # An entry point that records what it was given, prints metrics and writes a model, like train.py does.

@@ -16,6 +16,8 @@ from qlora_test_helpers import instruction_rows, load_train_entry, text_rows, ti
 from safetensors.torch import load_file
 from transformers import TrainerCallback
 
+pytestmark = pytest.mark.slow
+
 LLAMA_LINEAR_LAYERS = ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"]
 
 
