@@ -202,12 +202,18 @@ def run_execution(aws: Mapping, machine: str, execution_input: dict, name: str) 
     """Start, wait for the end: (DescribeExecution, history events)."""
     sfn = aws["stepfunctions"]
     arn = sfn.start_execution(stateMachineArn=machine, name=name, input=json.dumps(execution_input))["executionArn"]
+    described = ended_execution(sfn, arn)
+    return described, sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+
+
+def ended_execution(sfn, execution_arn: str) -> dict:
+    """DescribeExecution once the execution has left RUNNING (30 s at most)."""
     for _ in range(600):
-        described = sfn.describe_execution(executionArn=arn)
+        described = sfn.describe_execution(executionArn=execution_arn)
         if described["status"] != "RUNNING":
-            return described, sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+            return described
         time.sleep(0.05)
-    raise AssertionError(f"{name} still running")
+    raise AssertionError(f"{execution_arn} still running")
 
 
 def entered(events: list[dict]) -> list[str]:

@@ -4,7 +4,6 @@ components of its own (an execution's evaluation never touches another's)."""
 from __future__ import annotations
 
 import json
-import time
 
 import boto3
 import pytest
@@ -13,6 +12,7 @@ from moto import mock_aws
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
 from local.emulator.execution_patches import definitions_parsed_once
+from tests.stacks.job_outcomes import ended_execution
 
 DEFINITION = json.dumps(
     {
@@ -66,15 +66,5 @@ def test_executions_of_one_machine_each_follow_their_own_input():
             name: sfn.start_execution(stateMachineArn=arn, name=name, input=json.dumps({"name": name}))["executionArn"]
             for name in ("a-b-c", "a-x-c", "q-b")
         }
-        statuses = {name: _ended(sfn, execution) for name, execution in started.items()}
+        statuses = {name: ended_execution(sfn, execution)["status"] for name, execution in started.items()}
     assert statuses == {"a-b-c": "SUCCEEDED", "a-x-c": "FAILED", "q-b": "SUCCEEDED"}
-
-
-def _ended(sfn, execution_arn: str) -> str:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        status = sfn.describe_execution(executionArn=execution_arn)["status"]
-        if status != "RUNNING":
-            return status
-        time.sleep(0.05)
-    raise AssertionError(f"{execution_arn} still RUNNING")
