@@ -100,6 +100,10 @@ def load_base_model(config: TrainConfig):
     if method == "qlora":
         from peft import prepare_model_for_kbit_training
 
+        from .cpu_4bit import keep_training_layout
+
+        keep_training_layout(model)  # an evaluation must leave the layers as training needs them
+
         model = prepare_model_for_kbit_training(
             model,
             # FSDP checkpoints activations itself (fsdp_config), which avoids a second all-gather.

@@ -295,6 +295,7 @@ def _save_outputs(config: TrainConfig, report, trained: Trained) -> Any:
 def run(config: TrainConfig, extra_callbacks: list | None = None) -> dict[str, Any]:
     """Train (and merge) with train.py's parsed settings; returns the report. extra_callbacks are Trainer
     callbacks, for tests."""
+    from .cpu_4bit import InferenceLayoutError
     from .distributed import barrier
     from .merge import MergeCheckError
     from .model import ModelShapeError
@@ -306,7 +307,7 @@ def run(config: TrainConfig, extra_callbacks: list | None = None) -> dict[str, A
     report.set(world={"world_size": world.world_size, "rank": world.rank, "fsdp": config.fsdp})
     try:
         trained = _train(config, report, extra_callbacks)
-    except (DataError, ModelShapeError) as error:
+    except (DataError, ModelShapeError, InferenceLayoutError) as error:
         raise SystemExit(f"train.py: error: {error}") from error
     barrier()
     if not world.is_main:  # the merge needs one process; the others are done once the adapter is saved

@@ -18,6 +18,7 @@ from trl import SFTConfig, SFTTrainer
 
 from .checkpoints import newest_complete_checkpoint
 from .config import TrainConfig
+from .cpu_4bit import TrainingLayoutGuard
 from .distributed import current_world, ddp_backend, fsdp_config
 from .metrics import format_metrics
 from .model import has_gpu
@@ -248,6 +249,8 @@ def build_trainer(model, config: TrainConfig, data, tokenizer, callbacks: list[T
     from datasets import Dataset
 
     args = sft_config(config, has_eval=bool(data.eval))
+    if config.method == "qlora":
+        callbacks = [*callbacks, TrainingLayoutGuard()]
     if args.load_best_model_at_end and config.early_stopping_patience > 0:
         callbacks = [*callbacks, EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience)]
     return QLoRATrainer(
