@@ -160,7 +160,7 @@ REQUEST_AND_CONFIG_REASONS: dict[tuple[str, str, str], str] = {
         'known = ", ".join(deployed) or "XXnoneXX"',
     ): "unreachable: the loop that reaches it runs only when some environment deploys, so the list is never empty",
     (
-        "stacks/config/loader.py",
+        "stacks/config/yaml_file.py",
         "def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:",
         "def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = True) -> dict:",
     ): "deep only changes when nested nodes are built: the same mapping for any document without a recursive alias",

@@ -6,6 +6,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,28 @@ from stacks.application import build_app
 from stacks.config import AppConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def with_catalog(config_dir: Path) -> Path:
+    """config_dir/models/: a copy of the shipped model catalog, so a case's environment names recorded bases (and
+    a case may add a record of its own)."""
+    models = Path(config_dir) / "models"
+    if not models.exists():
+        shutil.copytree(ROOT / "config" / "models", models)
+    return config_dir
+
+
+def add_record(config_dir: Path, hub_id: str, like: str, **changes: Any) -> str:
+    """config_dir/models/<name>.yaml: the shipped record `like` with `changes`, as `hub_id`; returns hub_id."""
+    import yaml
+
+    from stacks.config.base_model_record import record_name
+
+    with_catalog(config_dir)
+    record = yaml.safe_load((ROOT / "config" / "models" / f"{like}.yaml").read_text())
+    record.update(hub_id=hub_id, source=hub_id, **changes)
+    (Path(config_dir) / "models" / f"{record_name(hub_id)}.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+    return hub_id
 
 
 def cli_context() -> dict[str, Any]:

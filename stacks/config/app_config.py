@@ -9,6 +9,7 @@ from . import aws_limits as aws
 from .data import DataConfig
 from .deploy import DeployConfig
 from .errors import ConfigError
+from .model_catalog import BaseModel
 from .model_lock import ModelLock
 from .network import NetworkConfig
 from .pruning import PruningConfig
@@ -50,6 +51,7 @@ class AppConfig:
     env_name: str = field(default="", init=False)
     source: str = field(default="", init=False)
     model: ModelLock | None = field(default=None, init=False)  # config/<env>.model.json: the served version
+    base_model: BaseModel | None = field(default=None, init=False)  # config/models/: what training starts from
 
     def check(self, source: str, path: str) -> None:
         """Isolated mode: every setting that would need the internet fails here, one line each."""

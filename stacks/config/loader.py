@@ -3,37 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from .app_config import AppConfig
 from .deploy import ENV_NAME_PATTERN, Stage, deploy_chain
 from .errors import ConfigError
+from .model_catalog import read_catalog, training_base, with_base_facts
 from .model_lock import lock_path, read_lock
 from .rehearsal import check_rehearsal
 from .schema import describe, parse
 from .served_model import with_model
 from .trained_model import check_trained_model
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys, which PyYAML would otherwise silently overwrite."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", mark)
-        seen[key] = loader.construct_object(value_node, deep=deep)
-    return seen
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+from .yaml_file import read_yaml
 
 
 def available_envs(config_dir: Path) -> list[str]:
@@ -53,23 +36,23 @@ def load_config(env_name: Any, config_dir: str | Path = "config", *, served: boo
     if not path.is_file():
         known = ", ".join(available_envs(config_dir)) or "none"
         raise ConfigError(source, "env", f"no such file for env {env_name!r}; known environments: {known}")
-    try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 - strict safe loader
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "<yaml>"
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfigError(source, where, f"invalid YAML: {problem}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(source, "<file>", "not UTF-8 text") from None
-    config = parse(AppConfig, {} if raw is None else raw, source=source)
+    config = parse_environment(read_yaml(path), source, config_dir)
     object.__setattr__(config, "env_name", env_name)
-    object.__setattr__(config, "source", source)
     check_trained_model(config)
     if not served:
         return config
     check_rehearsal(config, lambda other: load_config(other, config_dir, served=False))
     return served_from_lock(config, config_dir)
+
+
+def parse_environment(raw: Any, source: str, config_dir: str | Path) -> AppConfig:
+    """config/<env>.yaml's value as the typed config, with its training base's record from config_dir/models/."""
+    raw = {} if raw is None else raw
+    base = training_base(raw.get("training") if isinstance(raw, Mapping) else None, read_catalog(config_dir))
+    config = parse(AppConfig, with_base_facts(raw, source, base), source=source)
+    object.__setattr__(config, "source", source)
+    object.__setattr__(config, "base_model", base.model)
+    return config
 
 
 def served_from_lock(config: AppConfig, config_dir: Path) -> AppConfig:

@@ -5,9 +5,9 @@ field, the model's value, the environment's, and the fix. The same rules run at 
 against config/<env>.yaml), in the promotion (before anything is copied) and on the training base
 (trained_model.py), so what one accepts the others accept.
 
-Parameter tolerance: a model's true parameter count may differ from `serving.model_parameters_billions` (the size
-the profile is built for) by at most PARAMETER_TOLERANCE_SHARE of it, or PARAMETER_TOLERANCE_FLOOR_BILLIONS,
-whichever is larger (the floor covers the emulator's tiny models, whose memory no profile limits).
+Parameter tolerance: a model's true parameter count may differ from the training base's (its record in
+config/models/, the size the profile is built for) by at most PARAMETER_TOLERANCE_SHARE of it, or
+PARAMETER_TOLERANCE_FLOOR_BILLIONS, whichever is larger (the floor covers the emulator's tiny models).
 """
 
 from __future__ import annotations
@@ -81,10 +81,9 @@ def check_shape(serving: Any, shape: ModelShape, subject: Subject, config_source
         if abs(billions - profile) > tolerance:
             refuse(
                 "parameters",
-                f"{shape.parameters} parameters ({billions:.2f} B); "
-                f"{_env_field(config_source, 'serving.model_parameters_billions')} is {profile:g} (tolerance "
-                f"{tolerance:g} B): serve a model of the size the profile is built for, or build a profile for "
-                f"{billions:.2f} B (model_parameters_billions, instance_type, TP)",
+                f"{shape.parameters} parameters ({billions:.2f} B); {config_source} trains and serves "
+                f"{serving.base_model}, {profile:.2f} B (tolerance {tolerance:.2f} B): promote a version "
+                "of that base, or make the environment's training base the one this version was trained from",
             )
     _check_positions(serving, shape, refuse, config_source)
     _check_heads(serving, shape, refuse, config_source)

@@ -42,9 +42,11 @@ class _ServingSettings:
     """The settings every backend shares; each backend's own section is added below (ServingConfig)."""
 
     model_name: str = setting(pattern=r"[a-z0-9][a-z0-9._-]{0,62}", hint=_MODEL_NAME_HINT)
+    # Read from the training base's record (config/models/, model_catalog.py), never typed in the YAML.
     model_parameters_billions: float = setting(
-        ge=0.01, le=1000, hint="the size the profile is built for; a served model's true count is checked against it"
+        ge=1e-9, le=1000, hint="from the base model's record: the size the profile is built for"
     )
+    base_model: str = setting("", hint="from the training base: the hub id of the record the size is read from")
     # Set from config/<env>.model.json (the promotion's lock), never in the YAML: a value there is refused.
     model_prefix: str | None = setting(None, pattern=S3_PREFIX, hint="from config/<env>.model.json")
     backend: Backend = setting("lmi_neuronx", hint=_BACKEND_HINT)

@@ -21,7 +21,7 @@ from moto import mock_aws
 
 from stacks.config import load_config
 from stacks.config.model_lock import read_lock
-from tests.synth import CODE_ASSET_HASH, FACTS, image_in
+from tests.synth import CODE_ASSET_HASH, FACTS, image_in, with_catalog
 from tools import promote_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,7 +193,7 @@ def _shipped(config_dir: Path, *envs: str, compiled: bool = False) -> Path:
         if not compiled and settings["serving"]["backend"] == "lmi_neuronx":
             settings["training"]["neuron_compile"] = {"enabled": False}
         (config_dir / f"{env}.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
-    return config_dir
+    return with_catalog(config_dir)
 
 
 def _serving_like_dev(config_dir: Path, env: str) -> None:
@@ -209,6 +209,7 @@ def _serving_like_dev(config_dir: Path, env: str) -> None:
     else:
         settings["training"]["hyperparameters"]["model_id"] = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
     (config_dir / f"{env}.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+    with_catalog(config_dir)
 
 
 def _promote(account: Account, config_dir: Path, version: str, to: str, source: str | None = None):
@@ -381,8 +382,9 @@ REFUSALS = [
         {"model": "llama2"},
         "dev",
         None,
-        ": 6738415616 parameters (6.74 B); {config}/dev.yaml serving.model_parameters_billions is 1.1 (tolerance "
-        "0.11 B): serve a model of the size the profile is built for, or build a profile for 6.74 B",
+        ": 6738415616 parameters (6.74 B); {config}/dev.yaml trains and serves TinyLlama/TinyLlama-1.1B-Chat-v1.0, "
+        "1.10 B (tolerance 0.11 B): promote a version of that base, or make the environment's training base the one "
+        "this version was trained from",
     ),
     (
         "another-backend",

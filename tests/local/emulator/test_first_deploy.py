@@ -23,7 +23,7 @@ from local.emulator import LocalAws
 from local.emulator import workflow_run as run
 from tests.local.emulator.guide_commands import GuideRunner, command_lines, section
 from tests.local.emulator.tiny_training import FAST, ROWS
-from tests.synth import ROOT, synth
+from tests.synth import ROOT, synth, with_catalog
 from tools import promote_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("first-deploy")]
@@ -36,6 +36,7 @@ def _new_account_file(folder: Path) -> Path:
     settings["training"]["hyperparameters"].update(FAST)
     path = folder / f"{ENV}.yaml"
     path.write_text(yaml.safe_dump(settings, sort_keys=False))
+    with_catalog(folder)
     return path
 
 

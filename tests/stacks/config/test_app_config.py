@@ -14,6 +14,7 @@ import stacks.config
 from stacks.config import ConfigError, aws_limits
 from stacks.config.app_config import AppConfig
 from stacks.config.errors import one_line
+from stacks.config.loader import parse_environment
 from stacks.config.schema import describe, parse, setting
 from stacks.config.training import TrainingConfig
 from tools.config_reference import sections
@@ -23,7 +24,7 @@ DEV = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
 
 
 def _config(**top) -> AppConfig:
-    config = parse(AppConfig, {**DEV, **top}, source="config/dev.yaml")
+    config = parse_environment({**DEV, **top}, "config/dev.yaml", ROOT / "config")
     object.__setattr__(config, "env_name", "dev")
     return config
 
@@ -71,8 +72,8 @@ def test_the_compile_step_follows_the_backend_unless_set():
 
 
 def test_warnings_are_lines_of_the_source_file():
-    startup_compile = {**DEV["training"], "neuron_compile": {"enabled": False}}
-    config = _config(serving={**DEV["serving"], "model_parameters_billions": 6.7}, training=startup_compile)
+    startup_compile = {**_training(model_id="NousResearch/Llama-2-7b-chat-hf"), "neuron_compile": {"enabled": False}}
+    config = _config(training=startup_compile)
     object.__setattr__(config, "source", "config/dev.yaml")
     assert [line.split(": ", 2)[:2] for line in config.warnings()] == [
         ["config/dev.yaml", "serving.backend"],
@@ -347,7 +348,7 @@ def test_isolated_mode_takes_a_local_model_path_and_a_graph_under_the_model():
     training = {
         **DEV["training"],
         "hyperparameters": hyperparameters,
-        "base_model_key": "base-models/llama/",
+        "base_model_key": "base-models/tinyllama-1.1b-chat-v1.0/",
         "image_repository": "llm-inf2-training:qlora-1",
     }
     config = _served_at(_config(training=training, pruning={"enabled": False}), "models/x/", "models/x/neuron/")
@@ -459,19 +460,32 @@ def _training(**hyperparameters) -> dict:
     return {**DEV["training"], "hyperparameters": {**DEV["training"]["hyperparameters"], **hyperparameters}}
 
 
-def test_an_unrecorded_training_base_fails_naming_the_recorded_ones():
+def test_an_unrecorded_training_base_fails_naming_the_command_that_records_it():
     """Hub models are named by their hub id; a model only on the bucket by its key folder."""
-    from stacks.config.trained_model import check_trained_model
-
-    config = _config(training=_training(model_id="acme/unknown-7b"))
-    object.__setattr__(config, "source", "config/dev.yaml")
     with pytest.raises(ConfigError) as refused:
-        check_trained_model(config)
+        _config(training=_training(model_id="acme/unknown-7b"))
     assert str(refused.value) == (
-        "config/dev.yaml: training.hyperparameters.model_id: got 'acme/unknown-7b'; no base-model record says what "
-        "it is (stacks/serving/backends/base_models.py: NousResearch/Llama-2-7b-chat-hf, Qwen/Qwen2.5-7B-Instruct, "
-        "TinyLlama/TinyLlama-1.1B-Chat-v1.0, base-models/tiny-pretrained/, meta-llama/Llama-2-7b-chat-hf), so "
-        "nothing can check that serving can serve it: add its config.json facts there"
+        "config/dev.yaml: training.hyperparameters.model_id: got 'acme/unknown-7b'; no record in config/models/ says "
+        "what it is, so nothing can check that serving can serve it: run `make base-model MODEL=acme/unknown-7b` and "
+        "commit the record it writes"
+    )
+    offline = {**_training(model_id="/opt/ml/input/data/model"), "base_model_key": "base-models/unknown-7b/"}
+    with pytest.raises(ConfigError) as refused:
+        _config(training=offline)
+    assert str(refused.value).endswith(
+        "training.base_model_key: got 'base-models/unknown-7b/'; no record in config/models/ says what it is, so "
+        "nothing can check that serving can serve it: run "
+        "`make base-model MODEL=s3://<bucket>/base-models/unknown-7b/` and commit the record it writes"
+    )
+
+
+def test_a_size_typed_into_the_serving_section_is_refused_naming_the_record():
+    """The record is the one place a base model's size lives: a profile cannot drift from the model it serves."""
+    with pytest.raises(ConfigError) as refused:
+        _config(serving={**DEV["serving"], "model_parameters_billions": 6.7})
+    assert str(refused.value) == (
+        "config/dev.yaml: serving.model_parameters_billions: remove this line; the base model's size is read from its "
+        "record (config/models/tinyllama-1.1b-chat-v1.0.yaml), never typed here"
     )
 
 
@@ -551,10 +565,8 @@ def _profile_refusal(env: str, model_id: str | None, serving: dict) -> str:
     if model_id is not None:
         data["training"]["hyperparameters"]["model_id"] = model_id
     data["serving"] = {**data["serving"], **serving}
-    config = parse(AppConfig, data, source=f"config/{env}.yaml")
-    object.__setattr__(config, "source", f"config/{env}.yaml")
     with pytest.raises(ConfigError) as refused:
-        check_trained_model(config)
+        check_trained_model(parse_environment(data, f"config/{env}.yaml", ROOT / "config"))
     return str(refused.value)
 
 
@@ -564,7 +576,6 @@ def test_a_tp_degree_that_does_not_divide_the_bases_heads_names_the_training_bas
         "dev",
         "NousResearch/Llama-2-7b-chat-hf",
         {
-            "model_parameters_billions": 6.7,
             "instance_type": "ml.inf2.48xlarge",
             "lmi": {**DEV["serving"]["lmi"], "tensor_parallel_degree": 24},
         },

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.synth import ROOT, cli_context, lock_document
+from tests.synth import ROOT, add_record, cli_context, lock_document, with_catalog
 
 LOCK = "__lock__"  # a case's config/<env>.model.json (tests.synth.lock_document), written beside the YAML
 SHIPPED = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())  # a first deploy: nothing served yet
@@ -73,9 +73,18 @@ def _staging(**changes) -> dict:
     return _changed(STAGING, **changes)
 
 
+RECORD = "__record__"  # a case's own base-model record (tests.synth.add_record's arguments), beside its YAML
+
+
+def _staging_record(hub_id: str, **facts) -> dict:
+    """staging training (and so serving) a base of its own: Qwen2.5-7B's record with `facts`."""
+    record = {"hub_id": hub_id, "like": "qwen2.5-7b-instruct", **facts}
+    return {**_staging(training__hyperparameters__model_id=hub_id), RECORD: record}
+
+
 _HPS = VALID["training"]["hyperparameters"]
 _READY = {
-    "training__base_model_key": "base-models/llama/",
+    "training__base_model_key": "base-models/tinyllama-1.1b-chat-v1.0/",
     "training__hyperparameters__model_id": None,
     "training__image_repository": "llm-inf2-training:qlora-1",
     **({"pruning__enabled": False} if "pruning" in VALID else {}),
@@ -316,8 +325,9 @@ CASES = [
     (
         "isolated-hub-model-id",
         "dev",
-        _isolated(**{**_READY, "training__hyperparameters__model_id": "org/model"}),
-        "training.hyperparameters.model_id: got 'org/model'; a Hugging Face hub id needs the internet",
+        _isolated(**{**_READY, "training__hyperparameters__model_id": "TinyLlama/TinyLlama-1.1B-Chat-v1.0"}),
+        "training.hyperparameters.model_id: got 'TinyLlama/TinyLlama-1.1B-Chat-v1.0'; a Hugging Face hub id needs the "
+        "internet",
     ),
     *(
         [
@@ -414,8 +424,9 @@ CASES = [
     (
         "vllm-weights-over-memory",
         "dev",
-        _staging(serving__model_parameters_billions=70),
-        "serving.neuron.tensor_parallel_size: got 2; 140 GB of 16-bit weights exceed 80% of 2 x 16 GB",
+        _staging_record("test/qwen-70b", parameters=70_000_000_000),
+        "serving.neuron.tensor_parallel_size: got 2; 140.0 GB of 16-bit weights (test/qwen-70b) exceed 80% of "
+        "2 x 16 GB",
     ),
     (
         "vllm-with-lmi-options",
@@ -439,7 +450,8 @@ CASES = [
         "vllm-volume-too-small",
         "dev",
         _staging(serving__volume_size_gb=20),
-        "serving.volume_size_gb: got 20; the compiled model is mounted from S3 onto the volume: needs >= 40.4 GB",
+        "serving.volume_size_gb: got 20; the compiled model is mounted from S3 onto the volume: needs >= 41 GB "
+        "(2 x 15.2 GB weights + 10)",
     ),
     # instance types against botocore's SageMaker enums (the API shape each one is sent in)
     (
@@ -504,10 +516,10 @@ CASES = [
     (
         "lmi-compile-without-the-host-memory-for-the-model",
         "dev",
-        _with("serving.model_parameters_billions", 6.7),
-        "training.neuron_compile.instance_type: got 'ml.trn1.2xlarge' (32 GiB host RAM); compiling a 6.7B-parameter "
-        "model (serving.model_parameters_billions) needs ~100 GiB (15 GiB per billion parameters, ~100 GB for a 7B "
-        "model): use ml.trn1.32xlarge or ml.trn1n.32xlarge",
+        _with("training.hyperparameters.model_id", "NousResearch/Llama-2-7b-chat-hf"),
+        "training.neuron_compile.instance_type: got 'ml.trn1.2xlarge' (32 GiB host RAM); compiling the 6.74B-parameter "
+        "NousResearch/Llama-2-7b-chat-hf needs ~101 GiB (15 GiB per billion parameters, ~100 GB for a 7B model): use "
+        "ml.trn1.32xlarge or ml.trn1n.32xlarge",
     ),
     (
         "lmi-scale-out-faster-than-an-instance-loads",
@@ -573,6 +585,7 @@ def run_in_process(config_dir: Path, env_name: str) -> subprocess.CompletedProce
 def write_case(config_dir: Path, content, env_name: str = "dev") -> None:
     """config_dir/<env>.yaml from `content`, and its lock when the content names one (LOCK)."""
     config_dir.mkdir(parents=True, exist_ok=True)
+    with_catalog(config_dir)
     target = config_dir / f"{env_name}.yaml"
     if content is None:
         content = VALID
@@ -583,6 +596,8 @@ def write_case(config_dir: Path, content, env_name: str = "dev") -> None:
     else:
         content = dict(content)
         lock = content.pop(LOCK, None)
+        if RECORD in content:
+            add_record(config_dir, **content.pop(RECORD))
         target.write_text(yaml.safe_dump(content, sort_keys=False))
         if lock is not None:
             (config_dir / f"{env_name}.model.json").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")

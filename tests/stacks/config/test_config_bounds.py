@@ -453,7 +453,7 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     "ServingConfig.model_name": Text(
         ("tinyllama-1.1b-chat",), (("Tiny", MUST_MATCH), ("no-such", "no template")), "serving_artifacts/<name>/"
     ),
-    "ServingConfig.model_parameters_billions": Range(0.01, 1000, "10 million to a trillion parameters"),
+    "ServingConfig.model_parameters_billions": Range(1e-9, 1000, "from a record: one parameter to a trillion"),
     "ServingConfig.backend": Choice(("lmi_neuronx",), "tgi", "stacks/serving/backends/ (vllm_neuronx: staging)"),
     "ServingConfig.image": Choice(("lmi_neuronx", "lmi_neuronx_0_29"), "vllm", "stacks/images.json's LMI entries"),
     "ServingConfig.image_uri": Text(
@@ -660,6 +660,44 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
         f"ModelFacts.{name}": Text((1, 6738415616), ((0, "expected an integer >= 1"),), "a count: at least one")
         for name in ("parameters", "size_bytes", "context_length", "num_attention_heads", "num_key_value_heads")
     },
+    "BaseModelRecord.hub_id": Text(
+        ("meta-llama/Llama-3.1-8B-Instruct", "tiny-pretrained"),
+        (("meta llama/x", MUST_MATCH), ("a/b/c", MUST_MATCH)),
+        "a hub id, owner/name or a bare name",
+    ),
+    "BaseModelRecord.source": Text(
+        ("Qwen/Qwen3-8B", "s3://b/base-models/x/", "s" * 1024),
+        (("a b", MUST_MATCH), ("s" * 1025, MUST_MATCH)),
+        "a hub id, an S3 URI or a folder",
+    ),
+    "BaseModelRecord.revision": Text(
+        ("0e9e39f249a16976918f6564b8830bc894c89659", "main", "r" * 128),
+        (("a b", MUST_MATCH), ("r" * 129, MUST_MATCH)),
+        "a hub commit or branch",
+    ),
+    "BaseModelRecord.model_type": Text(
+        ("llama", "qwen3", "a" * 32), (("Llama", MUST_MATCH), ("a" * 33, MUST_MATCH)), "config.json model_type names"
+    ),
+    "BaseModelRecord.architecture": Text(
+        ("LlamaForCausalLM", "A" * 64), (("Llama-For", MUST_MATCH), ("A" * 65, MUST_MATCH)), "transformers classes"
+    ),
+    "BaseModelRecord.dtype": Text(
+        ("float16", "bfloat16"), (("Float16", MUST_MATCH), ("f" * 17, MUST_MATCH)), "torch dtype names"
+    ),
+    **{
+        f"BaseModelRecord.{name}": Text((1, 70553706496), ((0, "expected an integer >= 1"),), "a count: at least one")
+        for name in (
+            "parameters",
+            "context_length",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "vocab_size",
+        )
+    },
     "ServingPin.backend": Text(
         ("lmi_neuronx", "vllm_neuronx"), (("LMI", MUST_MATCH), ("b" * 33, MUST_MATCH)), "backend folder names"
     ),
@@ -700,7 +738,8 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     ),
 }
 
-_SERVING = dict(_DEV["serving"])
+# the size the loader reads from dev's base record (config/models/), never typed in the YAML
+_SERVING = {**_DEV["serving"], "model_parameters_billions": 1.1}
 # TinyLlama's facts, as in tests/synth.py's FACTS; not imported from there, which starts jsii (aws_cdk) and would
 # slow every mutant's fast stage
 _FACTS = {
@@ -725,6 +764,7 @@ BASES: dict[str, dict[str, Any]] = {
     "ServingConfig": _SERVING,
     "EncoderEndpointConfig": {"model_key": MODEL_KEY},
     "ModelFacts": _FACTS,
+    "BaseModelRecord": yaml.safe_load((ROOT / "config" / "models" / "tinyllama-1.1b-chat-v1.0.yaml").read_text()),
     "ServingPin": _PIN,
     "Lineage": _LINEAGE,
     "RehearsalConfig": {"environment": "prod"},

@@ -12,7 +12,7 @@ import yaml
 from stacks.config import ConfigError, load_config
 from stacks.config.deploy import MAX_WAVES
 from stacks.config.loader import deployed_environments, load_chain
-from tests.synth import ROOT
+from tests.synth import ROOT, with_catalog
 
 
 @pytest.fixture
@@ -157,6 +157,7 @@ def test_the_deploy_section_changes_no_template(shipped_assemblies, tmp_path):
     assert data.pop("deploy")
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "prod.yaml").write_text(yaml.safe_dump(data))
+    with_catalog(tmp_path / "config")
     bare = load_config("prod", tmp_path / "config")
     assert bare.deploy is None
     shipped = shipped_assemblies["prod"]

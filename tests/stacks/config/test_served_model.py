@@ -12,7 +12,7 @@ import yaml
 from stacks.config import ConfigError, load_config
 from stacks.config.model_lock import lock_text, parse_lock, read_lock
 from stacks.serving.backends.lmi_neuronx.config import NEURONX_CC as COMPILERS
-from tests.synth import FACTS, ROOT, lock_document
+from tests.synth import FACTS, ROOT, add_record, lock_document, with_catalog
 
 DEV = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
 STAGING = yaml.safe_load((ROOT / "config" / "staging.yaml").read_text())
@@ -39,7 +39,23 @@ def _changed(base: dict, **changes) -> dict:
     return out
 
 
+RECORD = "__record__"  # a case's own base-model record: tests.synth.add_record's arguments
+
+
+def _based_on(base: dict, hub_id: str, like: str, **changes) -> dict:
+    """`base` training (and so serving) a record of its own: `like`'s facts with `changes`."""
+    return {
+        **_changed(base, training__hyperparameters__model_id=hub_id),
+        RECORD: dict(hub_id=hub_id, like=like, **changes),
+    }
+
+
 def _load(tmp_path, env: str, settings: dict, lock: dict | str | None, others: dict | None = None):
+    with_catalog(tmp_path)
+    settings = dict(settings)
+    record = settings.pop(RECORD, None)
+    if record is not None:
+        add_record(tmp_path, **record)
     for name, content in {env: settings, **(others or {})}.items():
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(content, sort_keys=False))
     if lock is not None:
@@ -113,9 +129,9 @@ LOCK_REFUSALS = [
         "prod",
         PROD,
         lock_document("prod", facts__parameters=13015864320),
-        f"prod.model.json: facts.parameters: {PROD_ARN}: 13015864320 parameters (13.02 B); prod.yaml "
-        "serving.model_parameters_billions is 6.7 (tolerance 0.67 B): serve a model of the size the profile is "
-        "built for, or build a profile for 13.02 B (model_parameters_billions, instance_type, TP)",
+        f"prod.model.json: facts.parameters: {PROD_ARN}: 13015864320 parameters (13.02 B); prod.yaml trains and "
+        "serves NousResearch/Llama-2-7b-chat-hf, 6.74 B (tolerance 0.67 B): promote a version of that base, or make "
+        "the environment's training base the one this version was trained from",
     ),
     (
         "context-shorter-than-served",
@@ -147,12 +163,8 @@ LOCK_REFUSALS = [
     (
         "weights-exceed-neuron-core-memory",
         "staging",
-        # a 12 B profile (its own check: 24 GB fit) and a 13 B version, within the tolerance; no recorded base
-        _changed(
-            STAGING,
-            serving__model_parameters_billions=12.0,
-            training__hyperparameters__model_id="/opt/ml/input/data/model",
-        ),
+        # a 12 B base (its own check: 24 GB fit) and a 13 B version, within the tolerance
+        _based_on(STAGING, "test/qwen-12b", "qwen2.5-7b-instruct", parameters=12_000_000_000),
         lock_document("staging", facts__parameters=13_000_000_000),
         f"staging.model.json: facts.parameters: {STAGING_ARN}: 13000000000 parameters on ml.inf2.8xlarge "
         "(staging.yaml serving.instance_type): 26.0 GB of 16-bit weights exceed 80% of 2 x 16 GB NeuronCore memory "
@@ -267,41 +279,44 @@ def test_the_lock_has_one_text(tmp_path):
 
 TRAINING_REFUSALS = [
     (
-        "dev-as-it-shipped",  # the Llama-2 base under the TinyLlama profile
+        "dev-as-it-shipped",  # the Llama-2 base under the TinyLlama profile: its compile host is too small
         "dev",
         _changed(DEV, training__hyperparameters__model_id="NousResearch/Llama-2-7b-chat-hf"),
-        "dev.yaml: training.hyperparameters.model_id: the training base NousResearch/Llama-2-7b-chat-hf "
-        "(stacks/serving/backends/base_models.py): 6738415616 parameters (6.74 B); dev.yaml "
-        "serving.model_parameters_billions is 1.1 (tolerance 0.11 B)",
+        "dev.yaml: training.neuron_compile.instance_type: got 'ml.trn1.2xlarge' (32 GiB host RAM); compiling the "
+        "6.74B-parameter NousResearch/Llama-2-7b-chat-hf needs ~101 GiB",
     ),
     (
         "base-the-backend-cannot-load",
         "dev",
-        _changed(DEV, training__hyperparameters__model_id="Qwen/Qwen2.5-7B-Instruct"),
+        # compiled at start-up, so the compile step's host rule (its own case) does not answer first
+        _changed(
+            DEV, training__hyperparameters__model_id="Qwen/Qwen2.5-7B-Instruct", training__neuron_compile__enabled=False
+        ),
         "dev.yaml: training.hyperparameters.model_id: the training base Qwen/Qwen2.5-7B-Instruct "
-        "(stacks/serving/backends/base_models.py): model_type qwen2 (Qwen2ForCausalLM); dev.yaml serving.backend "
+        "(config/models/qwen2.5-7b-instruct.yaml): model_type qwen2 (Qwen2ForCausalLM); dev.yaml serving.backend "
         "lmi_neuronx loads",
     ),
     (
         "base-without-a-record",
         "dev",
         _changed(DEV, training__hyperparameters__model_id="mistralai/Mistral-7B-v0.1"),
-        "dev.yaml: training.hyperparameters.model_id: got 'mistralai/Mistral-7B-v0.1'; no base-model record says "
-        "what it is (stacks/serving/backends/base_models.py: ",
+        "dev.yaml: training.hyperparameters.model_id: got 'mistralai/Mistral-7B-v0.1'; no record in config/models/ "
+        "says what it is, so nothing can check that serving can serve it: run `make base-model "
+        "MODEL=mistralai/Mistral-7B-v0.1` and commit the record it writes",
     ),
     (
         "offline-base-key-of-another-family",
         "prod",
         _changed(PROD, training__base_model_key="base-models/qwen2.5-7b-instruct/"),
         "prod.yaml: training.base_model_key: the training base Qwen/Qwen2.5-7B-Instruct "
-        "(stacks/serving/backends/base_models.py): model_type qwen2",
+        "(config/models/qwen2.5-7b-instruct.yaml): model_type qwen2",
     ),
     (
         "context-shorter-than-served",
         "dev",
         _changed(DEV, serving__lmi__n_positions=4096),
         "dev.yaml: training.hyperparameters.model_id: the training base TinyLlama/TinyLlama-1.1B-Chat-v1.0 "
-        "(stacks/serving/backends/base_models.py): context_length 2048 (max_position_embeddings); dev.yaml "
+        "(config/models/tinyllama-1.1b-chat-v1.0.yaml): context_length 2048 (max_position_embeddings); dev.yaml "
         "serving.lmi.n_positions is 4096",
     ),
 ]
@@ -316,11 +331,10 @@ def test_a_profile_that_cannot_serve_what_the_environment_trains_fails(tmp_path,
 
 @pytest.mark.parametrize("env", ["dev", "local", "prod", "staging"])
 def test_each_shipped_environment_trains_what_it_can_serve(env):
-    from stacks.config.trained_model import training_base
-
     config = load_config(env, ROOT / "config")
-    field, value, record = training_base(config)
-    assert record is not None, (field, value)
+    assert (
+        config.base_model is not None and config.serving.model_parameters_billions == config.base_model.record.billions
+    )
 
 
 def test_staging_declares_exactly_how_it_differs_from_prod():
@@ -420,9 +434,7 @@ def test_a_version_of_another_architecture_names_the_backend_that_loads_it(tmp_p
 
 def test_a_size_exactly_at_the_tolerance_is_served(tmp_path):
     """At most 10 % off the profile: 5.5 B against a 5.0 B profile is exactly 0.5 B off (all exact in binary)."""
-    settings = _changed(
-        STAGING, serving__model_parameters_billions=5.0, training__hyperparameters__model_id="/opt/ml/input/data/model"
-    )
+    settings = _based_on(STAGING, "test/qwen-5b", "qwen2.5-7b-instruct", parameters=5_000_000_000)
     lock = lock_document("staging", facts__parameters=5_500_000_000)
     config = _load(tmp_path, "staging", settings, lock, {"prod": PROD})
     assert config.model.facts.parameters == 5_500_000_000
@@ -444,11 +456,7 @@ def test_one_kv_head_is_sharded_across_any_tp_degree(tmp_path):
 
 def test_weights_that_fill_the_memory_share_exactly_are_served(tmp_path):
     """12.8 B at 2 bytes is 25.6 GB: exactly 80 % of 2 x 16 GB, which fits (the refusal is for exceeding it)."""
-    settings = _changed(
-        STAGING,
-        serving__model_parameters_billions=12.8,
-        training__hyperparameters__model_id="/opt/ml/input/data/model",
-    )
+    settings = _based_on(STAGING, "test/qwen-12.8b", "qwen2.5-7b-instruct", parameters=12_800_000_000)
     lock = lock_document("staging", facts__parameters=12_800_000_000)
     assert _load(tmp_path, "staging", settings, lock, {"prod": PROD}).model.facts.parameters == 12_800_000_000
 
@@ -459,10 +467,7 @@ def _start_up_compiled(**changes) -> dict:
 
 
 def test_a_7b_version_without_a_graph_on_a_small_host_fails(tmp_path):
-    settings = _start_up_compiled(
-        serving__model_parameters_billions=6.7,
-        training__hyperparameters__model_id="NousResearch/Llama-2-7b-chat-hf",
-    )
+    settings = _start_up_compiled(training__hyperparameters__model_id="NousResearch/Llama-2-7b-chat-hf")
     lock = lock_document("dev", facts__parameters=6738415616, compiled_prefix=None, compiled=None)
     text = _refusal(tmp_path, "dev", settings, lock)
     assert text.startswith(f"dev.model.json: facts.parameters: {DEV_ARN}: 6738415616 parameters on ")

@@ -55,7 +55,7 @@ CASES = [
         "n-positions-exceed-context",
         _with("serving.lmi.n_positions", 4096),
         "dev.yaml: training.hyperparameters.model_id: the training base TinyLlama/TinyLlama-1.1B-Chat-v1.0 "
-        "(stacks/serving/backends/base_models.py): context_length 2048 (max_position_embeddings); ",
+        "(config/models/tinyllama-1.1b-chat-v1.0.yaml): context_length 2048 (max_position_embeddings); ",
     ),
     (
         "startup-timeout-below-60",
@@ -188,7 +188,6 @@ LLAMA_2 = "NousResearch/Llama-2-7b-chat-hf"  # a 7B profile serves what trains a
 # The compile step off: LMI compiles at start-up (with the step on, dev's ml.trn1.2xlarge cannot partition a 7B).
 SEVEN_B_ON_XLARGE = _unserved(
     _with_all(
-        serving__model_parameters_billions=6.7,
         training__hyperparameters__model_id=LLAMA_2,
         training__neuron_compile__enabled=False,
     )
@@ -222,11 +221,11 @@ def test_7b_runtime_compile_on_16gb_host_warns_and_does_not_fail(tmp_path, monke
     assert app.main() == 0
     assert capsys.readouterr().err.splitlines() == [
         f"config warning: {tmp_path.as_posix()}/dev.yaml: serving.backend: lmi_neuronx: {LMI_DISCONTINUED}",
-        f"config warning: {tmp_path.as_posix()}/dev.yaml: serving.compiled_graph_prefix: null, so the 6.7B-parameter "
+        f"config warning: {tmp_path.as_posix()}/dev.yaml: serving.compiled_graph_prefix: null, so the 6.74B-parameter "
         "model is compiled at startup on ml.inf2.xlarge (16 GB host RAM); a 7B-class compile needs ~100 GB and will "
         "fail: set compiled_graph_prefix or use ml.inf2.8xlarge or larger",
     ]
-    assert len(built) == 1 and built[0].serving.model_parameters_billions == 6.7 and synthesized == [True]
+    assert len(built) == 1 and built[0].serving.model_parameters_billions == 6.738415616 and synthesized == [True]
 
 
 _GRAPHED_7B = lock_document(
@@ -240,9 +239,9 @@ _GRAPHED_7B = lock_document(
     ("changes", "warned"),
     [
         ({}, False),
-        ({"serving__model_parameters_billions": 6.7}, True),
-        ({"serving__model_parameters_billions": 6.7, LOCK: _GRAPHED_7B}, False),
-        ({"serving__model_parameters_billions": 6.7, "serving__instance_type": "ml.inf2.8xlarge"}, False),
+        ({"serving__instance_type": "ml.inf2.xlarge"}, True),
+        ({LOCK: _GRAPHED_7B}, False),
+        ({"serving__instance_type": "ml.inf2.8xlarge"}, False),
         # each case trains the 7B base its profile is built for (a profile that cannot serve it fails, not warns)
     ],
 )
@@ -250,7 +249,7 @@ def test_warning_only_for_runtime_compile_of_7b_on_small_hosts(tmp_path, changes
     from stacks.config import load_config
 
     lock = changes.pop(LOCK, None)
-    if changes:
+    if changes or lock:
         changes["training__hyperparameters__model_id"] = LLAMA_2
         changes["training__neuron_compile__enabled"] = False  # compiled at start-up, where the warning applies
     content = _unserved(_with_all(**changes))

@@ -153,7 +153,6 @@ CONFIG = """
     serving:
       backend: toy_neuronx
       model_name: toy
-      model_parameters_billions: 1.1
       toy:
         max_tokens: 5
 """

@@ -141,7 +141,7 @@ def warnings(serving: Any, path: str) -> list[str]:
         and serving.inf2.host_memory_gb <= SMALL_HOST_GB
     ):
         found.append(
-            f"{path}.compiled_graph_prefix: null, so the {serving.model_parameters_billions:g}B-parameter model is "
+            f"{path}.compiled_graph_prefix: null, so the {serving.model_parameters_billions:.2f}B-parameter model is "
             f"compiled at startup on {serving.instance_type} ({serving.inf2.host_memory_gb} GB host RAM); a 7B-class "
             "compile needs ~100 GB and will fail: set compiled_graph_prefix or use ml.inf2.8xlarge or larger"
         )
@@ -260,8 +260,8 @@ def compile_problem(config: Any) -> tuple[str, str] | None:
         )
     if host.host_memory_gb < need:
         return COMPILE_TYPE, (
-            f"got {chosen!r} ({host.host_memory_gb} GiB host RAM); compiling a {billions:g}B-parameter model "
-            f"(serving.model_parameters_billions) needs ~{need:.0f} GiB ({COMPILE_HOST_GB_PER_BILLION} GiB per billion "
+            f"got {chosen!r} ({host.host_memory_gb} GiB host RAM); compiling the {billions:.2f}B-parameter "
+            f"{serving.base_model} needs ~{need:.0f} GiB ({COMPILE_HOST_GB_PER_BILLION} GiB per billion "
             f"parameters, ~100 GB for a 7B model): {use}"
         )
     return None

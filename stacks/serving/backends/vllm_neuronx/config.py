@@ -7,6 +7,7 @@ ones (`serve` refuses a mismatch).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,20 +86,20 @@ def check(serving: Any, source: str, path: str) -> None:
         raise ConfigError(
             source,
             f"{path}.neuron.tensor_parallel_size",
-            f"got {tp}; {weights:g} GB of 16-bit weights exceed "
+            f"got {tp}; {weights:.1f} GB of 16-bit weights ({serving.base_model}) exceed "
             f"{WEIGHT_SHARE_OF_HBM:.0%} of {tp} x {HBM_GB_PER_CORE} GB NeuronCore memory (the rest is KV cache "
             f"for batch {neuron.batch_size} x {neuron.sequence_length} tokens): raise it (instance memory "
             f"{ACCELERATOR_MEMORY_GB[serving.instance_type]} GB)",
         )
     if serving.lmi_version is not None:
         raise ConfigError(source, f"{path}.lmi_version", "only for backend lmi_neuronx: remove it")
-    needed = 2 * weights + 10
+    needed = math.ceil(2 * weights + 10)
     if serving.volume_size_gb < needed:
         raise ConfigError(
             source,
             f"{path}.volume_size_gb",
             f"got {serving.volume_size_gb}; the compiled model is mounted from S3 onto the volume: needs >= "
-            f"{needed:g} GB (2 x {weights:g} GB weights + 10)",
+            f"{needed} GB (2 x {weights:.1f} GB weights + 10)",
         )
 
 
