@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 QLORA = ROOT / "training_code" / "qlora"
 DATA = ROOT / "data" / "instructions.jsonl"
 SERVER = ROOT / "local" / "servers" / "llm_endpoint"
-DEFAULT_MODEL_NAME = "tinyllama-1.1b-chat"
+# The LMI NeuronX backend's one template, the file the stacks render for every model
+PROPERTIES_TEMPLATE = ROOT / "stacks" / "serving" / "backends" / "lmi_neuronx" / "serving.properties"
 
 # The seed notebook's sample request.
 SAMPLE_PROMPT = "<s>[INST] <<SYS>>\nAs a data scientist\n<</SYS>>\nWhat is a machine learning? [/INST]"
@@ -69,19 +70,18 @@ def _run(step: str, argv: list[str], timings: dict[str, float], quiet: bool) -> 
         raise SystemExit(f"demo: {step} failed with exit code {result.returncode}")
 
 
-def lmi_values(model_name: str | None = None) -> tuple[str, dict]:
-    """The model folder and serving.lmi of config/dev.yaml, with the tiny model's DEMO_LMI on top."""
+def lmi_values() -> dict:
+    """serving.lmi of config/dev.yaml, with the tiny model's DEMO_LMI on top."""
     values: dict = {}
     try:
         import yaml
 
         serving = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text(encoding="utf-8")).get("serving") or {}
         values = dict(serving.get("lmi") or {})
-        model_name = model_name or serving.get("model_name")
     except (OSError, ImportError, AttributeError):
         pass
     values.update(DEMO_LMI)
-    return model_name or DEFAULT_MODEL_NAME, values
+    return values
 
 
 def render_properties(template: Path, values: dict) -> str:
@@ -264,12 +264,8 @@ def ask_both(
 ) -> tuple[list[str], dict[str, list[dict]], dict]:
     """(prompts, answers per model, the dataset row closest to the seed's question): the base and then the
     fine-tuned model, each served by the LMI-contract server with the same serving.properties."""
-    model_name, values = lmi_values()
-    template = ROOT / "serving_artifacts" / model_name / "serving.properties"
-    if not template.is_file():
-        template = ROOT / "serving_artifacts" / DEFAULT_MODEL_NAME / "serving.properties"
     properties = work / "serving.properties"
-    properties.write_text(render_properties(template, values))
+    properties.write_text(render_properties(PROPERTIES_TEMPLATE, lmi_values()))
     reference = closest_row(question_of(SAMPLE_PROMPT), read_rows(data))
     # The seed's prompt (a paraphrase, with a system prompt), then the dataset's own question in the same format.
     prompts = [SAMPLE_PROMPT, f"<s>[INST] {reference['instruction']} [/INST]"]

@@ -49,7 +49,7 @@ File map (the file for a concern in one guess):
             <name>/config.py    its serving.<section> settings and cross-field rules (no CDK)
             <name>/contract.py  its container's request and answer (tools/invoke.py)
             <name>/endpoint.py  its CDK construct
-            lmi_neuronx/        LMI NeuronX (serving.properties tarball), discontinued
+            lmi_neuronx/        LMI NeuronX (serving.properties tarball from its one template), discontinued
             vllm_neuronx/       vLLM Neuron (compiled model mounted, SM_ON_* flags)
     pruning/              NAS structural pruning of an encoder
         stack.py            job roles, topic, SSM model pointer, workflow

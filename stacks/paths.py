@@ -10,6 +10,8 @@ QLORA_CODE = ROOT / "training_code" / "qlora"
 NAS_CODE = ROOT / "training_code" / "nas"
 SERVING_ARTIFACTS = ROOT / "serving_artifacts"
 ENCODER_CODE = SERVING_ARTIFACTS / "encoder_classifier" / "code"
+# The one serving.properties template of the LMI NeuronX backend, beside its code: every model renders it.
+LMI_PROPERTIES_TEMPLATE = ROOT / "stacks" / "serving" / "backends" / "lmi_neuronx" / "serving.properties"
 IMAGES_JSON = ROOT / "stacks" / "images.json"
 KERNEL_PRELOAD = ROOT / "stacks" / "kernel_preload.cjs"
 ASSET_BUILD_DIR = ROOT / "build" / "assets"

@@ -102,6 +102,8 @@ def _convert(tp: Any, value: Any, field: dataclasses.Field, source: str, path: s
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
             return _convert(inner[0], value, field, source, path)
+        if all(a in _SCALARS for a in inner):
+            return _one_of(inner, value, field, source, path)
         raise TypeError(f"unsupported union {tp} at {path}")
     if origin is Literal:
         if value not in args:
@@ -130,6 +132,20 @@ def _convert(tp: Any, value: Any, field: dataclasses.Field, source: str, path: s
             out[k] = _convert(args[1], v, field, source, f"{path}.{k}")
         return types.MappingProxyType(dict(sorted(out.items())))
     return _scalar(tp, value, field, source, path)
+
+
+# What a union of scalar types (e.g. the values of a pass-through mapping) accepts, as its error names them.
+_SCALARS = {str: "a string", bool: "a boolean (true/false)", int: "an integer", float: "a number"}
+
+
+def _one_of(types_: list[Any], value: Any, field: dataclasses.Field, source: str, path: str) -> Any:
+    """A value of exactly one of `types_` (YAML's true is no integer here, nor 1 a string), checked as that type."""
+    match = next((t for t in types_ if type(value) is t), None)
+    if match is None:
+        names = [_SCALARS[t] for t in types_]
+        expected = ", ".join(names[:-1]) + " or " + names[-1]
+        raise ConfigError(source, path, f"got {describe(value)}; expected {expected}")
+    return _scalar(match, value, field, source, path)
 
 
 def _scalar(tp: Any, value: Any, field: dataclasses.Field, source: str, path: str) -> Any:

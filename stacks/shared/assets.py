@@ -44,14 +44,14 @@ def _tar_info(name: str, *, is_dir: bool, size: int = 0, executable: bool = Fals
     return info
 
 
-def tarball_bytes(source: Path, *, extra_files: dict[str, bytes] | None = None) -> bytes:
-    """Tar+gzip `source` (and in-memory `extra_files`, which win over files of the same name)."""
-    source = Path(source)
+def tarball_bytes(source: Path | None, *, extra_files: dict[str, bytes] | None = None) -> bytes:
+    """Tar+gzip `source` (and in-memory `extra_files`, which win over files of the same name); `source` None: the
+    in-memory files alone (a rendered file whose template lives beside code that must not ship)."""
     extra_files = dict(extra_files or {})
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         entries: dict[str, tuple[bool, bytes, bool]] = {}
-        if source.is_dir():
+        if source is not None and source.is_dir():
             for path in _members(source):
                 name = path.relative_to(source).as_posix()
                 if path.is_dir():
@@ -71,9 +71,9 @@ def tarball_bytes(source: Path, *, extra_files: dict[str, bytes] | None = None) 
     return compressed.getvalue()
 
 
-def build_content_addressed(source: str | Path, *, extra_files: dict[str, bytes] | None = None) -> Path:
+def build_content_addressed(source: str | Path | None, *, extra_files: dict[str, bytes] | None = None) -> Path:
     """Build the tarball under build/assets/<sha256>.tar.gz so parallel synths never collide."""
-    data = tarball_bytes(Path(source), extra_files=extra_files)
+    data = tarball_bytes(None if source is None else Path(source), extra_files=extra_files)
     out_path = ASSET_BUILD_DIR / f"{hashlib.sha256(data).hexdigest()}.tar.gz"
     if not out_path.is_file():
         out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -82,7 +82,7 @@ def partition_arguments(compiler_version: str) -> tuple[str, ...]:
 def partition_environment(config: AppConfig) -> dict[str, str]:
     """OPTION_<KEY> for each line of the rendered serving.properties (the environment form LMI reads)."""
     serving = config.serving
-    return as_environment(render(serving.model_name, serving.lmi, source=config.source, path="serving"))
+    return as_environment(render(serving.lmi, source=config.source, path="serving.lmi"))
 
 
 def lmi_compile_request(

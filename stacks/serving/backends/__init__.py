@@ -1,8 +1,9 @@
 """The serving backends: one folder each (stacks/serving/backends/<name>/), found here by name.
 
 A backend folder holds `__init__.py` (its `BACKEND` record), `config.py` (its `serving.<section>` settings and
-cross-field rules, no CDK), `contract.py` (the request and answer of its container, standard library) and
-`endpoint.py` (its CDK construct, imported only when a stack builds it). The config schema
+cross-field rules, no CDK), `contract.py` (the request and answer of its container, standard library),
+`endpoint.py` (its CDK construct, imported only when a stack builds it) and any file its container reads that
+every model shares (lmi_neuronx/serving.properties, the template rendered from serving.lmi). The config schema
 (stacks/config/serving.py), the Serving stack, tools/invoke.py, tools/refresh_images.py and the local servers
 read a backend through `backend(name)`; adding one is a folder plus its images in stacks/images.json.
 No aws_cdk here: config validation runs before aws_cdk is imported.

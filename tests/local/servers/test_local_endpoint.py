@@ -197,7 +197,7 @@ def test_invoke_tool_works_unchanged(endpoint):
 
 
 def test_properties_template_rendered_and_overridden(tmp_path):
-    template = ROOT / "serving_artifacts" / "tinyllama-1.1b-chat" / "serving.properties"
+    template = ROOT / "stacks" / "serving" / "backends" / "lmi_neuronx" / "serving.properties"
     assert load_settings(template) == Settings()  # unrendered {{...}} values: defaults
     rendered = tmp_path / "serving.properties"
     rendered.write_text(

@@ -219,7 +219,7 @@ def test_an_aws_field_narrows_a_looser_range_and_keeps_a_stricter_one(data, line
 def test_types_the_schema_cannot_check_fail_loudly():
     @dataclasses.dataclass(frozen=True)
     class Union:
-        value: int | str = setting(1)
+        value: int | list[int] = setting(1)
 
     @dataclasses.dataclass(frozen=True)
     class Raw:
@@ -230,9 +230,26 @@ def test_types_the_schema_cannot_check_fail_loudly():
     with pytest.raises(TypeError) as raw:
         parse(Raw, {"value": b"x"}, source="s")
     assert (str(union.value), str(raw.value)) == (
-        "unsupported union int | str at value",
+        "unsupported union int | list[int] at value",
         "unsupported config type <class 'bytes'> at value",
     )
+
+
+def test_a_union_of_scalars_takes_a_value_of_exactly_one_of_them():
+    """YAML's true is no integer and 1 no string here: each value keeps the type it was written with."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Options:
+        extra: dict[str, str | bool | int] = setting({})
+
+    parsed = parse(Options, {"extra": {"a": "x", "b": True, "c": 3}}, source="s").extra
+    assert [(k, type(v)) for k, v in parsed.items()] == [("a", str), ("b", bool), ("c", int)]
+    for value in (1.5, None, [1], {"k": 1}):
+        with pytest.raises(ConfigError) as caught:
+            parse(Options, {"extra": {"a": value}}, source="s")
+        assert str(caught.value) == (
+            f"s: extra.a: got {value!r}; expected a string, a boolean (true/false) or an integer"
+        )
 
 
 def test_inf2_types_are_the_documented_shapes():

@@ -451,7 +451,7 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     "QualityGateConfig.min_improvement": Range(-10.0, 10.0, "eval loss in nats: far beyond any real change"),
     # ServingConfig (dev: LMI NeuronX)
     "ServingConfig.model_name": Text(
-        ("tinyllama-1.1b-chat",), (("Tiny", MUST_MATCH), ("no-such", "no template")), "serving_artifacts/<name>/"
+        ("tinyllama-1.1b-chat", "mistral-7b-instruct"), (("Tiny", MUST_MATCH),), "a name; no folder of its own"
     ),
     "ServingConfig.model_parameters_billions": Range(1e-9, 1000, "from a record: one parameter to a trillion"),
     "ServingConfig.backend": Choice(("lmi_neuronx",), "tgi", "stacks/serving/backends/ (vllm_neuronx: staging)"),

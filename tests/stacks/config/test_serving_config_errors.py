@@ -142,11 +142,6 @@ MORE_CASES = [
         "serving.lmi.rolling_batch: got 'lmi-dist'; allowed: 'auto', 'tnx', 'vllm', 'disable'",
     ),
     (
-        "model-without-template",
-        _with("serving.model_name", "no-such-model"),
-        "serving.model_name: got 'no-such-model'; no template at serving_artifacts/no-such-model/serving.properties",
-    ),
-    (
         "prefix-without-slash",
         _with("serving.model_prefix", "models/x"),
         "serving.model_prefix: got 'models/x'; must match",
@@ -302,11 +297,12 @@ TEMPLATE = "engine=Python\noption.entryPoint=djl_python.transformers_neuronx\n" 
 
 @pytest.fixture
 def template_dir(tmp_path, monkeypatch):
+    """A folder whose serving.properties stands in for the backend's one template."""
     from stacks.config import serving_properties
 
-    monkeypatch.setattr(serving_properties, "SERVING_ARTIFACTS", tmp_path / "serving_artifacts")
-    folder = tmp_path / "serving_artifacts" / VALID["serving"]["model_name"]
-    folder.mkdir(parents=True)
+    folder = tmp_path / "template"
+    folder.mkdir()
+    monkeypatch.setattr(serving_properties, "TEMPLATE", folder / "serving.properties")
     return folder
 
 
@@ -351,7 +347,7 @@ def test_template_drift_from_config_is_an_error(tmp_path, template_dir, template
     (template_dir / "serving.properties").write_text(template)
     with pytest.raises(ConfigError) as caught:
         _load(tmp_path)
-    assert str(caught.value).startswith("serving_artifacts/") or "serving.properties" in str(caught.value)
+    assert str(caught.value).startswith(f"{template_dir.as_posix()}/serving.properties: ")
     assert expected in str(caught.value)
 
 
@@ -421,12 +417,13 @@ def test_the_model_location_comes_from_the_environment_only(tmp_path, template_d
 
 @pytest.mark.parametrize("split", [True, False])
 def test_switches_render_as_lmi_reads_them_and_its_extra_keys_ship(tmp_path, template_dir, split):
-    """LMI's own keys the config has no setting for pass through; booleans are true/false."""
-    extra = "option.trust_remote_code=false\noption.revision=main\noption.enable_streaming=true\n"
-    (template_dir / "serving.properties").write_text(
-        TEMPLATE + "option.load_split_model={{load_split_model}}\n" + extra
-    )
-    rendered = lmi.render_properties(_load(tmp_path, _with("serving.lmi.load_split_model", split)).serving)
+    """LMI's own keys the config has no setting for pass through from serving.lmi.extra_properties, after the
+    template's lines, sorted; booleans are true/false."""
+    extra = "option.enable_streaming=true\noption.revision=main\noption.trust_remote_code=false\n"
+    (template_dir / "serving.properties").write_text(TEMPLATE + "option.load_split_model={{load_split_model}}\n")
+    extras = {"option.trust_remote_code": False, "option.revision": "main", "option.enable_streaming": True}
+    content = _with_all(serving__lmi__load_split_model=split, serving__lmi__extra_properties=extras)
+    rendered = lmi.render_properties(_load(tmp_path, content).serving)
     assert f"option.load_split_model={'true' if split else 'false'}\n" in rendered and rendered.endswith(extra)
 
 
@@ -461,11 +458,8 @@ def test_template_mistakes_name_what_is_known(tmp_path, template_dir):
     from stacks.config import ConfigError
     from stacks.serving.backends.lmi_neuronx.config import LmiOptions
 
-    options = sorted(f.name for f in dataclasses.fields(LmiOptions))
-    known = sorted(
-        {"engine", "option.entryPoint", "option.trust_remote_code", "option.revision"}
-        | {"option.enable_streaming", *(f"option.{name}" for name in options)}
-    )
+    options = sorted(f.name for f in dataclasses.fields(LmiOptions) if f.name != "extra_properties")
+    known = sorted({"engine", "option.entryPoint", *(f"option.{name}" for name in options)})
     for template, line in (
         (
             "! kept {{x}}\n" + TEMPLATE + "option.dtype={{dtyp}}\n",

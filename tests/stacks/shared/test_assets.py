@@ -68,3 +68,13 @@ def test_built_asset_is_named_by_its_content_hash(tmp_path, monkeypatch):
     (tmp_path / "src" / "a.txt").write_text("changed")
     assert build_content_addressed(tmp_path / "src") != out
     assert build_content_addressed(tmp_path / "src", extra_files={"a.txt": b"a"}) == out
+
+
+def test_without_a_folder_only_the_in_memory_files_ship(tmp_path):
+    data = tarball_bytes(None, extra_files={"serving.properties": b"engine=Python\n"})
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data))) as tar:
+        assert tar.getnames() == ["serving.properties"]
+        assert tar.extractfile("serving.properties").read() == b"engine=Python\n"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "serving.properties").write_text("engine={{engine}}\n")
+    assert data == tarball_bytes(tmp_path / "src", extra_files={"serving.properties": b"engine=Python\n"})

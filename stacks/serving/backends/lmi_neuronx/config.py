@@ -1,7 +1,8 @@
 """What the LMI NeuronX backend accepts: serving.lmi (serving.properties `option.*` keys) and its rules.
 
 LMI NeuronX (djl-inference 0.30.0-neuronx, the last one: djl-serving dropped Neuron in Nov 2025) loads
-transformers-neuronx models from the pinned prefix, with serving.properties shipped as a tarball.
+transformers-neuronx models from the pinned prefix, with serving.properties shipped as a tarball: the backend's
+one template (serving.properties beside this file) rendered from serving.lmi, whatever the model.
 """
 
 from __future__ import annotations
@@ -45,6 +46,18 @@ class LmiOptions:
     quantize: Literal["static_int8"] | None = setting(None)
     group_query_attention: Literal["shard-over-heads", "shard-over-batch", "replicated-heads"] | None = setting(None)
     output_formatter: Literal["json", "jsonlines", "sse"] | None = setting(None)
+    # A documented LMI key the settings above do not cover, for the model that needs it (checked in `check`).
+    extra_properties: dict[str, str | bool | int] = setting(
+        {},
+        hint="documented LMI NeuronX 0.30 keys without a setting above (option.<key>: a string, true/false or an "
+        "integer), after the template's lines; docs/serving.md lists them",
+    )
+
+    def check(self, source: str, path: str) -> None:
+        """Extra keys are checked as the section is read, so a bad one fails naming config/<env>.yaml."""
+        serving_properties.check_extras(
+            self.extra_properties, serving_properties.typed_values(self), source=source, path=path
+        )
 
 
 def lmi_version_of(uri: str) -> tuple[int, int, int] | None:
@@ -67,7 +80,7 @@ def resolved_version(serving: Any) -> tuple[int, int, int] | None:
 
 
 def render_properties(serving: Any, source: str = "", path: str = "serving") -> str:
-    return serving_properties.render(serving.model_name, serving.lmi, source=source, path=path)
+    return serving_properties.render(serving.lmi, source=source, path=f"{path}.lmi")
 
 
 def check(serving: Any, source: str, path: str) -> None:

@@ -18,7 +18,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from stacks.config.serving import ServingConfig
-from stacks.config.serving_properties import PROPERTIES, as_environment, template_path
+from stacks.config.serving_properties import PROPERTIES, as_environment
 from stacks.serving.hosting import EndpointProps, llm_hosting
 from stacks.shared.assets import build_content_addressed
 from stacks.shared.sagemaker_endpoint import ContainerSpec
@@ -58,9 +58,8 @@ class LmiNeuronxEndpoint(Construct):
         super().__init__(scope, construct_id)
         serving = props.serving
         self.serving_properties = render_properties(serving).encode("utf-8")
-        tarball = build_content_addressed(
-            template_path(serving.model_name).parent, extra_files={PROPERTIES: self.serving_properties}
-        )
+        # the rendered file alone: its template lives beside this module, which must not ship
+        tarball = build_content_addressed(None, extra_files={PROPERTIES: self.serving_properties})
         isolated = props.isolated_placement is not None
         # Isolated: no tarball (ModelDataSource and ModelDataUrl exclude each other); its hash still fingerprints.
         self.model_asset = None if isolated else s3_assets.Asset(self, "ModelTarball", path=str(tarball))
