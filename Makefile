@@ -30,7 +30,7 @@ NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
 .PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest \
-	promote deploy-chain preflight pre-deploy mutation mutation-sample profile
+	promote deploy-chain preflight pre-deploy mutation mutation-sample base-model profile
 TARGET ?= local
 
 help:
@@ -57,6 +57,10 @@ help:
 	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
 	@echo "                             validate the input, then start one run of the Training state machine"
+	@echo "make base-model MODEL=<hub id | local folder | s3://...> [HUB_ID=<org/name>] [UPLOAD=<env>] [FORCE=1]"
+	@echo "                             write config/models/<name>.yaml, the model's facts (config.json, safetensors"
+	@echo "                             headers; your hub token for a gated model); UPLOAD=: copy it into ENV's bucket"
+	@echo "                             (base-models/, SSE-KMS) and set training.base_model_key in config/ENV.yaml"
 	@echo "make promote TO=<env> VERSION=<model package ARN> [FROM=<env>]"
 	@echo "                             check an Approved version against TO's serving profile, copy it from FROM's bucket"
 	@echo "                             (SSE-KMS, TO's key), register it in TO's group, write config/TO.model.json"
@@ -196,6 +200,12 @@ lint: deps
 # module's asserts (5.6 s of a worker's 26.6 s collection). __pycache__ is git-ignored and never in an asset.
 test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Reads the hub with huggingface_hub and builds a model without safetensors on the meta device (transformers): the
+# full venv. Exit 0 written or unchanged, 2 refused (one line, nothing written), 1 hub or AWS error.
+base-model: $(VENV_STAMP)
+	$(PY) -m tools.base_model "$(MODEL)" $(if $(HUB_ID),--hub-id "$(HUB_ID)") $(if $(REVISION),--revision "$(REVISION)") \
+		$(if $(GATED),--gated) $(if $(UPLOAD),--upload "$(UPLOAD)") $(if $(FORCE),--force)
 
 # Promotion needs only the lean venv (boto3 is an app requirement): exit 0 promoted, 2 refused (one line), 1 AWS error.
 promote: app-deps

@@ -231,7 +231,8 @@ def build_parser(env: Mapping[str, str] | None = None) -> argparse.ArgumentParse
     lora.add_argument(
         "--target_modules",
         default="auto",
-        help="comma-separated module names; `auto`: every linear layer but the output head",
+        help="comma-separated module names; `auto`: every linear layer but the output head, whatever the family "
+        "names them, and `auto,lm_head` adds the head (a head tied to the embedding is trained as one LoRA on both)",
     )
     lora.add_argument(
         "--compute_dtype",

@@ -54,16 +54,25 @@ class ModelFactsError(ValueError):
     """The folder lacks what the facts are read from; str() names the file and the field."""
 
 
+def header_length(prefix: bytes, name: str) -> int:
+    """The header's length from a safetensors file's first 8 bytes (a remote copy is read in two ranges)."""
+    if len(prefix) != 8:
+        raise ModelFactsError(f"{name}: shorter than the 8-byte safetensors header length")
+    return struct.unpack("<Q", prefix)[0]
+
+
+def parse_header(raw: bytes) -> dict[str, dict[str, Any]]:
+    """{tensor name: {"dtype", "shape", "data_offsets"}} from a header's JSON bytes."""
+    header = json.loads(raw)
+    header.pop("__metadata__", None)
+    return header
+
+
 def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
     """{tensor name: {"dtype", "shape", "data_offsets"}} of one .safetensors file, without its tensor bytes."""
     with path.open("rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) != 8:
-            raise ModelFactsError(f"{path.name}: shorter than the 8-byte safetensors header length")
-        (length,) = struct.unpack("<Q", prefix)
-        header = json.loads(handle.read(length))
-    header.pop("__metadata__", None)
-    return header
+        length = header_length(handle.read(8), path.name)
+        return parse_header(handle.read(length))
 
 
 def weight_files(model_dir: Path) -> list[Path]:
@@ -97,17 +106,19 @@ def _is_tied(config: dict[str, Any]) -> bool:
     return bool(config.get("tie_word_embeddings", True))
 
 
-def parameter_count(model_dir: Path, config: dict[str, Any]) -> tuple[int, str]:
-    """(parameters, torch dtype holding most of them) from the headers; a tied output embedding counts once."""
-    found = tensors(model_dir)
-    if _is_tied(config):
-        for name in TIED_OUTPUT_EMBEDDINGS:
-            found.pop(name, None)
+def count_parameters(found: dict[str, dict[str, Any]], tied: bool) -> tuple[int, str]:
+    """(parameters, torch dtype holding most of them) of header entries; a tied output embedding counts once."""
+    counted = {name: entry for name, entry in found.items() if not (tied and name in TIED_OUTPUT_EMBEDDINGS)}
     by_dtype: dict[str, int] = {}
-    for entry in found.values():
+    for entry in counted.values():
         by_dtype[entry["dtype"]] = by_dtype.get(entry["dtype"], 0) + math.prod(entry["shape"])
     dtype = max(sorted(by_dtype), key=by_dtype.get)
     return sum(by_dtype.values()), TORCH_DTYPES.get(dtype, dtype.lower())
+
+
+def parameter_count(model_dir: Path, config: dict[str, Any]) -> tuple[int, str]:
+    """(parameters, torch dtype holding most of them) from the folder's headers."""
+    return count_parameters(tensors(model_dir), _is_tied(config))
 
 
 def has_chat_template(model_dir: Path) -> bool:

@@ -7,6 +7,7 @@ the served model is then a plain checkpoint that LMI loads with `option.model_id
 from __future__ import annotations
 
 import gc
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,42 @@ def load_full_precision(model_id: str, dtype: str):
     )
 
 
+def _shares_factors(head: Any, embedding: Any) -> bool:
+    """Whether the head's LoRA is the embedding's, transposed (peft's tie: head A = embedding B.T, head B =
+    embedding A.T, same scaling): then both add the same delta. Compared by value, not by storage: loading the
+    adapter onto a 16-bit base casts each factor to float32 on its own, which parts the shared storage."""
+    names = list(getattr(head, "lora_A", {}))
+    factors_a, factors_b = getattr(embedding, "lora_embedding_A", {}), getattr(embedding, "lora_embedding_B", {})
+    return bool(names) and all(
+        name in factors_a
+        and name in factors_b
+        and head.scaling[name] == embedding.scaling[name]
+        and torch.equal(head.lora_A[name].weight, factors_b[name].t())
+        and torch.equal(head.lora_B[name].weight, factors_a[name].t())
+        for name in names
+    )
+
+
+def unload_tied_head(model: Any) -> bool:
+    """Put the plain head back in place of its LoRA layer when that layer adds the embedding's delta.
+
+    With ensure_weight_tying (finetune.model.attach_lora on a tied head), peft gives the head the embedding's LoRA
+    factors, transposed (peft/tuners/lora/model.py, `tied_adapter`): the same delta on the one weight both layers
+    share. merge_and_unload merges layer by layer, so the delta would land in that weight twice (peft 0.21.2:
+    relative logit gap ~1.0 on a tiny Qwen3); the embedding's merge adds it once, which is what the adapter model
+    computes. Returns whether it did.
+    """
+    head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
+    head_base = getattr(head, "base_layer", None)
+    embedding_base = getattr(embedding, "base_layer", None)
+    if head_base is None or embedding_base is None or head_base.weight is not embedding_base.weight:
+        return False
+    if not _shares_factors(head, embedding):
+        return False
+    model.set_output_embeddings(head_base)
+    return True
+
+
 def merge_adapter(
     base: Any,
     adapter_dir: str,
@@ -88,7 +125,11 @@ def merge_adapter(
 
     adapted = PeftModel.from_pretrained(base, adapter_dir)
     unmerged = probe_logits(adapted, batch)
-    merged = adapted.merge_and_unload()
+    with warnings.catch_warnings():
+        if unload_tied_head(adapted.get_base_model()):
+            # peft's advice to untie first: the probe check below shows the tied merge is exact
+            warnings.filterwarnings("ignore", message="Model with `tie_word_embeddings=True`")
+        merged = adapted.merge_and_unload()
     merged_logits = probe_logits(merged, batch)
     return merged, compare_logits(unmerged, merged_logits, dtype, relative_tolerance), merged_logits
 

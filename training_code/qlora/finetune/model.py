@@ -12,6 +12,7 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch
 
 
 BNB_CPU_BLOCK = 64  # bitsandbytes' CPU 4-bit kernels quantize rows in blocks of 64 input features
+AUTO_TARGETS = ("auto", "all-linear")  # --target_modules words for every linear layer but the head
 
 
 class ModelShapeError(ValueError):
@@ -165,17 +166,59 @@ def linear_weight_bytes(model: torch.nn.Module) -> int:
     return total
 
 
+def _head_name(model: torch.nn.Module) -> str:
+    head = model.get_output_embeddings()
+    return next((name.rsplit(".", 1)[-1] for name, module in model.named_modules() if module is head), "lm_head")
+
+
 def resolve_target_modules(model: torch.nn.Module, requested: str) -> list[str]:
-    if requested.strip().lower() in ("auto", "all-linear", ""):
-        names = linear_module_names(model)
-    else:
-        names = [name.strip() for name in requested.split(",") if name.strip()]
+    """The LoRA targets: `auto` (or `all-linear`) is every linear layer but the output head, whatever the family
+    calls them (Phi-3's fused qkv_proj and gate_up_proj); names may follow it (`auto,lm_head`), so one setting
+    fits every family. A name that matches no layer is refused: peft only refuses when none matches, and a Llama
+    list on Phi-3 would silently train o_proj and down_proj alone."""
+    names = [name.strip() for name in requested.split(",") if name.strip()]
+    linear = linear_module_names(model)
+    if not names or names[0].lower() in AUTO_TARGETS:
+        names = linear + [name for name in names[1:] if name not in linear]
     if not names:
         raise ValueError("no LoRA target modules found; pass --target_modules")
+    modules = [name for name, _ in model.named_modules() if name]
+    missing = [name for name in names if not any(m == name or m.endswith("." + name) for m in modules)]
+    if missing:
+        architecture = type(model).__name__
+        raise ModelShapeError(
+            f"--target_modules: {', '.join(missing)} name no layer of {architecture}, whose linear layers are "
+            f"{', '.join(linear)} and the head {_head_name(model)}; pass auto (every linear layer) or "
+            f"auto,{_head_name(model)}"
+        )
     return names
 
 
+def tied_targets(model: torch.nn.Module, target_modules: list[str]) -> list[str]:
+    """The requested targets that are the output head or the input embedding, when the head's weight is the
+    embedding's (Llama 3.2 1B/3B, Qwen3's small sizes, SmolLM3, Granite 3.x); [] for an untied model.
+
+    A LoRA on one side of a tied pair changes a weight the other side reads too: trained apart, the merge of the
+    head's delta into the shared weight also moves every input embedding, and the merged model answers differently
+    from the adapter model it was checked against.
+    """
+    head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
+    if head is None or embedding is None or head.weight is not embedding.weight:
+        return []
+    tied = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if module is head or module is embedding}
+    return [name for name in target_modules if name.rsplit(".", 1)[-1] in tied]
+
+
+def tied_targets_line(tied: list[str]) -> str:
+    """The line a run prints when tied_targets found the head or the embedding among the targets."""
+    return (
+        f"LoRA target {', '.join(tied)}: the output head shares the input embedding's weight; one LoRA on that "
+        "shared weight serves both (peft ensure_weight_tying) and the merge adds it once"
+    )
+
+
 def attach_lora(model, target_modules: list[str], config: TrainConfig):
+    """LoRA on target_modules; a tied head or embedding among them gets one adapter for the pair (tied_targets)."""
     from peft import LoraConfig, get_peft_model
 
     lora = LoraConfig(
@@ -185,6 +228,9 @@ def attach_lora(model, target_modules: list[str], config: TrainConfig):
         bias="none",
         task_type="CAUSAL_LM",
         target_modules=target_modules,
+        # peft puts the LoRA on the embedding and gives the head the same factors, transposed: the adapter model
+        # is then a tied model whose shared weight moved by one delta, which a merge can reproduce exactly.
+        ensure_weight_tying=bool(tied_targets(model, target_modules)),
     )
     return get_peft_model(model, lora)
 

@@ -45,6 +45,8 @@ def load_for_training(config: TrainConfig, report) -> tuple[Any, PreparedData, A
         load_tokenizer,
         parameter_counts,
         resolve_target_modules,
+        tied_targets,
+        tied_targets_line,
     )
     from .templates import resolve_chat_template
 
@@ -56,14 +58,18 @@ def load_for_training(config: TrainConfig, report) -> tuple[Any, PreparedData, A
     model = load_base_model(config)
     weights_gb = model.get_memory_footprint() / 1024**3  # before LoRA: the base weights as stored
     linear_gb = linear_weight_bytes(model) / 1024**3
-    targets = None
+    targets, tied = None, None
     if config.method != "full":
         targets = resolve_target_modules(model, config.target_modules)
+        tied = tied_targets(model, targets)
+        if tied:
+            print(tied_targets_line(tied), flush=True)
         model = attach_lora(model, targets, config)
     report.set(
         data=data.summary,
         chat_template_source=template_source,
         target_modules=targets,
+        tied_targets=tied,
         parameters=parameter_counts(model),
         base_weights_gb=round(weights_gb, 4),
         linear_weights_gb=round(linear_gb, 4),

@@ -1,6 +1,8 @@
 """A tiny random-init Llama and a tokenizer trained offline, for tests and demos that may not use the hub.
 
-CLI (in training_code/qlora): python -m finetune.tiny --out DIR --data FILE [--chat-template]
+CLI (in training_code/qlora): python -m finetune.tiny --out DIR --data FILE [--chat-template] [--family NAME]
+`--family` builds another family's tiny model instead (finetune/families.py: llama3, qwen3, phi3, ...), with the
+chat template its served model needs.
 """
 
 from __future__ import annotations
@@ -113,20 +115,33 @@ def texts_from_file(path: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from .families import FAMILIES, build_tiny_family
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="folder for the model and tokenizer")
     parser.add_argument("--data", required=True, help="training data whose strings the tokenizer learns from")
     parser.add_argument("--chat-template", action="store_true", help="give the tokenizer a chat template")
+    parser.add_argument(
+        "--family", choices=["llama", *FAMILIES], default="llama", help="llama: the small Llama 2 shape"
+    )
     parser.add_argument("--vocab-size", type=int, default=512)
-    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("--hidden-size", type=int, help="default: 64 (llama), 128 (the other families)")
     parser.add_argument("--layers", type=int, default=2)
     args = parser.parse_args(argv)
+    texts = texts_from_file(args.data)
+    if args.family != "llama":
+        sizes = {"hidden_size": args.hidden_size} if args.hidden_size else {}
+        out = build_tiny_family(
+            args.out, args.family, texts, vocab_size=args.vocab_size, num_layers=args.layers, **sizes
+        )
+        print(f"tiny {args.family} ({FAMILIES[args.family].keeps}) saved to {out}")
+        return
     out = build_tiny_llama(
         args.out,
-        texts_from_file(args.data),
+        texts,
         chat_template=args.chat_template,
         vocab_size=args.vocab_size,
-        hidden_size=args.hidden_size,
+        hidden_size=args.hidden_size or 64,
         num_layers=args.layers,
     )
     print(f"tiny Llama saved to {out}")
