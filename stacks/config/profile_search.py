@@ -10,8 +10,9 @@ runs with its first passing shape and cheapest passing compile host, then the ch
 larger TP (the cores paid for). Compile hosts: ml.trn1 for LMI NeuronX's partition (it loads the model onto
 NeuronCores), CPU types for vLLM Neuron's export (a CPU job, stacks/training/compile_job.py); priced ones by price,
 then the others by host memory. No candidate passing: NoProfile, one line: the synth's refusal when every candidate
-got the same one (the model's, e.g. an architecture the backend does not load), else the refusal of the candidate
-that got furthest (into the model checks rather than refused while parsing; then the most NeuronCores and TP).
+that reached the model checks (two or more) got the same one, which is then the model's whatever the profile (an
+architecture the backend does not load), else the refusal of the candidate that got furthest (into the model checks
+rather than refused while parsing; then the most NeuronCores and TP).
 """
 
 from __future__ import annotations
@@ -84,19 +85,21 @@ def _compile_types(raw: Mapping[str, Any], backend: str, prices: Mapping[str, fl
 class _Search:
     def __init__(self, target: Target, base: BaseModel, backend: str, prices: Prices) -> None:
         self.target, self.base, self.backend, self.prices = target, base, backend, prices
-        current = training_base(target.raw.get("training"), read_catalog(target.config_dir))
+        self.catalog = read_catalog(target.config_dir)
+        current = training_base(target.raw.get("training"), self.catalog)
         hub_id = current.model.record.hub_id if current.model is not None else current.value
         self.model = model_values(target.raw, base.name, base.record, hub_id)
         self.others = [b.section for b in backends().values() if b.section and b.name != backend]
         self.compile_types = _compile_types(target.raw, backend, prices.training)
         self.compile_start: dict[int, int] = {}  # TP -> first compile host not refused for its memory or cores
         self.furthest: _Refusal | None = None
-        self.refusals: set[str] = set()  # every distinct line: one alone is the model's, whatever the profile
+        self.checked: dict[str, set[str]] = {}  # line -> candidates refused by it in the model checks
 
     def attempt(self, profile: Profile) -> Derived | tuple[int, ConfigError]:
         changes = changes_for(self.target.raw, {**self.model, **values_of(profile)}, self.backend, self.others)
         try:
-            config = parse_environment(applied(self.target.raw, changes), self.target.source, self.target.config_dir)
+            raw = applied(self.target.raw, changes)
+            config = parse_environment(raw, self.target.source, self.target.config_dir, self.catalog)
         except ConfigError as error:
             return 1, error
         try:
@@ -127,7 +130,8 @@ class _Search:
                     found.append(outcome)
                     break
                 refusal = _Refusal((outcome[0], cores, tp), outcome[1], f"{instance_type} at TP {tp}")
-                self.refusals.add(str(outcome[1]))
+                if outcome[0] == 2:
+                    self.checked.setdefault(str(outcome[1]), set()).add(refusal.where)
                 if self.furthest is None or refusal.rank >= self.furthest.rank:
                     self.furthest = refusal
         return found
@@ -144,8 +148,9 @@ def derive(target: Target, base: BaseModel, backend: str, prices: Prices) -> Der
         if found:
             return min(found, key=lambda d: (search.compile_price(d), -d.profile.tensor_parallel))
     furthest = search.furthest
-    if len(search.refusals) == 1:
-        raise NoProfile(str(furthest.error))
+    lines = list(search.checked.items())
+    if len(lines) == 1 and len(lines[0][1]) > 1:  # one line for every profile that reached the model: the model's
+        raise NoProfile(lines[0][0])
     degrees = ", ".join(map(str, backend_named(backend).tensor_parallel_degrees))
     raise NoProfile(
         f"{base.record.hub_id} on {backend}: no ml.inf2 profile passes the synth (TP {degrees} on every ml.inf2 "

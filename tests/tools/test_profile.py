@@ -11,12 +11,10 @@ import pytest
 import yaml
 
 from stacks.config import ConfigError, load_config
-from stacks.config.model_catalog import BaseModel, read_catalog
-from stacks.config.profile_search import Derived, NoProfile, Target, derive
-from stacks.serving.backends import backend, names
+from stacks.config.profile_search import Target, derive
 from tests.synth import ROOT, with_catalog
 from tools.cost.prices import PriceTable
-from tools.profile.cli import TEMPLATES, main, price_book, read_target
+from tools.profile.cli import main, price_book, read_target
 
 TABLE = PriceTable.load()
 PRICES = price_book(TABLE)
@@ -38,38 +36,31 @@ def config_copy(folder: Path) -> Path:
     return with_catalog(folder)
 
 
-def written(config_dir: Path, env: str, derived: Derived) -> None:
-    """config_dir/<env>.yaml as the profile makes it (the YAML value the search checked)."""
-    from stacks.config.profile import applied
+def leaves(value, path: str = "") -> dict[str, object]:
+    """Every scalar of a YAML value by dotted path."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in leaves(item, f"{path}.{key}" if path else key).items()}
+    return {path: value}
 
-    raw = yaml.safe_load((config_dir / f"{env}.yaml").read_text())
-    (config_dir / f"{env}.yaml").write_text(yaml.safe_dump(applied(raw, derived.changes), sort_keys=False))
 
-
-def one_line_reason(line: str, base: BaseModel, backend_name: str) -> bool:
-    """A refusal names the architecture the backend does not load, else a size or head fact of the model."""
-    if "\n" in line.strip():
-        return False
-    record = base.record
-    if record.model_type not in backend(backend_name).architectures:
-        return f"model_type {record.model_type}" in line and "loads" in line
-    return any(fact in line for fact in ("parameters", "GiB", " GB ", "attention heads", "key/value heads"))
+def write_with_tool(folder: Path, model: str, backend_name: str, env: str) -> tuple[int, str, str]:
+    return run_tool("--config-dir", str(folder), "--model", model, "--backend", backend_name, "--env", env)
 
 
 @pytest.mark.parametrize("env", SHIPPED_ENVS)
 def test_a_shipped_environments_model_gets_a_profile_that_synthesizes(tmp_path, env):
-    """What each environment trains, on its backend: the profile, written into the environment, loads with the
-    synth's loader and serves on the profile's instance type."""
+    """What each environment trains, on its backend, written into the environment (ENV=): the file loads with the
+    synth's loader, rehearsal included, and serves on the printed instance type."""
     shipped = load_config(env, ROOT / "config")
     folder = config_copy(tmp_path / "config")
-    derived = derive(read_target(folder, env), shipped.base_model, shipped.serving.backend, PRICES)
-    written(folder, env, derived)
-    loaded = load_config(env, folder, served=False)
-    assert loaded.serving.instance_type == derived.profile.instance_type
+    code, out, err = write_with_tool(folder, shipped.base_model.name, shipped.serving.backend, env)
+    assert (code, err) == (0, ""), err
+    loaded = load_config(env, folder)
+    assert f"serving.instance_type: {loaded.serving.instance_type} " in out
     assert loaded.base_model.record == shipped.base_model.record
 
 
-def test_stagings_model_costs_no_more_than_the_shipped_staging_profile(tmp_path):
+def test_stagings_model_costs_no_more_than_the_shipped_staging_profile():
     staging = load_config("staging", ROOT / "config")
     derived = derive(read_target(ROOT / "config", "staging"), staging.base_model, "vllm_neuronx", PRICES)
     assert PRICES.serving[derived.profile.instance_type] <= PRICES.serving[staging.serving.instance_type]
@@ -77,27 +68,59 @@ def test_stagings_model_costs_no_more_than_the_shipped_staging_profile(tmp_path)
     assert PRICES.training[derived.profile.compile_instance_type] <= PRICES.training[compile_type]
 
 
-def _records(config_dir: Path) -> list[BaseModel]:
-    return list(read_catalog(config_dir).values())
-
-
-@pytest.mark.parametrize("backend_name", names())
-def test_every_record_on_every_backend_synthesizes_or_says_why_in_one_line(tmp_path, backend_name):
-    """For each record of the catalog (whatever it holds): the profile loads with the synth's loader in the
-    backend's template environment, or the refusal is one line naming the architecture or a size fact."""
+def test_env_changes_only_the_lines_whose_values_change(tmp_path):
+    """dev trained on Llama-2-7B (same backend): each changed line is one changed value; every other line, comments
+    included, stays as it was, and the file loads."""
     folder = config_copy(tmp_path / "config")
-    env = TEMPLATES[backend_name]
-    pristine = (folder / f"{env}.yaml").read_text()
-    for base in _records(folder):
-        (folder / f"{env}.yaml").write_text(pristine)
-        try:
-            derived = derive(read_target(folder, env), base, backend_name, PRICES)
-        except NoProfile as refusal:
-            assert one_line_reason(str(refusal), base, backend_name), (base.name, str(refusal))
-            continue
-        written(folder, env, derived)
-        loaded = load_config(env, folder, served=False)
-        assert (loaded.base_model.name, loaded.serving.backend) == (base.name, backend_name)
+    before = (folder / "dev.yaml").read_text()
+    code, _, err = write_with_tool(folder, "llama-2-7b-chat-hf", "lmi_neuronx", "dev")
+    assert code == 0, err
+    after = (folder / "dev.yaml").read_text()
+    old, new = before.splitlines(), after.splitlines()
+    assert len(old) == len(new)
+    changed = [line for line, was in zip(new, old, strict=True) if line != was]
+    differing = {k for k, v in leaves(yaml.safe_load(after)).items() if leaves(yaml.safe_load(before)).get(k) != v}
+    assert len(changed) == len(differing) > 0
+    assert {path.rsplit(".", 1)[-1] for path in differing} == {line.split(":")[0].strip() for line in changed}
+    assert load_config("dev", folder).base_model.name == "llama-2-7b-chat-hf"
+
+
+def test_changing_the_backend_removes_the_other_backends_settings(tmp_path):
+    """dev moved to vLLM Neuron for Qwen2.5: serving.lmi and the LMI image go, serving.neuron comes; every comment
+    line outside the removed section stays."""
+    folder = config_copy(tmp_path / "config")
+    before = (folder / "dev.yaml").read_text()
+    code, out, err = write_with_tool(folder, "Qwen/Qwen2.5-7B-Instruct", "vllm_neuronx", "dev")
+    assert code == 0, err
+    after = (folder / "dev.yaml").read_text()
+    serving = yaml.safe_load(after)["serving"]
+    assert (
+        "lmi" not in serving
+        and "image" not in serving
+        and set(serving["neuron"])
+        == {
+            "tensor_parallel_size",
+            "batch_size",
+            "sequence_length",
+        }
+    )
+    comments = [line for line in before.splitlines() if line.lstrip().startswith("#")]
+    assert all(line in after.splitlines() for line in comments)
+    assert "removed: serving.image, serving.lmi" in out
+    assert load_config("dev", folder).serving.backend == "vllm_neuronx"
+
+
+def test_a_profile_the_rehearsal_refuses_is_not_written(tmp_path):
+    """staging on prod's model and backend would rehearse what it declares it does not: the synth's line, nothing
+    written."""
+    folder = config_copy(tmp_path / "config")
+    before = {p.name: p.read_bytes() for p in folder.glob("*.yaml")}
+    code, out, err = write_with_tool(folder, "llama-2-7b-chat-hf", "lmi_neuronx", "staging")
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1
+    assert err.startswith("make profile: config/staging.yaml with this profile would fail the synth; nothing written:")
+    assert "rehearses.not_covered" in err and "remove the entry" in err
+    assert {p.name: p.read_bytes() for p in folder.glob("*.yaml")} == before
 
 
 def test_a_model_without_a_record_is_refused_naming_the_catalog_and_the_command():

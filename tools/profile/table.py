@@ -18,12 +18,12 @@ from pathlib import Path
 import yaml
 
 from stacks.config.base_model_record import BaseModelRecord, record_dict, record_name
-from stacks.config.model_catalog import read_catalog
+from stacks.config.model_catalog import BaseModel, read_catalog
 from stacks.config.profile_search import NoProfile, derive
 from stacks.serving.backends import names
 from tools.cost.prices import PriceTable
-from tools.profile.cli import TEMPLATES, price_book, read_target
 from tools.profile.render import hourly, money, qlora_fit, summary
+from tools.profile.targets import TEMPLATES, price_book, read_target
 
 HEADER = """# Serving profiles of base models, by backend
 
@@ -33,6 +33,10 @@ backend, checked in the backend's template environment (config/dev.yaml for lmi_
 vllm_neuronx), or the synth's refusal. Prices: tools/prices.json (SageMaker us-east-1 on-demand, per instance).
 QLoRA: the cheapest GPU training type that holds the run and its merge (stacks/config/qlora_fit.py).
 Models: config/models/ and the published config.json files under tests/data/model_configs/.
+
+A profile is only as strict as the rules: none bounds the serving host's RAM against the weights, so a 7-8B model
+is proposed on ml.inf2.xlarge (16 GB host RAM, 32 GB of NeuronCore memory) where staging and prod chose larger
+hosts; LMI NeuronX's start-up-compile warning on such a host does not apply once the Training workflow compiles.
 
 | model | parameters | model_type | backend | profile | $/h | $/month | QLoRA training | synth |
 | --- | ---: | --- | --- | --- | ---: | ---: | --- | --- |
@@ -67,26 +71,44 @@ def _row(record: BaseModelRecord, backend: str, cells: list[str]) -> str:
     return "| " + " | ".join(facts + cells) + " |"
 
 
-def render_table(config_dir: Path, configs: Path | None, table: PriceTable) -> str:
+def catalog_with(config_dir: Path, configs: Path | None, folder: Path) -> tuple[Path, frozenset[str]]:
+    """folder/config: a copy of config_dir's environments and catalog plus the records built from `configs`, and
+    the built records' names."""
+    copy = folder / "config"
+    shutil.copytree(config_dir, copy, ignore=shutil.ignore_patterns("*.model.json"))
+    built = built_records(configs, set(read_catalog(copy))) if configs is not None else []
+    for record in built:
+        text = yaml.safe_dump(record_dict(record), sort_keys=False)
+        (copy / "models" / f"{record_name(record.hub_id)}.yaml").write_text(text, encoding="utf-8")
+    return copy, frozenset(record_name(record.hub_id) for record in built)
+
+
+def _cells(base: BaseModel, backend: str, config_dir: Path, table: PriceTable) -> list[str]:
     prices = price_book(table)
+    try:
+        derived = derive(read_target(config_dir, TEMPLATES[backend]), base, backend, prices)
+    except NoProfile as refusal:
+        return ["-", "-", "-", "-", f"refused: {refusal}"]
+    price = prices.serving[derived.profile.instance_type]
+    fit = qlora_fit(base.record, derived, prices).instance_type or "none priced holds it"
+    return [summary(derived.profile), hourly(price), money(price * table.hours_per_month), fit, "synthesizes"]
+
+
+def rows(config_dir: Path, built: frozenset[str], table: PriceTable) -> str:
+    """Every record of config_dir/models x every backend; a built record's lines name the config.json it was built
+    from, not the config/models/ file it has only in the copy."""
+    lines = []
+    for name, base in sorted(read_catalog(config_dir).items()):
+        for backend in names():
+            row = _row(base.record, backend, _cells(base, backend, config_dir, table))
+            lines.append(
+                row.replace(f"config/models/{name}.yaml", f"{base.record.source}/config.json") if name in built else row
+            )
+    return "\n".join(lines) + "\n"
+
+
+def render_table(config_dir: Path, configs: Path | None, table: PriceTable) -> str:
+    """The markdown file: every record of config_dir/models (and those built from `configs`) x every backend."""
     with tempfile.TemporaryDirectory(prefix="profile-table-") as folder:
-        copy = Path(folder) / "config"
-        shutil.copytree(config_dir, copy, ignore=shutil.ignore_patterns("*.model.json"))
-        if configs is not None:
-            for record in built_records(configs, set(read_catalog(copy))):
-                text = yaml.safe_dump(record_dict(record), sort_keys=False)
-                (copy / "models" / f"{record_name(record.hub_id)}.yaml").write_text(text, encoding="utf-8")
-        rows = []
-        for _, base in sorted(read_catalog(copy).items()):
-            for backend in names():
-                target = read_target(copy, TEMPLATES[backend])
-                try:
-                    derived = derive(target, base, backend, prices)
-                except NoProfile as refusal:
-                    rows.append(_row(base.record, backend, ["-", "-", "-", "-", f"refused: {refusal}"]))
-                    continue
-                price = prices.serving[derived.profile.instance_type]
-                fit = qlora_fit(base.record, derived, prices).instance_type or "none priced holds it"
-                cells = [summary(derived.profile), hourly(price), money(price * table.hours_per_month), fit]
-                rows.append(_row(base.record, backend, [*cells, "synthesizes"]))
-    return HEADER + "\n".join(rows) + "\n"
+        copy, built = catalog_with(config_dir, configs, Path(folder))
+        return HEADER + rows(copy, built, table)

@@ -10,6 +10,7 @@ a note says so.
 
 from __future__ import annotations
 
+import difflib
 import shutil
 import tempfile
 from pathlib import Path
@@ -47,9 +48,20 @@ def served_note(config_dir: Path, env: str) -> str | None:
     return None
 
 
-def write_profile(config_dir: Path, env: str, derived: Derived) -> None:
+def commented_changes(before: str, after: str) -> list[int]:
+    """1-based numbers of the lines of `after` whose value changed and which keep a comment written for the old one
+    (the reviewer checks each still holds)."""
+    old, new = before.splitlines(), after.splitlines()
+    found = []
+    for tag, _, _, start, end in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag == "replace":
+            found += [n + 1 for n in range(start, end) if " #" in new[n]]
+    return found
+
+
+def write_profile(config_dir: Path, env: str, derived: Derived) -> list[int]:
     """Write `derived`'s changes into config_dir/<env>.yaml, or raise WriteRefused (one line) having written
-    nothing."""
+    nothing; returns commented_changes of the file."""
     from tools.config_edit import EditError, edit
 
     path = config_dir / f"{env}.yaml"
@@ -66,4 +78,6 @@ def write_profile(config_dir: Path, env: str, derived: Derived) -> None:
             raise WriteRefused(
                 f"config/{env}.yaml with this profile would fail the synth; nothing written: {shown}"
             ) from None
+        before = path.read_text(encoding="utf-8")
         shutil.copyfile(copy / path.name, path)
+    return commented_changes(before, path.read_text(encoding="utf-8"))
