@@ -33,6 +33,7 @@ from .model_catalog import BaseModel, read_catalog, training_base
 from .profile import COMPILE_TYPE, Changes, Profile, Shape, applied, changes_for, model_values, profile_for, shapes
 from .profile import profile_values as values_of
 from .trained_model import check_trained_model
+from .trn1 import INF2_TP_DEGREES
 
 COMPILE_HOSTS: dict[str, HostKind] = {"lmi_neuronx": "trainium", "vllm_neuronx": "cpu"}
 UNPRICED = float("inf")
@@ -71,6 +72,11 @@ class _Refusal:
     rank: tuple[int, int, int]  # (stage: 1 parsing, 2 model checks; NeuronCores; TP)
     error: ConfigError
     where: str
+
+
+def tp_degrees(backend: str) -> tuple[int, ...]:
+    """The backend's own TP degrees, else every degree the Neuron runtime runs on Inf2."""
+    return backend_named(backend).tensor_parallel_degrees or INF2_TP_DEGREES
 
 
 def _compile_types(raw: Mapping[str, Any], backend: str, prices: Mapping[str, float]) -> list[str | None]:
@@ -123,7 +129,7 @@ class _Search:
     def on_type(self, instance_type: str) -> list[Derived]:
         cores = INF2_TYPES[instance_type].neuron_cores
         found = []
-        for tp in (d for d in backend_named(self.backend).tensor_parallel_degrees if d <= cores):
+        for tp in (d for d in tp_degrees(self.backend) if d <= cores):
             for shape in shapes(self.base.record):
                 outcome = self.shaped(instance_type, tp, shape)
                 if isinstance(outcome, Derived):
@@ -137,7 +143,8 @@ class _Search:
         return found
 
     def compile_price(self, derived: Derived) -> float:
-        return self.prices.training.get(derived.profile.compile_instance_type or "", 0.0)
+        compile_type = derived.profile.compile_instance_type
+        return 0.0 if compile_type is None else self.prices.training.get(compile_type, UNPRICED)
 
 
 def derive(target: Target, base: BaseModel, backend: str, prices: Prices) -> Derived:
@@ -151,7 +158,7 @@ def derive(target: Target, base: BaseModel, backend: str, prices: Prices) -> Der
     lines = list(search.checked.items())
     if len(lines) == 1 and len(lines[0][1]) > 1:  # one line for every profile that reached the model: the model's
         raise NoProfile(lines[0][0])
-    degrees = ", ".join(map(str, backend_named(backend).tensor_parallel_degrees))
+    degrees = ", ".join(map(str, tp_degrees(backend)))
     raise NoProfile(
         f"{base.record.hub_id} on {backend}: no ml.inf2 profile passes the synth (TP {degrees} on every ml.inf2 "
         f"type); the nearest, {furthest.where}, is refused: {furthest.error}"

@@ -21,7 +21,7 @@ The rule (the project's estimate; each term's source beside it). A type fits whe
   reference point is the seed recipe's, /work/shared/REFERENCE.md: "The seed's QLoRA recipe targets ml.g5.2xlarge
   (24 GB A10G, 32 GB host RAM); a 7B fp16 merge (13.5 GB) fits" (2 x 12.6 GiB <= 32 GiB), and twice leaves room for
   the safetensors shards being read and written beside the tensors.
-By this rule Llama-2-7B at the seed's batch 4 x 512 tokens, r 64, needs ~9.5 GiB per GPU and 25 GiB of host RAM:
+By this rule Llama-2-7B at the seed's batch 4 x 512 tokens, r 64, needs ~9.9 GiB per GPU and 25.1 GiB of host RAM:
 ml.g5.2xlarge, the seed's type.
 """
 

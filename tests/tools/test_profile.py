@@ -168,3 +168,28 @@ def test_without_env_nothing_is_written(tmp_path):
 def test_a_target_environment_is_checked_in_its_own_file():
     target = read_target(ROOT / "config", "prod")
     assert isinstance(target, Target) and target.source == "config/prod.yaml"
+
+
+def test_an_environment_without_a_file_is_refused_naming_the_known_ones(tmp_path):
+    folder = config_copy(tmp_path / "config")
+    code, out, err = write_with_tool(folder, "qwen2.5-7b-instruct", "vllm_neuronx", "qa")
+    assert (code, out) == (2, "")
+    assert err == "make profile: no config/qa.yaml; known environments: dev, local, prod, staging\n"
+
+
+def test_a_line_edit_config_edit_cannot_make_is_refused_and_nothing_written(tmp_path):
+    """A section written in flow style ({...}) is edited by hand: config_edit's line, nothing written."""
+    folder = config_copy(tmp_path / "config")
+    text = (folder / "dev.yaml").read_text()
+    start = text.index("  autoscaling:\n")
+    end = text.index("  alarms:\n")
+    flow = "  autoscaling: {scale_out_cooldown_seconds: 600, min_capacity: 1, max_capacity: 2}\n"
+    (folder / "dev.yaml").write_text(text[:start] + flow + text[end:])
+    before = (folder / "dev.yaml").read_bytes()
+    code, out, err = write_with_tool(folder, "llama-2-7b-chat-hf", "lmi_neuronx", "dev")
+    assert (code, out) == (2, "")
+    assert err == (
+        "make profile: config/dev.yaml: cannot be edited line by line: the mapping is empty or in flow style {...}; "
+        "edit it by hand; nothing written\n"
+    )
+    assert (folder / "dev.yaml").read_bytes() == before

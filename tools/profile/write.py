@@ -72,7 +72,8 @@ def write_profile(config_dir: Path, env: str, derived: Derived) -> list[int]:
             edit(copy / path.name, derived.changes.values, derived.changes.removed)
             _check_all(copy)
         except EditError as error:
-            raise WriteRefused(f"{str(error).replace(copy.as_posix(), 'config')}; nothing written") from None
+            shown = str(error).replace(f"{copy.as_posix()}/", "config/")
+            raise WriteRefused(f"config/{env}.yaml: cannot be edited line by line: {shown}; nothing written") from None
         except ConfigError as error:
             shown = _shown(error, copy)
             raise WriteRefused(
