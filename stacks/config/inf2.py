@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
+
+BYTES_PER_PARAMETER = 2  # the served weights keep config.json's fp16/bf16 dtype
 
 
 class Inf2Type(NamedTuple):
@@ -17,3 +20,14 @@ INF2_TYPES: dict[str, Inf2Type] = {
     "ml.inf2.24xlarge": Inf2Type(12, 384, 96),
     "ml.inf2.48xlarge": Inf2Type(24, 768, 192),
 }
+
+
+def weights_gb(parameters_billions: float) -> float:
+    """GB of the served 16-bit weights."""
+    return parameters_billions * BYTES_PER_PARAMETER
+
+
+def mounted_model_volume_gb(parameters_billions: float) -> int:
+    """The ML storage volume a compiled model mounted from S3 needs (ml.inf2 has no instance storage): twice the
+    16-bit weights, plus 10 GB for the container's own files."""
+    return math.ceil(2 * weights_gb(parameters_billions) + 10)

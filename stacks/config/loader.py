@@ -10,7 +10,7 @@ from typing import Any
 from .app_config import AppConfig
 from .deploy import ENV_NAME_PATTERN, Stage, deploy_chain
 from .errors import ConfigError
-from .model_catalog import read_catalog, training_base, with_base_facts
+from .model_catalog import BaseModel, read_catalog, training_base, with_base_facts
 from .model_lock import lock_path, read_lock
 from .rehearsal import check_rehearsal
 from .schema import describe, parse
@@ -45,10 +45,14 @@ def load_config(env_name: Any, config_dir: str | Path = "config", *, served: boo
     return served_from_lock(config, config_dir)
 
 
-def parse_environment(raw: Any, source: str, config_dir: str | Path) -> AppConfig:
-    """config/<env>.yaml's value as the typed config, with its training base's record from config_dir/models/."""
+def parse_environment(
+    raw: Any, source: str, config_dir: str | Path, catalog: Mapping[str, BaseModel] | None = None
+) -> AppConfig:
+    """config/<env>.yaml's value as the typed config, with its training base's record from config_dir/models/
+    (`catalog`: those records, read once by a caller that checks many values, e.g. make profile's search)."""
     raw = {} if raw is None else raw
-    base = training_base(raw.get("training") if isinstance(raw, Mapping) else None, read_catalog(config_dir))
+    catalog = read_catalog(config_dir) if catalog is None else catalog
+    base = training_base(raw.get("training") if isinstance(raw, Mapping) else None, catalog)
     config = parse(AppConfig, with_base_facts(raw, source, base), source=source)
     object.__setattr__(config, "source", source)
     object.__setattr__(config, "base_model", base.model)

@@ -54,6 +54,8 @@ class Backend:
     served_positions: Callable[[Any], tuple[str, int]] | None = None  # the positions (tokens) it serves
     tensor_parallel: Callable[[Any], tuple[str, int]] | None = None  # the TP degree it shards the heads over
     shards_kv_heads: bool = False  # TP and num_key_value_heads must divide one another
+    # The TP degrees its container runs on ml.inf2 (the candidates `make profile` tries; the rules still decide)
+    tensor_parallel_degrees: tuple[int, ...] = ()
     compiled_folder: Callable[[Any], str] | None = None  # the folder a compiled prefix of its shape contains
     serves_compiled: bool = False  # the endpoint mounts the compiled model: a version needs one
     compiles_at_start_up: bool = False  # it can also compile an uncompiled model when it starts (no compile step)

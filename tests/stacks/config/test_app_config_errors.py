@@ -522,6 +522,21 @@ CASES = [
         "ml.trn1.32xlarge or ml.trn1n.32xlarge",
     ),
     (
+        "vllm-export-without-the-host-memory-for-the-model",
+        "dev",
+        _staging(training__neuron_compile__instance_type="ml.m5.2xlarge"),
+        "training.neuron_compile.instance_type: got 'ml.m5.2xlarge' (32 GiB host RAM); optimum-cli export neuron of "
+        "the 7.62B-parameter Qwen/Qwen2.5-7B-Instruct needs ~61 GiB (8 GiB per billion parameters, >= 64 GiB for a "
+        "7-8B model): use ml.c6i.8xlarge (64 GiB), ml.m5.4xlarge (64 GiB), ml.m6i.4xlarge (64 GiB)",
+    ),
+    (
+        "vllm-export-on-a-host-of-unknown-memory",
+        "dev",
+        _staging(training__neuron_compile__instance_type="ml.p3.2xlarge"),
+        "training.neuron_compile.instance_type: got 'ml.p3.2xlarge', whose host memory stacks/config/hosts.py does "
+        "not list, so the export's fit cannot be checked: use a CPU type with >= 61 GiB, e.g. ml.c6i.8xlarge (64 GiB)",
+    ),
+    (
         "lmi-scale-out-faster-than-an-instance-loads",
         "dev",
         _with("serving.autoscaling.scale_out_cooldown_seconds", 300),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import Backend
 from .config import (
+    PARTITION_TP_DEGREES,
     LmiOptions,
     check,
     compile_memory_problem,
@@ -38,6 +39,7 @@ BACKEND = Backend(
     derived_images=(("lmi_neuronx", "lmi_neuronx_0_29", "0.30.0-neuronx-sdk2.20.1"),),
     served_positions=served_positions,
     tensor_parallel=tensor_parallel,
+    tensor_parallel_degrees=PARTITION_TP_DEGREES,
     # transformers-neuronx shards K/V heads by serving.lmi.group_query_attention: only the heads must divide
     compiled_folder=compiled_folder,
     compiled_shape=compiled_shape,

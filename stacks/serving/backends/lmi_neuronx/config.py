@@ -230,6 +230,8 @@ def compile_memory_problem(serving: Any, billions: float, compiled: bool) -> str
 
 
 COMPILE_TYPE = "training.neuron_compile.instance_type"
+# The TP degrees a model partitioned on Trn1 for Inf2 can have: both runtimes run them.
+PARTITION_TP_DEGREES = tuple(d for d in TRN1_TP_DEGREES if d in INF2_TP_DEGREES)
 
 
 def _listed(degrees: tuple[int, ...] | list[int]) -> str:
@@ -253,10 +255,9 @@ def compile_problem(config: Any) -> tuple[str, str] | None:
             f"ml.trn1 (NeuronCore-v2, as ml.inf2): {use}"
         )
     if tp not in TRN1_TP_DEGREES:
-        both = [d for d in TRN1_TP_DEGREES if d in INF2_TP_DEGREES]
         return "serving.lmi.tensor_parallel_degree", (
             f"got {tp}; the partition runs on Trn1, whose Neuron runtime runs TP {_listed(TRN1_TP_DEGREES)} "
-            f"(Inf2: {_listed(INF2_TP_DEGREES)}): use {_listed(both)}, or set "
+            f"(Inf2: {_listed(INF2_TP_DEGREES)}): use {_listed(PARTITION_TP_DEGREES)}, or set "
             "training.neuron_compile.enabled: false to compile at start-up"
         )
     if host.neuron_cores < tp:

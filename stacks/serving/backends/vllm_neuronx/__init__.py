@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from stacks.config.trn1 import INF2_TP_DEGREES
+
 from .. import Backend
-from .config import NeuronOptions, check, compiled_folder, served_positions, tensor_parallel
+from .config import NeuronOptions, check, compile_problem, compiled_folder, served_positions, tensor_parallel
 from .contract import build_chat_request, parse_chat_response, request_warnings
 
 BACKEND = Backend(
@@ -34,6 +36,7 @@ BACKEND = Backend(
     derived_images=(("vllm_neuronx", "vllm_neuronx_0_4_4", "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"),),
     served_positions=served_positions,
     tensor_parallel=tensor_parallel,
+    tensor_parallel_degrees=INF2_TP_DEGREES,
     # optimum-neuron (models/inference/backend/modules/attention/gqa.py, from NxD Inference) shards K/V heads when
     # TP divides them or they divide TP (replicate-to-tp-degree); otherwise it converts GQA to MHA, one K/V copy
     # per query head
@@ -41,4 +44,5 @@ BACKEND = Backend(
     compiled_folder=compiled_folder,
     serves_compiled=True,
     compile_program="optimum-cli export neuron",
+    compile_problem=compile_problem,
 )

@@ -7,11 +7,12 @@ ones (`serve` refuses a mismatch).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from stacks.config.errors import ConfigError
+from stacks.config.hosts import TRAINING_HOSTS, smallest_fitting
+from stacks.config.inf2 import BYTES_PER_PARAMETER, mounted_model_volume_gb, weights_gb
 from stacks.config.schema import setting
 
 ACCELERATOR_MEMORY_GB = {  # Inferentia2 HBM: 32 GB per chip of 2 NeuronCores
@@ -22,7 +23,12 @@ ACCELERATOR_MEMORY_GB = {  # Inferentia2 HBM: 32 GB per chip of 2 NeuronCores
 }
 HBM_GB_PER_CORE = 16
 WEIGHT_SHARE_OF_HBM = 0.8  # fp16/bf16 weights may take this share of the TP group's HBM; the rest is KV cache
-BYTES_PER_PARAMETER = 2  # the export keeps config.json's fp16/bf16 dtype
+# The export's host memory: REFERENCE.md plans >= 64 GiB for a 7-8B model (optimum-neuron does not document it;
+# Hugging Face builds its cache on inf2.8xlarge, 128 GiB, and an 8B NxD Inference compile ran out of memory in
+# 32 GB), i.e. 8 GiB per billion parameters. The project's estimate, not an upstream figure.
+EXPORT_HOST_GIB_PER_BILLION = 8
+COMPILE_TYPE = "training.neuron_compile.instance_type"
+__all__ = ["BYTES_PER_PARAMETER", "weights_gb"]
 
 
 @dataclass(frozen=True)
@@ -63,10 +69,6 @@ def sm_on_environment(*, model: str, served_model_name: str, neuron: NeuronOptio
     }
 
 
-def weights_gb(parameters_billions: float) -> float:
-    return parameters_billions * BYTES_PER_PARAMETER
-
-
 def check(serving: Any, source: str, path: str) -> None:
     """The TP, weights-in-HBM and volume rules on the profile's size (the served version's own facts and its
     compiled prefix's shape: stacks/config/served_model.py)."""
@@ -93,7 +95,7 @@ def check(serving: Any, source: str, path: str) -> None:
         )
     if serving.lmi_version is not None:
         raise ConfigError(source, f"{path}.lmi_version", "only for backend lmi_neuronx: remove it")
-    needed = math.ceil(2 * weights + 10)
+    needed = mounted_model_volume_gb(serving.model_parameters_billions)
     if serving.volume_size_gb < needed:
         raise ConfigError(
             source,
@@ -113,3 +115,25 @@ def tensor_parallel(serving: Any) -> tuple[str, int]:
 
 def compiled_folder(serving: Any) -> str:
     return serving.neuron.compiled_folder
+
+
+def compile_problem(config: Any) -> tuple[str, str] | None:
+    """(field, problem) when the compile step's host has too little memory for `optimum-cli export neuron` of the
+    profile's model, or a type whose memory stacks/config/hosts.py does not know."""
+    chosen = config.training.neuron_compile.instance_type
+    billions = config.serving.model_parameters_billions
+    need = EXPORT_HOST_GIB_PER_BILLION * billions
+    fits = ", ".join(smallest_fitting("cpu", need)) or "none is listed: serve a smaller model"
+    host = TRAINING_HOSTS.get(chosen)
+    if host is None:
+        return COMPILE_TYPE, (
+            f"got {chosen!r}, whose host memory stacks/config/hosts.py does not list, so the export's fit cannot be "
+            f"checked: use a CPU type with >= {need:.0f} GiB, e.g. {fits}"
+        )
+    if host.host_memory_gib < need:
+        return COMPILE_TYPE, (
+            f"got {chosen!r} ({host.host_memory_gib} GiB host RAM); optimum-cli export neuron of the "
+            f"{billions:.2f}B-parameter {config.serving.base_model} needs ~{need:.0f} GiB "
+            f"({EXPORT_HOST_GIB_PER_BILLION} GiB per billion parameters, >= 64 GiB for a 7-8B model): use {fits}"
+        )
+    return None
