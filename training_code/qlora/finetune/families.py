@@ -145,7 +145,7 @@ def build_tiny_family(
     import torch
     from transformers import AutoModelForCausalLM
 
-    from .tiny import TINY_CHAT_TEMPLATE, train_tokenizer
+    from .tiny_tokenizer import TINY_CHAT_TEMPLATE, train_tokenizer
 
     template = TINY_CHAT_TEMPLATE if chat_template is True else (chat_template or None)
     tokenizer = train_tokenizer(vocab_texts, vocab_size=vocab_size, chat_template=template)
