@@ -176,7 +176,8 @@ pre-deploy: app-deps
 PIPELINE ?= training
 
 # The emulator holds the workflows' job runner in its own process, so one target deploys and runs.
-pipeline: $(VENV_STAMP) $(NODE_STAMP) $(if $(filter vllm_neuronx,$(BACKEND)),$(VLLM_STAMP))
+# A BASE of another architecture may need vLLM (the backend that loads it): its venv comes with any BASE.
+pipeline: $(VENV_STAMP) $(NODE_STAMP) $(if $(or $(filter vllm_neuronx,$(BACKEND)),$(filter command line,$(origin BASE))),$(VLLM_STAMP))
 	rm -rf cdk.out
 	npx cdk synth --quiet -c env=local --output cdk.out --app "$(PY) app.py"
 	$(PY) -m local.pipeline --cdk-out cdk.out --env local --workflow $(PIPELINE) $(if $(BACKEND),--backend $(BACKEND)) \

