@@ -95,3 +95,9 @@ def model_facts_schema() -> tuple[str, dict[str, str]]:
     """(file name, {fact: "str" | "int" | "bool"}) of the model_facts.json train.py writes beside the model."""
     module = load_code_module(QLORA_CODE, "finetune/facts.py")
     return module.FACTS_FILE, dict(module.FACT_TYPES)
+
+
+@cache
+def hub_token_variable() -> str:
+    """The job's environment variable train.py reads the hub token's secret ARN from (finetune/hub_token.py)."""
+    return load_code_module(QLORA_CODE, "finetune/hub_token.py").SECRET_VARIABLE
