@@ -72,6 +72,6 @@ def training_job_request(
         subnet_ids=vpc.subnet_ids if vpc else (),
         security_group_ids=vpc.security_group_ids if vpc else (),
         tags=dict(config.all_tags),
-        environment=job_environment(training),
+        environment=job_environment(config),
     )
     return request, submit_directory

@@ -18,7 +18,7 @@ from local.emulator import LocalAws
 from local.emulator import workflow_run as run
 from local.emulator.faults import Drill, FaultPlan
 from stacks.training.registry import FACT_TYPES
-from tests.local.emulator.tiny_training import FAST, ROWS
+from tests.local.emulator.tiny_training import FAST, ROWS, recorded_base
 from tests.synth import ROOT, replaced, synth
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("training-workflow")]
@@ -31,10 +31,8 @@ def deployed(tmp_path_factory):
     from stacks.config import load_config
 
     sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
-    from finetune.tiny import build_tiny_llama
-
     config = load_config("local", ROOT / "config")
-    base = build_tiny_llama(tmp_path_factory.mktemp("base"), ROWS, vocab_size=300)
+    base = recorded_base(tmp_path_factory.mktemp("base"))
     with LocalAws.start(time_scale=0.001, work_root=tmp_path_factory.mktemp("jobs")) as aws:
         # Every run reads a hub token as a gated base would: the secret exists before the synth names its ARN.
         secret = aws.client("secretsmanager").create_secret(Name="llm-inf2/hub-token", SecretString=FAKE_TOKEN)
@@ -223,7 +221,7 @@ def test_the_job_reads_the_hub_token_and_writes_it_nowhere(deployed, sharded, tm
     aws, arn = deployed["aws"], deployed["secret"]
     output = json.loads(sharded["described"]["output"])
     (request,) = [r for r in aws.job_runner.requests if r["TrainingJobName"] == output["job_name"]]
-    assert request["Environment"] == {"HF_TOKEN_SECRET_ARN": arn}
+    assert request["Environment"]["HF_TOKEN_SECRET_ARN"] == arn
     log = (aws.job_runner.work_root / output["job_name"] / "job.log").read_text()
     assert f"hub token: read from secret {arn} into HF_TOKEN" in log
     download_prefix(aws.client("s3"), output["model_s3_uri"], tmp_path)
@@ -243,6 +241,21 @@ def test_the_job_reads_the_hub_token_and_writes_it_nowhere(deployed, sharded, tm
     }
     assert any(arn in written[p.name] for p in templates)  # the role's grant names the ARN; the token is nowhere
     assert [name for name, text in written.items() if FAKE_TOKEN in text] == []
+
+
+def test_the_job_checks_its_base_against_the_record_before_training(deployed, sharded):
+    """The local environment's record (config/models/tiny-pretrained.yaml) reaches the job in its Environment and
+    the `model` channel's base is checked against it, every fact, before the first training step."""
+    aws = deployed["aws"]
+    output = json.loads(sharded["described"]["output"])
+    (request,) = [r for r in aws.job_runner.requests if r["TrainingJobName"] == output["job_name"]]
+    given = json.loads(request["Environment"]["BASE_MODEL_RECORD"])
+    assert given["record"] == "config/models/tiny-pretrained.yaml" and "hub_id" not in given  # a copy: no hub id
+    log = (aws.job_runner.work_root / output["job_name"] / "job.log").read_text()
+    facts = ", ".join(sorted(set(given) - {"record"}))
+    (line,) = [line for line in log.splitlines() if line.startswith("base model ")]
+    assert line.endswith(f"/input/data/model: {facts} as config/models/tiny-pretrained.yaml records them"), line
+    assert log.index(line) < log.index("train_loss=")
 
 
 def _check_registered(deployed, package_arn: str, model_s3_uri: str, dataset_keys: list[str]) -> dict:

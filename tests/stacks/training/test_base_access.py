@@ -1,6 +1,6 @@
-"""A gated hub model trained with a token from Secrets Manager: the job role reads that one secret (and decrypts
-it with its key through Secrets Manager only), the job gets the secret's ARN in its Environment, and the token
-itself is in no template. staging, a gated record of its own, synthesized once with cdk-nag on."""
+"""What a training job is given about its base: the record's facts it checks the weights against, and for a gated
+hub model the token's secret, which the job role reads (and decrypts with its key through Secrets Manager only);
+the token itself is in no template. staging, a gated record of its own, synthesized once with cdk-nag on."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import shutil
 import pytest
 import yaml
 
+from stacks.code_contract.loader import load_code_module
 from stacks.config import load_config
+from stacks.paths import QLORA_CODE
 from tests.stacks.training.test_training_stack import definition
 from tests.synth import ROOT, add_record, synth, templates
 
@@ -85,9 +87,24 @@ def test_the_job_is_given_the_secrets_arn_in_its_environment(gated):
     states = definition(gated["Training"])["States"]
     jobs = {name: s["Parameters"] for name, s in states.items() if "AlgorithmSpecification" in s.get("Parameters", {})}
     assert {"Train", "TrainWithEval"} <= set(jobs)
-    assert jobs["Train"]["Environment"] == jobs["TrainWithEval"]["Environment"] == {"HF_TOKEN_SECRET_ARN": SECRET}
+    assert jobs["Train"]["Environment"] == jobs["TrainWithEval"]["Environment"]
+    assert jobs["Train"]["Environment"]["HF_TOKEN_SECRET_ARN"] == SECRET
     hyperparameters = states["Defaults"]["Result"]
     assert SECRET not in json.dumps(hyperparameters)  # not a hyperparameter: an execution cannot point it elsewhere
+
+
+def test_the_job_is_given_its_bases_record_to_check_the_weights_against(gated):
+    """The facts train.py compares (finetune/base_record.py), as the record's YAML file has them."""
+    checked = load_code_module(QLORA_CODE, "finetune/base_record.py").CHECKED_FACTS
+    record = yaml.safe_load((ROOT / "config" / "models" / "qwen2.5-7b-instruct.yaml").read_text())  # its facts
+    environment = definition(gated["Training"])["States"]["Train"]["Parameters"]["Environment"]
+    given = json.loads(environment["BASE_MODEL_RECORD"])
+    assert given == {
+        "record": "config/models/gated-qwen-7b.yaml",
+        "hub_id": GATED,
+        **{name: record[name] for name in checked},
+    }
+    assert set(checked) < set(record)
 
 
 def test_a_gated_base_with_its_tokens_secret_or_an_uploaded_copy_synthesizes(gated, tmp_path):
@@ -101,3 +118,28 @@ def test_a_gated_base_with_its_tokens_secret_or_an_uploaded_copy_synthesizes(gat
     config["training"]["base_model_key"] = "base-models/gated-qwen-7b/"
     (folder / "staging.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     assert load_config("staging", folder).training.hub_token_secret is None
+
+
+def test_a_record_too_long_for_the_jobs_environment_is_refused_in_one_line(tmp_path):
+    """Each Environment value is at most botocore's TrainingEnvironmentValue maximum; a hub id long enough to
+    overflow it is refused at synth, naming the record."""
+    import botocore.session
+
+    from stacks.config import ConfigError
+    from stacks.training.base_access import job_environment
+
+    limit = botocore.session.get_session().get_service_model("sagemaker").shape_for("TrainingEnvironmentValue")
+    folder = tmp_path / "config"
+    shutil.copytree(ROOT / "config", folder)
+    long_id = add_record(folder, "o" * 300 + "/gated-long", "qwen2.5-7b-instruct")
+    config = yaml.safe_load((folder / "staging.yaml").read_text())
+    config["training"]["hyperparameters"]["model_id"] = long_id
+    (folder / "staging.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    with pytest.raises(ConfigError) as caught:
+        job_environment(load_config("staging", folder))
+    line = str(caught.value)
+    assert line.startswith(f"{folder / 'models' / 'gated-long.yaml'}: hub_id: the facts a training run checks")
+    assert line.endswith(
+        f"characters; the job's environment value holds at most {limit.metadata['max']} (SageMaker CreateTrainingJob "
+        "Environment value): shorten the hub id"
+    )
