@@ -54,9 +54,10 @@ def cli_context() -> dict[str, Any]:
 
 
 def replaced(config: AppConfig, **changes) -> AppConfig:
-    """`config` with top-level fields replaced; env_name and source (init=False, from the file) are kept."""
+    """`config` with top-level fields replaced; what comes from the files (init=False) is kept: env_name, source,
+    the served model (the lock) and the training base's record."""
     changed = dataclasses.replace(config, **changes)
-    for name in ("env_name", "source", "model"):
+    for name in ("env_name", "source", "model", "base_model"):
         object.__setattr__(changed, name, getattr(config, name))
     return changed
 

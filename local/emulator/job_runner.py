@@ -262,10 +262,13 @@ class LocalJobRunner:
         cancelled: Callable[[], bool],
         limit_s: float | None = None,
     ) -> tuple[int, list[str]]:
-        """The image's entry point, the toolkit's `train` console script (`sagemaker_training.cli.train:main`)."""
+        """The image's entry point, the toolkit's `train` console script (`sagemaker_training.cli.train:main`),
+        in the container's environment with the request's Environment set, as SageMaker sets it (the toolkit
+        passes it on to the script)."""
         argv = [self.python, "-m", "sagemaker_training.cli.train"]
         env = {
             **container_environment(request, tree, job_arn=job_arn, endpoint_url=self.endpoint_url, region=self.region),
+            **(request.get("Environment") or {}),
             **self.extra_env,
         }
         limit = limit_s or request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", 86400)

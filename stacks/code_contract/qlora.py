@@ -7,6 +7,8 @@ training_code/qlora/finetune/args.py fails the synth instead of a training job h
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Mapping
 from functools import cache
 
 from ..paths import QLORA_CODE
@@ -95,3 +97,19 @@ def model_facts_schema() -> tuple[str, dict[str, str]]:
     """(file name, {fact: "str" | "int" | "bool"}) of the model_facts.json train.py writes beside the model."""
     module = load_code_module(QLORA_CODE, "finetune/facts.py")
     return module.FACTS_FILE, dict(module.FACT_TYPES)
+
+
+@cache
+def hub_token_variable() -> str:
+    """The job's environment variable train.py reads the hub token's secret ARN from (finetune/hub_token.py)."""
+    return load_code_module(QLORA_CODE, "finetune/hub_token.py").SECRET_VARIABLE
+
+
+def base_record_environment(record_file: str, facts: Mapping[str, object], hub_id: str | None) -> tuple[str, str]:
+    """(variable, value): the facts of a base-model record (`facts`: its fields by name) train.py checks the base
+    it resolves against (finetune/base_record.py), as compact JSON with the record's file and, for a base named by
+    its hub id, that id (its refusal names them)."""
+    module = load_code_module(QLORA_CODE, "finetune/base_record.py")
+    named = {module.RECORD_FILE: record_file, **({module.HUB_ID: hub_id} if hub_id is not None else {})}
+    checked = {fact: facts[fact] for fact in module.CHECKED_FACTS}
+    return module.RECORD_VARIABLE, json.dumps({**named, **checked}, separators=(",", ":"))

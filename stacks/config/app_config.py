@@ -124,6 +124,14 @@ def isolation_problems(config: AppConfig) -> list[tuple[str, str]]:
         )
     if not training.has_own_image:
         problems.append(("training.image_uri", f"missing; {_ISOLATED}: {OFFLINE_IMAGE}"))
+    if training.hub_token_secret is not None:
+        problems.append(
+            (
+                "training.hub_token_secret",
+                f"set; {_ISOLATED} jobs reach neither the hub nor Secrets Manager: remove it "
+                "(training.base_model_key supplies the model)",
+            )
+        )
     for name in ("subnet_ids", "security_group_ids"):
         if getattr(training, name):
             problems.append(

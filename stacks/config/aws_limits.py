@@ -22,6 +22,7 @@ SERVICE_LABELS = {
     "logs": "CloudWatch Logs",
     "application-autoscaling": "Application Auto Scaling",
     "s3": "S3",
+    "secretsmanager": "Secrets Manager",
 }
 
 
@@ -93,6 +94,12 @@ def api_range(field: AwsField) -> tuple[float | None, float | None]:
     if field.documented_max is not None:
         high = field.documented_max if high is None else min(high, field.documented_max)
     return low, high
+
+
+def map_value_length(field: AwsField) -> int:
+    """The longest value botocore allows in the map `field` ends at (a CreateTrainingJob Environment value)."""
+    shape = shape_of(field)
+    return service_model(field.service)["shapes"][shape["value"]["shape"]]["max"]
 
 
 def setting_range(field: AwsField) -> tuple[int | None, int | None]:
@@ -183,8 +190,14 @@ TUNING_MAX_PARALLEL_JOBS = AwsField(
     documented_max=100,
     citation=_TUNING_LIMITS + ": parallel training jobs per tuning job, 10 by default, raisable to 100",
 )
+TRAINING_ENVIRONMENT = AwsField("sagemaker", "CreateTrainingJob", "Environment")
 TAG_KEY = AwsField("sagemaker", "CreateTrainingJob", "Tag.Key")
 TAG_VALUE = AwsField("sagemaker", "CreateTrainingJob", "Tag.Value")
+
+# -- Secrets Manager: the hub token a training job reads (its ARN, the secret's name inside it, the secret's key) ---
+HUB_TOKEN_SECRET = AwsField("secretsmanager", "GetSecretValue", "SecretId")
+SECRET_NAME = AwsField("secretsmanager", "CreateSecret", "Name")
+SECRET_KMS_KEY = AwsField("secretsmanager", "CreateSecret", "KmsKeyId")
 
 # -- CloudWatch alarms ----------------------------------------------------------------------------------------------
 _PUT_METRIC_ALARM = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html"

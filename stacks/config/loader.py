@@ -10,7 +10,7 @@ from typing import Any
 from .app_config import AppConfig
 from .deploy import ENV_NAME_PATTERN, Stage, deploy_chain
 from .errors import ConfigError
-from .model_catalog import BaseModel, read_catalog, training_base, with_base_facts
+from .model_catalog import BaseModel, check_gated_access, read_catalog, training_base, with_base_facts
 from .model_lock import lock_path, read_lock
 from .rehearsal import check_rehearsal
 from .schema import describe, parse
@@ -56,6 +56,7 @@ def parse_environment(
     config = parse(AppConfig, with_base_facts(raw, source, base), source=source)
     object.__setattr__(config, "source", source)
     object.__setattr__(config, "base_model", base.model)
+    check_gated_access(base, config.training, source)
     return config
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..paths import relative
 from .base_model_record import MODELS_DIR, RECORD_NAME, BaseModelRecord, key_folder, parse_record, record_name
 from .errors import ConfigError
+from .training import TrainingConfig
 from .yaml_file import read_yaml
 
 MODEL_ID = "training.hyperparameters.model_id"
@@ -102,6 +103,24 @@ def with_base_facts(raw: Any, source: str, base: TrainingBase) -> Any:
     record = base.model.record
     facts = {"model_parameters_billions": record.parameters / 1e9, "base_model": record.hub_id}
     return {**raw, "serving": {**serving, **facts}}
+
+
+def check_gated_access(base: TrainingBase, training: TrainingConfig, source: str) -> None:
+    """A base its record says is gated downloads only with a token that has access: the config names the secret
+    holding one, or trains on a copy in the bucket (training.base_model_key); else the job's first hub request
+    would fail, hours of queueing later, with the hub's 401."""
+    model = base.model
+    if model is None or not model.record.gated or base.field != MODEL_ID:
+        return
+    if training.hub_token_secret is not None or training.base_model_key is not None:
+        return
+    raise ConfigError(
+        source,
+        MODEL_ID,
+        f"got {base.value!r}, gated on the hub ({model.source}: gated: true), and the training job has no token: "
+        "set training.hub_token_secret: <secret ARN> (a Secrets Manager secret holding a hub token with access) "
+        f"or copy the weights into the bucket with `make base-model MODEL={base.value} UPLOAD={Path(source).stem}`",
+    )
 
 
 def _no_record(base: TrainingBase) -> str:

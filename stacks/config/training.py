@@ -43,6 +43,14 @@ LOG_RETENTION_DAYS = (
     3288,
     3653,
 )
+# The hub token's secret by its full ARN (the six characters Secrets Manager appends to the name included): the job
+# role is granted exactly this resource, which a partial ARN or a name would not match.
+_ARN_HEAD = r"arn:aws[a-z-]*:{}:[a-z]{{2}}(-[a-z]+)+-\d:\d{{12}}:"
+SECRET_ARN_PATTERN = _ARN_HEAD.format("secretsmanager") + (
+    rf"secret:[A-Za-z0-9/_+=.@-]{{1,{aws.setting_range(aws.SECRET_NAME)[1]}}}-[A-Za-z0-9]{{6}}"
+)
+# A KMS key by its key ARN (a single- or multi-Region key id): IAM matches Decrypt on the key, never on an alias.
+KMS_KEY_ARN_PATTERN = _ARN_HEAD.format("kms") + r"key/(mrk-[0-9a-f]{32}|[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})"
 # Job names are `<prefix>-<32 hex>-<attempt>-<retry>` and SageMaker allows TrainingJobName's botocore maximum.
 _JOB_NAME_MAX = aws.setting_range(aws.TRAINING_JOB_NAME)[1]
 MAX_JOB_NAME_PREFIX = _JOB_NAME_MAX - (1 + 32 + 4)
@@ -157,6 +165,18 @@ class TrainingConfig:
     base_model_key: str | None = setting(
         None, pattern=r"base-models/[A-Za-z0-9._/-]+/", hint="a folder in the artifact bucket, e.g. base-models/llama/"
     )
+    hub_token_secret: str | None = setting(
+        None,
+        pattern=SECRET_ARN_PATTERN,
+        hint="the full ARN (the name's -XXXXXX suffix too) of a Secrets Manager secret holding a hub token",
+        aws=aws.HUB_TOKEN_SECRET,
+    )
+    hub_token_kms_key: str | None = setting(
+        None,
+        pattern=KMS_KEY_ARN_PATTERN,
+        hint="the secret's customer-managed KMS key ARN; null: the secret uses aws/secretsmanager",
+        aws=aws.SECRET_KMS_KEY,
+    )
     subnet_ids: list[str] = setting([], pattern=r"subnet-[0-9a-f]{8,17}", aws=aws.TRAINING_SUBNETS)
     security_group_ids: list[str] = setting([], pattern=r"sg-[0-9a-f]{8,17}", aws=aws.TRAINING_SECURITY_GROUPS)
     image_uri: str | None = setting(
@@ -194,6 +214,9 @@ class TrainingConfig:
             fail(missing, "empty; a VPC config needs both subnet_ids and security_group_ids")
         if self.network_isolation and self.base_model_key is None:
             fail("base_model_key", "missing; network_isolation: true needs the base model as an S3 `model` channel")
+        found = self.hub_token_problem()
+        if found:
+            fail(*found)
         if self.image_uri is not None and self.image_repository is not None:
             fail("image_repository", "set together with image_uri; keep one of them")
         if self.network_isolation and not self.has_own_image:
@@ -210,6 +233,29 @@ class TrainingConfig:
         found = self.distribution_problem(self.hyperparameters)
         if found:
             fail(f"hyperparameters.{found[0]}", found[1])
+
+    def hub_token_problem(self) -> tuple[str, str] | None:
+        """(name, problem) when the hub token's settings cannot work together."""
+        secret, key = self.hub_token_secret, self.hub_token_kms_key
+        if key is not None and secret is None:
+            return "hub_token_kms_key", "set without hub_token_secret, whose key it names: remove it or name the secret"
+        if secret is not None and self.network_isolation:
+            return "hub_token_secret", (
+                "set with network_isolation: true; an isolated job reaches neither the hub nor Secrets Manager: "
+                "remove it (the `model` channel under base_model_key holds the base)"
+            )
+        longest = aws.map_value_length(aws.TRAINING_ENVIRONMENT)
+        if secret is not None and len(secret) > longest:
+            return "hub_token_secret", (
+                f"got {len(secret)} characters; the job is given the ARN as an environment value: at most {longest} "
+                f"({aws.TRAINING_ENVIRONMENT.label} value): rename the secret shorter"
+            )
+        if key is not None and key.split(":")[3] != secret.split(":")[3]:
+            return "hub_token_kms_key", (
+                f"in {key.split(':')[3]}, the secret in {secret.split(':')[3]}; Secrets Manager encrypts a secret "
+                "with a key of the secret's own region: name that key"
+            )
+        return None
 
     @property
     def world_size(self) -> int:

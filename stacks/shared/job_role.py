@@ -37,10 +37,12 @@ class SageMakerJobRole(Construct):
         description: str,
         policy_description: str,
         code_channel: bool = False,
+        extra_statements: Sequence[iam.PolicyStatement] = (),
     ) -> None:
         """`vpc`: the subnets and security groups the jobs run in (None: no VPC config);
         `prefix_reasons`: why the jobs need every object under each read or write prefix (cdk-nag's IAM5);
-        `code_channel`: isolated mode, SageMaker downloads the code as an S3Prefix channel (lists, then gets)."""
+        `code_channel`: isolated mode, SageMaker downloads the code as an S3Prefix channel (lists, then gets);
+        `extra_statements`: what the jobs need beyond these, derived by their stack (no wildcards to acknowledge)."""
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(
@@ -69,7 +71,11 @@ class SageMakerJobRole(Construct):
         if vpc is not None:
             statements += vpc_statements(stack, vpc)
         self.policy = iam.ManagedPolicy(
-            self, "Policy", description=policy_description, statements=statements, roles=[self.role]
+            self,
+            "Policy",
+            description=policy_description,
+            statements=[*statements, *extra_statements],
+            roles=[self.role],
         )
         prefixes = dict.fromkeys([*read_prefixes, *write_prefixes])
         acknowledge_wildcards(

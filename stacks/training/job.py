@@ -12,6 +12,7 @@ from ..config import AppConfig
 from ..shared.bucket_layout import CHECKPOINTS_PREFIX, MODELS_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.placement import Placement
+from .base_access import job_environment
 from .state_paths import RUN, TRAIN_DATA
 from .workflow import job_name_expression
 
@@ -71,5 +72,6 @@ def training_job_request(
         subnet_ids=vpc.subnet_ids if vpc else (),
         security_group_ids=vpc.security_group_ids if vpc else (),
         tags=dict(config.all_tags),
+        environment=job_environment(config),
     )
     return request, submit_directory

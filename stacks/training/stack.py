@@ -30,6 +30,7 @@ from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATAS
 from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
+from .base_access import hub_token_statements
 from .compile_job import neuron_compile_request
 from .job import job_placement, runs_offline, training_job_request
 from .partition_job import lmi_compile_request
@@ -223,6 +224,7 @@ class TrainingStack(Stack):
             description="SageMaker execution role of the QLoRA training jobs",
             policy_description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
             code_channel=placement is not None,
+            extra_statements=hub_token_statements(config.training),
         )
 
     def _training_image(self, training: TrainingConfig, images: ContainerImages) -> tuple[str, str]:

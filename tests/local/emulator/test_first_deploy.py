@@ -22,7 +22,7 @@ import yaml
 from local.emulator import LocalAws
 from local.emulator import workflow_run as run
 from tests.local.emulator.guide_commands import GuideRunner, command_lines, section
-from tests.local.emulator.tiny_training import FAST, ROWS
+from tests.local.emulator.tiny_training import FAST, ROWS, recorded_base
 from tests.synth import ROOT, synth, with_catalog
 from tools import promote_model
 
@@ -56,8 +56,6 @@ def _settings(words: list[str]) -> dict[str, str]:
 
 def test_first_deploy_guide_runs_as_written_from_an_empty_bucket(tmp_path, monkeypatch, capsys):
     sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
-    from finetune.tiny import build_tiny_llama
-
     from stacks.config import load_config
 
     started = time.monotonic()
@@ -67,7 +65,7 @@ def test_first_deploy_guide_runs_as_written_from_an_empty_bucket(tmp_path, monke
     config = load_config(ENV, config_dir)
     guide_env = "dev"
     deployed: dict = {"names": [], "outputs": {}}
-    base = build_tiny_llama(tmp_path / "base", ROWS, vocab_size=300)
+    base = recorded_base(tmp_path / "base")
     for name, value in (("AWS_ACCESS_KEY_ID", "emulated"), ("AWS_SECRET_ACCESS_KEY", "emulated")):
         monkeypatch.setenv(name, value)
 

@@ -6,6 +6,7 @@ SageMaker's (DescribeTrainingJob's FailureReason, MaxRuntimeExceeded)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import re
@@ -17,6 +18,7 @@ import pytest
 
 from local.emulator import LocalAws
 from local.emulator.faults import Drill, FaultPlan
+from tests.synth import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -44,6 +46,20 @@ if os.environ.get("SM_HP_SLEEP"):
     import time
     time.sleep(float(os.environ["SM_HP_SLEEP"]))
 """
+# The training code's start-up read of the hub token (finetune/hub_token.py, shipped beside it), then what the
+# process holds: a digest of HF_TOKEN, never the token, so nothing the job writes can leak it.
+PROBE = r"""
+import hashlib, json, os
+from pathlib import Path
+import hub_token
+held_before = hub_token.TOKEN_VARIABLE in os.environ
+arn = hub_token.read_hub_token()
+token = os.environ.get(hub_token.TOKEN_VARIABLE, "")
+probe = {"arn": arn, "held_before": held_before, "sha256": hashlib.sha256(token.encode()).hexdigest()}
+Path(os.environ["SM_MODEL_DIR"], "probe.json").write_text(json.dumps(probe))
+"""
+HUB_TOKEN_CODE = ROOT / "training_code" / "qlora" / "finetune" / "hub_token.py"
+FAKE_TOKEN = "hf_" + "Zq7" * 12  # the shape of a hub token; no hub would take it
 # A PyTorch framework image: the runner starts the toolkit with its module, sagemaker_pytorch_container.training.
 PYTORCH_IMAGE = (
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
@@ -56,8 +72,8 @@ METRICS = [{"Name": n, "Regex": rf"{n}=([0-9.eE+-]+)"} for n in ("epoch", "train
 UNMET_REQUIREMENTS = {"wrong-pin": "transformers==0.0.1\n", "not-installed": "a-package-no-image-has==1.0\n"}
 
 
-def _code_tarball(requirements: str | None = None) -> bytes:
-    files = {"entry.py": ENTRY, **({"requirements.txt": requirements} if requirements is not None else {})}
+def _code_tarball(requirements: str | None = None, files: dict[str, str] | None = None) -> bytes:
+    files = files or {"entry.py": ENTRY, **({"requirements.txt": requirements} if requirements is not None else {})}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, text in files.items():
@@ -79,6 +95,8 @@ def aws(tmp_path_factory):
         for name in ("a.jsonl", "b.jsonl"):
             s3.put_object(Bucket=BUCKET, Key=f"datasets/set/{name}", Body=b'{"text": "x"}\n')
         s3.put_object(Bucket=BUCKET, Key="checkpoints/run/step-1", Body=b"earlier")
+        probe = {"entry.py": PROBE, "hub_token.py": HUB_TOKEN_CODE.read_text()}
+        s3.put_object(Bucket=BUCKET, Key="code/probe.tar.gz", Body=_code_tarball(files=probe))
         yield emulator
 
 
@@ -159,6 +177,22 @@ def test_entry_point_sees_the_toolkits_contract(aws, completed):
     assert seen["config"] == ["hyperparameters.json", "inputdataconfig.json", "resourceconfig.json"]
     assert seen["checkpoint_from_s3"] == ["step-1"]  # CheckpointConfig is downloaded first, so a retry resumes
     assert _object(aws, "checkpoints/run/step-2") == b"saved"  # and synced back
+
+
+def test_the_jobs_environment_reaches_the_script_and_its_hub_token_stays_in_the_process(aws):
+    """CreateTrainingJob's Environment is the container's, as in SageMaker: the training code finds the secret's
+    ARN there, reads the secret from the emulator's Secrets Manager and holds the token as HF_TOKEN; the token is
+    in neither the request nor the job's log."""
+    arn = aws.client("secretsmanager").create_secret(Name="hub-token", SecretString=FAKE_TOKEN)["ARN"]
+    job = request("hub-token-1", code="probe")
+    job["Environment"] = {"HF_TOKEN_SECRET_ARN": arn}
+    outcome = aws.job_runner.run(job, job_arn="arn")
+    assert outcome.status == "Completed", outcome.failure_reason
+    probe = json.loads(_object(aws, "models/hub-token-1/output/model/probe.json"))
+    assert probe == {"arn": arn, "held_before": False, "sha256": hashlib.sha256(FAKE_TOKEN.encode()).hexdigest()}
+    log = (aws.job_runner.work_root / "hub-token-1" / "job.log").read_text()
+    assert "entry.py" in log  # the toolkit's lines: the job's log, read where the runner writes it
+    assert FAKE_TOKEN not in log and FAKE_TOKEN not in json.dumps(aws.job_runner.requests[-1])
 
 
 def test_metrics_are_the_last_values_as_float32(completed):

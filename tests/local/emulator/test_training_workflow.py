@@ -18,10 +18,11 @@ from local.emulator import LocalAws
 from local.emulator import workflow_run as run
 from local.emulator.faults import Drill, FaultPlan
 from stacks.training.registry import FACT_TYPES
-from tests.local.emulator.tiny_training import FAST, ROWS
+from tests.local.emulator.tiny_training import FAST, ROWS, recorded_base
 from tests.synth import ROOT, replaced, synth
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("training-workflow")]
+FAKE_TOKEN = "hf_" + "Wv5" * 12  # the shape of a hub token; no hub would take it
 SHARDED_KEYS = [f"datasets/sharded/{n}" for n in ("_READY", *(f"train-{i}.jsonl" for i in range(3)))]
 
 
@@ -30,13 +31,17 @@ def deployed(tmp_path_factory):
     from stacks.config import load_config
 
     sys.path.insert(0, str(ROOT / "training_code" / "qlora"))
-    from finetune.tiny import build_tiny_llama
-
     config = load_config("local", ROOT / "config")
-    training = dataclasses.replace(config.training, hyperparameters={**config.training.hyperparameters, **FAST})
-    assembly = synth(replaced(config, training=training), tmp_path_factory.mktemp("cdk-local"))
-    base = build_tiny_llama(tmp_path_factory.mktemp("base"), ROWS, vocab_size=300)
+    base = recorded_base(tmp_path_factory.mktemp("base"))
     with LocalAws.start(time_scale=0.001, work_root=tmp_path_factory.mktemp("jobs")) as aws:
+        # Every run reads a hub token as a gated base would: the secret exists before the synth names its ARN.
+        secret = aws.client("secretsmanager").create_secret(Name="llm-inf2/hub-token", SecretString=FAKE_TOKEN)
+        training = dataclasses.replace(
+            config.training,
+            hyperparameters={**config.training.hyperparameters, **FAST},
+            hub_token_secret=secret["ARN"],
+        )
+        assembly = synth(replaced(config, training=training), tmp_path_factory.mktemp("cdk-local"))
         # One thread per job: torch's default of one per core oversubscribes the two cores `make test` shares
         # between its workers, and the tiny model's ops are too small to gain from more.
         aws.job_runner.extra_env["OMP_NUM_THREADS"] = "1"
@@ -59,6 +64,7 @@ def deployed(tmp_path_factory):
             "training": outputs[config.stack_id("Training")],
             "assembly": assembly,
             "base": base,
+            "secret": secret["ARN"],
         }
 
 
@@ -200,6 +206,56 @@ def test_the_registered_facts_are_the_merged_model_as_transformers_loads_it(depl
     }
     base_key = deployed["config"].training.base_model_key
     assert metadata["base_model_source"] == f"s3://{deployed['bucket']}/{base_key}"
+
+
+def test_the_job_reads_the_hub_token_and_writes_it_nowhere(deployed, sharded, tmp_path):
+    """training.hub_token_secret set: the job was given the secret's ARN and read it at start-up (its log names
+    the ARN, not the token); the token is in no template, job request, job log, nor any file of the job's
+    output (training_report.json) or model folder (the model card among them)."""
+    import io
+    import tarfile
+    from pathlib import Path
+
+    from local.emulator.s3_folders import download_prefix
+
+    aws, arn = deployed["aws"], deployed["secret"]
+    output = json.loads(sharded["described"]["output"])
+    (request,) = [r for r in aws.job_runner.requests if r["TrainingJobName"] == output["job_name"]]
+    assert request["Environment"]["HF_TOKEN_SECRET_ARN"] == arn
+    log = (aws.job_runner.work_root / output["job_name"] / "job.log").read_text()
+    assert f"hub token: read from secret {arn} into HF_TOKEN" in log
+    download_prefix(aws.client("s3"), output["model_s3_uri"], tmp_path)
+    assert (tmp_path / "README.md").is_file()  # the model card
+    bucket, key = output["model_s3_uri"].replace("/output/model/", "/output/output.tar.gz")[5:].split("/", 1)
+    packed = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(packed)) as archive:
+        outputs = {m.name: archive.extractfile(m).read().decode(errors="replace") for m in archive if m.isfile()}
+    assert "training_report.json" in outputs
+    templates = sorted(Path(deployed["assembly"].directory).glob("*.template.json"))
+    written = {
+        **{p.name: p.read_text() for p in templates},
+        "requests": json.dumps(aws.job_runner.requests),
+        "job.log": log,
+        **{f"output/{name}": text for name, text in outputs.items()},
+        **{f"model/{p.name}": p.read_text(errors="replace") for p in tmp_path.iterdir()},
+    }
+    assert any(arn in written[p.name] for p in templates)  # the role's grant names the ARN; the token is nowhere
+    assert [name for name, text in written.items() if FAKE_TOKEN in text] == []
+
+
+def test_the_job_checks_its_base_against_the_record_before_training(deployed, sharded):
+    """The local environment's record (config/models/tiny-pretrained.yaml) reaches the job in its Environment and
+    the `model` channel's base is checked against it, every fact, before the first training step."""
+    aws = deployed["aws"]
+    output = json.loads(sharded["described"]["output"])
+    (request,) = [r for r in aws.job_runner.requests if r["TrainingJobName"] == output["job_name"]]
+    given = json.loads(request["Environment"]["BASE_MODEL_RECORD"])
+    assert given["record"] == "config/models/tiny-pretrained.yaml" and "hub_id" not in given  # a copy: no hub id
+    log = (aws.job_runner.work_root / output["job_name"] / "job.log").read_text()
+    facts = ", ".join(sorted(set(given) - {"record"}))
+    (line,) = [line for line in log.splitlines() if line.startswith("base model ")]
+    assert line.endswith(f"/input/data/model: {facts} as config/models/tiny-pretrained.yaml records them"), line
+    assert log.index(line) < log.index("train_loss=")
 
 
 def _check_registered(deployed, package_arn: str, model_s3_uri: str, dataset_keys: list[str]) -> dict:

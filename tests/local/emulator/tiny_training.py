@@ -8,6 +8,9 @@ generation on the 4-bit base was most of a job's compute."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import yaml
 
 FAST = {
     "max_steps": "2",
@@ -19,4 +22,27 @@ FAST = {
     "eval_generations": "1",
     "eval_max_new_tokens": "8",
 }
+RECORDS = Path(__file__).resolve().parents[3] / "config" / "models"
 ROWS = [json.dumps({"instruction": f"What is item {i}?", "response": f"Item {i} is a thing."}) for i in range(24)]
+
+
+def recorded_base(out_dir: Path) -> Path:
+    """A tiny random-init Llama of the local environment's base record (config/models/tiny-pretrained.yaml: the
+    shape of finetune/pretrain.py's base), tokenizer trained on ROWS: what a run checks its `model` channel against
+    (finetune/base_record.py) before training on it."""
+    from finetune.tiny import build_tiny_llama
+
+    record = yaml.safe_load(
+        (Path(__file__).resolve().parents[3] / "config" / "models" / "tiny-pretrained.yaml").read_text()
+    )
+    return build_tiny_llama(
+        out_dir,
+        ROWS,
+        vocab_size=300,
+        hidden_size=record["hidden_size"],
+        num_layers=record["num_hidden_layers"],
+        num_heads=record["num_attention_heads"],
+        intermediate_size=record["intermediate_size"],
+        max_position_embeddings=record["context_length"],
+        model_vocab_size=record["vocab_size"],
+    )

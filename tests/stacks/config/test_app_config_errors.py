@@ -90,6 +90,10 @@ _READY = {
     **({"pruning__enabled": False} if "pruning" in VALID else {}),
 }
 
+# A hub token's secret and its key as AWS writes their ARNs (the secret's name, then six characters of its own).
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:llm-inf2/hub-token-AbC123"
+SECRET_KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
 # (case id, env name, file content (dict = YAML dump, str = raw text, None = no file), expected fragment)
 CASES = [
     (
@@ -543,6 +547,76 @@ CASES = [
         "serving.autoscaling.scale_out_cooldown_seconds: got 300; a new instance loads the compiled model for up to "
         "serving.lmi.model_loading_timeout (600 s) before it takes traffic, and a shorter cooldown adds more "
         "instances on the same load: use >= 600",
+    ),
+    # A gated or private hub model: the job's token comes from a Secrets Manager secret the config names.
+    (
+        "gated-base-without-token-or-copy",
+        "dev",
+        _staging_record("test/gated-7b", gated=True),
+        "models/gated-7b.yaml: gated: true), and the training job has no token: set training.hub_token_secret: "
+        "<secret ARN> (a Secrets "
+        "Manager secret holding a hub token with access) or copy the weights into the bucket with "
+        "`make base-model MODEL=test/gated-7b UPLOAD=dev`",
+    ),
+    (
+        "hub-token-secret-partial-arn",
+        "dev",
+        _with("training.hub_token_secret", SECRET.removesuffix("-AbC123")),
+        "(the full ARN (the name's -XXXXXX suffix too) of a Secrets Manager secret holding a hub token) (Secrets "
+        "Manager GetSecretValue SecretId: 1..2048 characters)",
+    ),
+    (
+        "hub-token-secret-not-an-arn",
+        "dev",
+        _with("training.hub_token_secret", "llm-inf2/hub-token"),
+        "training.hub_token_secret: got 'llm-inf2/hub-token'; must match arn:aws[a-z-]*:secretsmanager:",
+    ),
+    (
+        "hub-token-secret-longer-than-an-environment-value",
+        "dev",
+        _with("training.hub_token_secret", SECRET.replace("hub-token", "h" * 480)),
+        "training.hub_token_secret: got 549 characters; the job is given the ARN as an environment value: at most "
+        "512 (SageMaker CreateTrainingJob Environment value): rename the secret shorter",
+    ),
+    (
+        "hub-token-key-as-an-alias",
+        "dev",
+        _changed(VALID, training__hub_token_secret=SECRET, training__hub_token_kms_key="alias/hub-token"),
+        "training.hub_token_kms_key: got 'alias/hub-token'; must match",
+    ),
+    (
+        "hub-token-key-without-secret",
+        "dev",
+        _with("training.hub_token_kms_key", SECRET_KEY),
+        "training.hub_token_kms_key: set without hub_token_secret, whose key it names: remove it or name the secret",
+    ),
+    (
+        "hub-token-key-in-another-region",
+        "dev",
+        _changed(
+            VALID, training__hub_token_secret=SECRET, training__hub_token_kms_key=SECRET_KEY.replace("east", "west")
+        ),
+        "training.hub_token_kms_key: in us-west-1, the secret in us-east-1; Secrets Manager encrypts a secret with a "
+        "key of the secret's own region: name that key",
+    ),
+    (
+        "hub-token-with-network-isolation",
+        "dev",
+        _changed(
+            VALID,
+            training__network_isolation=True,
+            training__base_model_key="base-models/tinyllama-1.1b-chat-v1.0/",
+            training__hub_token_secret=SECRET,
+        ),
+        "training.hub_token_secret: set with network_isolation: true; an isolated job reaches neither the hub nor "
+        "Secrets Manager: remove it (the `model` channel under base_model_key holds the base)",
+    ),
+    (
+        "isolated-with-hub-token",
+        "dev",
+        _isolated(**{**_READY, "training__hub_token_secret": SECRET}),
+        "training.hub_token_secret: set; network.isolated: true jobs reach neither the hub nor Secrets Manager: "
+        "remove it (training.base_model_key supplies the model)",
     ),
     (
         "compile-without-serving",

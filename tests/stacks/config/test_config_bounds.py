@@ -335,6 +335,17 @@ ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 SUBNETS = [f"subnet-{i:017x}" for i in range(1, 18)]
 GROUPS = [f"sg-{i:017x}" for i in range(1, 7)]
 MUST_MATCH = "must match "
+SECRET_NAME = "llm-inf2/hub-token"
+KMS_KEY = "arn:aws:kms:us-east-1:123456789012:key/"
+# The job is given the secret's ARN as a CreateTrainingJob Environment value, botocore's TrainingEnvironmentValue.
+ENVIRONMENT_VALUE_MAX = input_shape("sagemaker", "CreateTrainingJob").members["Environment"].value.metadata["max"]
+
+
+def _secret(name: str) -> str:
+    """A secret's ARN as Secrets Manager writes it: its name, a hyphen and six characters of its own."""
+    return f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{name}-AbC123"
+
+
 MODEL_KEY = "pruning/run/base/model.tar.gz"
 ISOLATED_VPC = {"isolated": True, "vpc_id": "vpc-0123456789abcdef0"}
 
@@ -401,6 +412,23 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     ),
     "TrainingConfig.base_model_key": Text(
         ("base-models/llama/",), (("models/llama/", MUST_MATCH), ("base-models/llama", MUST_MATCH)), "a folder"
+    ),
+    "TrainingConfig.hub_token_secret": Text(
+        (_secret(SECRET_NAME), _secret("n" * (ENVIRONMENT_VALUE_MAX - len(_secret("")))), _secret("a/b_c+d=e.f@g-h")),
+        (
+            (_secret("n" * (ENVIRONMENT_VALUE_MAX - len(_secret("")) + 1)), f"at most {ENVIRONMENT_VALUE_MAX} "),
+            (_secret(SECRET_NAME).removesuffix("-AbC123"), MUST_MATCH),  # a partial ARN: IAM would match no secret
+            ("llm-inf2/hub-token", MUST_MATCH),  # a name: the role is granted an ARN
+        ),
+        "the secret's full ARN, as the job's Environment value (SageMaker's TrainingEnvironmentValue maximum)",
+        Api("secretsmanager", "GetSecretValue", "SecretId", "Secrets Manager GetSecretValue SecretId"),
+    ),
+    "TrainingConfig.hub_token_kms_key": Text(
+        (f"{KMS_KEY}1234abcd-12ab-34cd-56ef-1234567890ab", f"{KMS_KEY}mrk-{'0' * 32}"),
+        (("alias/aws/secretsmanager", MUST_MATCH), (f"{KMS_KEY}1234abcd", MUST_MATCH)),
+        "the key's ARN: IAM grants Decrypt on a key, never on an alias",
+        Api("secretsmanager", "CreateSecret", "KmsKeyId", "Secrets Manager CreateSecret KmsKeyId"),
+        {"hub_token_secret": _secret(SECRET_NAME)},
     ),
     "TrainingConfig.subnet_ids": Text(
         (SUBNETS[:16],),

@@ -298,11 +298,28 @@ def _save_outputs(config: TrainConfig, report, trained: Trained) -> Any:
     return check
 
 
+def _prepare_base(config: TrainConfig) -> None:
+    """Before any weight is loaded: the token of a gated or private base, when the job names its secret; then the
+    base against its record, when the job passes one (the Training stack does)."""
+    from .base_record import check_base_record
+    from .hub_token import TOKEN_VARIABLE, read_hub_token
+
+    arn = read_hub_token()
+    if arn is not None:
+        print(f"hub token: read from secret {arn} into {TOKEN_VARIABLE} (not printed)", flush=True)
+    checked = check_base_record(config.model_id, channel=bool(config.model_channel))
+    if checked is not None:
+        record, found = checked
+        print(f"base model {config.model_id}: {', '.join(sorted(found))} as {record} records them", flush=True)
+
+
 def run(config: TrainConfig, extra_callbacks: list | None = None) -> dict[str, Any]:
     """Train (and merge) with train.py's parsed settings; returns the report. extra_callbacks are Trainer
     callbacks, for tests."""
+    from .base_record import BaseRecordError
     from .cpu_4bit import InferenceLayoutError
     from .distributed import barrier
+    from .hub_token import HubTokenError
     from .merge import MergeCheckError
     from .model import ModelShapeError
     from .report import RunReport
@@ -312,8 +329,9 @@ def run(config: TrainConfig, extra_callbacks: list | None = None) -> dict[str, A
     report = RunReport(config.as_dict())
     report.set(world={"world_size": world.world_size, "rank": world.rank, "fsdp": config.fsdp})
     try:
+        _prepare_base(config)
         trained = _train(config, report, extra_callbacks)
-    except (DataError, ModelShapeError, InferenceLayoutError) as error:
+    except (DataError, ModelShapeError, InferenceLayoutError, HubTokenError, BaseRecordError) as error:
         raise SystemExit(f"train.py: error: {error}") from error
     barrier()
     if not world.is_main:  # the merge needs one process; the others are done once the adapter is saved
