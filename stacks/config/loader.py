@@ -46,17 +46,25 @@ def load_config(env_name: Any, config_dir: str | Path = "config", *, served: boo
 
 
 def parse_environment(
-    raw: Any, source: str, config_dir: str | Path, catalog: Mapping[str, BaseModel] | None = None
+    raw: Any,
+    source: str,
+    config_dir: str | Path,
+    catalog: Mapping[str, BaseModel] | None = None,
+    *,
+    check_access: bool = True,
 ) -> AppConfig:
     """config/<env>.yaml's value as the typed config, with its training base's record from config_dir/models/
-    (`catalog`: those records, read once by a caller that checks many values, e.g. make profile's search)."""
+    (`catalog`: those records, read once by a caller that checks many values, e.g. make profile's search;
+    `check_access` False: whether the job may download a gated base is left to the caller, as a profile's search
+    does, since no serving profile changes it)."""
     raw = {} if raw is None else raw
     catalog = read_catalog(config_dir) if catalog is None else catalog
     base = training_base(raw.get("training") if isinstance(raw, Mapping) else None, catalog)
     config = parse(AppConfig, with_base_facts(raw, source, base), source=source)
     object.__setattr__(config, "source", source)
     object.__setattr__(config, "base_model", base.model)
-    check_gated_access(base, config.training, source)
+    if check_access:
+        check_gated_access(base, config.training, source)
     return config
 
 

@@ -17,6 +17,7 @@ rather than refused while parsing; then the most NeuronCores and TP).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +30,12 @@ from .errors import ConfigError
 from .hosts import TRAINING_HOSTS, HostKind
 from .inf2 import INF2_TYPES
 from .loader import parse_environment
-from .model_catalog import BaseModel, read_catalog, training_base
+from .model_catalog import MODEL_ID, BaseModel, TrainingBase, check_gated_access, read_catalog, training_base
 from .profile import COMPILE_TYPE, Changes, Profile, Shape, applied, changes_for, model_values, profile_for, shapes
 from .profile import profile_values as values_of
+from .schema import parse
 from .trained_model import check_trained_model
+from .training import TrainingConfig
 from .trn1 import INF2_TP_DEGREES
 
 COMPILE_HOSTS: dict[str, HostKind] = {"lmi_neuronx": "trainium", "vllm_neuronx": "cpu"}
@@ -61,6 +64,7 @@ class Derived:
     profile: Profile
     changes: Changes
     config: AppConfig
+    access: str | None = None  # the loader's line for a gated base the environment cannot yet download
 
 
 class NoProfile(Exception):
@@ -101,11 +105,28 @@ class _Search:
         self.furthest: _Refusal | None = None
         self.checked: dict[str, set[str]] = {}  # line -> candidates refused by it in the model checks
 
+    def access_line(self) -> str | None:
+        """The loader's refusal of a gated base the environment would download with no token
+        (model_catalog.check_gated_access): no serving profile changes it, so the search leaves it out and the
+        profile carries the line."""
+        hub_id = self.model.get(MODEL_ID)
+        if not isinstance(hub_id, str):
+            return None
+        raw_training = self.target.raw.get("training") or {}
+        try:
+            training = parse(TrainingConfig, raw_training, source=self.target.source, path="training")
+            check_gated_access(TrainingBase(MODEL_ID, hub_id, self.base), training, self.target.source)
+        except ConfigError as error:
+            return str(error)
+        return None
+
     def attempt(self, profile: Profile) -> Derived | tuple[int, ConfigError]:
         changes = changes_for(self.target.raw, {**self.model, **values_of(profile)}, self.backend, self.others)
         try:
             raw = applied(self.target.raw, changes)
-            config = parse_environment(raw, self.target.source, self.target.config_dir, self.catalog)
+            config = parse_environment(
+                raw, self.target.source, self.target.config_dir, self.catalog, check_access=False
+            )
         except ConfigError as error:
             return 1, error
         try:
@@ -153,7 +174,8 @@ def derive(target: Target, base: BaseModel, backend: str, prices: Prices) -> Der
     for instance_type in sorted(INF2_TYPES, key=lambda n: (prices.serving.get(n, UNPRICED), n)):
         found = search.on_type(instance_type)
         if found:
-            return min(found, key=lambda d: (search.compile_price(d), -d.profile.tensor_parallel))
+            best = min(found, key=lambda d: (search.compile_price(d), -d.profile.tensor_parallel))
+            return dataclasses.replace(best, access=search.access_line())
     furthest = search.furthest
     lines = list(search.checked.items())
     if len(lines) == 1 and len(lines[0][1]) > 1:  # one line for every profile that reached the model: the model's

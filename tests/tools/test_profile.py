@@ -193,3 +193,22 @@ def test_a_line_edit_config_edit_cannot_make_is_refused_and_nothing_written(tmp_
         "edit it by hand; nothing written\n"
     )
     assert (folder / "dev.yaml").read_bytes() == before
+
+
+def test_a_gated_base_gets_its_profile_and_the_line_that_its_download_needs_a_token(tmp_path):
+    """No serving profile changes whether the job may download a gated base: the profile is printed with the
+    loader's line; written into an environment without a token or a copy, it is refused with that line."""
+    line = (
+        "config/staging.yaml: training.hyperparameters.model_id: got 'meta-llama/Llama-3.1-8B-Instruct', gated on the "
+        "hub (config/models/llama-3.1-8b-instruct.yaml: gated: true), and the training job has no token: set "
+        "training.hub_token_secret: <secret ARN> (a Secrets Manager secret holding a hub token with access) or copy "
+        "the weights into the bucket with `make base-model MODEL=meta-llama/Llama-3.1-8B-Instruct UPLOAD=staging`"
+    )
+    code, out, err = run_tool("--model", "llama-3.1-8b-instruct", "--backend", "vllm_neuronx")
+    assert code == 0 and out.endswith(f"before training: {line}\n")
+    folder = config_copy(tmp_path / "config")
+    before = (folder / "staging.yaml").read_bytes()
+    code, out, err = write_with_tool(folder, "llama-3.1-8b-instruct", "vllm_neuronx", "staging")
+    assert (code, out) == (2, "")
+    assert err == f"make profile: config/staging.yaml with this profile would fail the synth; nothing written: {line}\n"
+    assert (folder / "staging.yaml").read_bytes() == before

@@ -35,6 +35,9 @@ def one_line_reason(line: str, base: BaseModel, backend_name: str) -> bool:
     return any(fact in line for fact in ("parameters", "GiB", " GB ", "attention heads", "key/value heads"))
 
 
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:llm-inf2/hub-token-AbC123"
+
+
 @pytest.mark.parametrize("backend_name", names())
 def test_every_model_on_every_backend_synthesizes_or_says_why_in_one_line(catalog, backend_name):
     catalog, built = catalog
@@ -52,7 +55,11 @@ def test_every_model_on_every_backend_synthesizes_or_says_why_in_one_line(catalo
         except NoProfile as refusal:
             assert one_line_reason(str(refusal), base, backend_name), (base.name, str(refusal))
             continue
-        path.write_text(yaml.safe_dump(applied(yaml.safe_load(pristine), derived.changes), sort_keys=False))
+        written = applied(yaml.safe_load(pristine), derived.changes)
+        assert (derived.access is not None) is base.record.gated, (base.name, derived.access)
+        if base.record.gated:  # the one setting no profile makes: the token the download needs, as a user adds it
+            written["training"]["hub_token_secret"] = SECRET
+        path.write_text(yaml.safe_dump(written, sort_keys=False))
         loaded = load_config(env, catalog, served=False)
         assert (loaded.base_model.name, loaded.serving.backend) == (base.name, backend_name)
         path.write_text(pristine)

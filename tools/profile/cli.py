@@ -38,6 +38,8 @@ def run(args: argparse.Namespace, table: PriceTable) -> int:
     fit = qlora_fit(base.record, derived, prices)
     commented = write_profile(args.config_dir, args.env, derived) if args.env else []
     print(render_profile(base.record, derived, fit, prices, table.hours_per_month))
+    if derived.access is not None and not args.env:
+        print(f"before training: {derived.access}")
     if args.env:
         print(f"config/{args.env}.yaml: written; review the diff (git diff config/{args.env}.yaml)")
         if commented:
