@@ -23,7 +23,6 @@ from stacks.config import load_config
 from stacks.config.base_model_record import BaseModelRecord, record_name
 from stacks.config.model_catalog import read_catalog
 from stacks.serving import backends
-from tools.config_edit import edit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +77,7 @@ def prepare(
     backend = loading_backend(record.model_type, asked, shipped.serving.backend)
     spec = backends.backend(backend)
     if spec.serves_compiled and not spec.compiles_at_start_up:  # its container serves only an exported model
-        edit(config_dir / f"{env_name}.yaml", {"training.neuron_compile.enabled": True})
+        _tool("tools.config_edit", str(config_dir / f"{env_name}.yaml"), "training.neuron_compile.enabled=true")
     _tool("tools.profile", "--model", name, "--backend", backend, "--env", env_name, "--config-dir", str(config_dir))
     config = load_config(env_name, config_dir, served=False)
     say(

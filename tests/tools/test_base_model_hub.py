@@ -67,7 +67,8 @@ def hub():
 
 
 def _run(hub, tmp_path: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING_FACE"))}
+    # huggingface_hub takes TRANSFORMERS_OFFLINE (which other tests set in this process) as HF_HUB_OFFLINE
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING_FACE", "TRANSFORMERS_"))}
     env |= {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_DISABLE_TELEMETRY": "1"}
     if token:
         env["HF_TOKEN"] = token

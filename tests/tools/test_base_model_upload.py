@@ -230,7 +230,7 @@ def _hub_upload(moto_server: str, tiny_model: Path, tmp_path: Path, *, tree_refu
         "siblings": [{"rfilename": name} for name in sorted(files)],
     }
     _config_dir(tmp_path, "prod")
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "AWS_"))} | keys
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_", "AWS_"))} | keys
     with serve({"org/tiny-hub": Repo(info, files, tree_refused=tree_refused)}) as hub:
         environ |= {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_DISABLE_TELEMETRY": "1"}
         done = subprocess.run(

@@ -20,12 +20,18 @@ DATA = ROOT / "data" / "instructions.jsonl"
 
 
 def _qlora_tiny():
-    spec = importlib.util.spec_from_file_location(
-        "local_endpoint_qlora_tiny", ROOT / "training_code" / "qlora" / "finetune" / "tiny.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """training_code/qlora's finetune.tiny, its package loaded under a name of its own (the NAS code's modules
+    share this process)."""
+    folder = ROOT / "training_code" / "qlora" / "finetune"
+    name = "local_endpoint_qlora_finetune"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[name] = package
+        spec.loader.exec_module(package)
+    return importlib.import_module(f"{name}.tiny")
 
 
 def _texts() -> list[str]:
