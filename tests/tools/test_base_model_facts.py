@@ -82,7 +82,8 @@ def test_a_published_config_s_record_matches_transformers_and_the_published_coun
     assert (record.hub_id, record.revision, record.chat_template) == (published["hub_id"], None, None)
 
 
-def _saved_llama(folder: Path, *, tied: bool, dtype=torch.bfloat16) -> LlamaForCausalLM:
+def saved_llama(folder: Path, *, tied: bool, dtype=torch.bfloat16) -> LlamaForCausalLM:
+    """A tiny random-init Llama saved as a user's folder holds one (config.json, model.safetensors)."""
     config = LlamaConfig(
         hidden_size=64,
         intermediate_size=128,
@@ -101,7 +102,7 @@ def _saved_llama(folder: Path, *, tied: bool, dtype=torch.bfloat16) -> LlamaForC
 
 @pytest.mark.parametrize("tied", [True, False])
 def test_a_saved_model_is_counted_from_its_safetensors_headers(tmp_path, capsys, tied):
-    model = _saved_llama(tmp_path / "tiny", tied=tied)
+    model = saved_llama(tmp_path / "tiny", tied=tied)
     (tmp_path / "tiny" / "chat_template.jinja").write_text("{{ messages }}")
     code, out, err = _tool(capsys, str(tmp_path / "tiny"), "--hub-id", "org/tiny", "--output", str(tmp_path / "m"))
     assert code == 0, err

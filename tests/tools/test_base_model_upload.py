@@ -18,7 +18,6 @@ from pathlib import Path
 
 import boto3
 import pytest
-import torch
 import yaml
 from moto import mock_aws
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -26,6 +25,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from stacks.config.base_model_record import parse_record
 from tests.synth import ROOT, with_catalog
 from tests.tools.hub_server import Repo, serve
+from tests.tools.test_base_model_facts import saved_llama
 from tests.tools.test_promote_model import REGION, Account, _data_template
 from tools.base_model import main
 
@@ -34,18 +34,7 @@ from tools.base_model import main
 def tiny_model(tmp_path_factory) -> Path:
     """A saved tiny Llama (config.json, model.safetensors, a chat template): what a user's folder holds."""
     folder = tmp_path_factory.mktemp("models") / "tiny-llama"
-    config = LlamaConfig(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=256,
-        max_position_embeddings=512,
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
+    saved_llama(folder, tied=False)
     (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"}))
     return folder
 
