@@ -17,3 +17,13 @@ INF2_TYPES: dict[str, Inf2Type] = {
     "ml.inf2.24xlarge": Inf2Type(12, 384, 96),
     "ml.inf2.48xlarge": Inf2Type(24, 768, 192),
 }
+
+# Each Inferentia2 device (chip) holds two NeuronCore-v2 (AWS Neuron docs, "Inferentia2 Architecture": "Each
+# Inferentia2 device has two NeuronCores-v2"; "Inf2 Architecture": ml.inf2.xlarge and 8xlarge have 1 device,
+# 24xlarge 6, 48xlarge 12). An inference component counts accelerators in devices
+# (NumberOfAcceleratorDevicesRequired: "Accelerators include GPUs and Amazon Web Services Inferentia").
+NEURON_CORES_PER_DEVICE = 2
+
+
+def inferentia_devices(instance: Inf2Type) -> int:
+    return instance.neuron_cores // NEURON_CORES_PER_DEVICE
