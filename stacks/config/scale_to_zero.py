@@ -79,6 +79,18 @@ def component_size(serving: Any, source: str, path: str) -> ComponentSize:
     return ComponentSize(devices, memory, min(available // devices, host // memory))
 
 
+def check_component_rollout(serving: Any, source: str, path: str) -> None:
+    """A component is updated by rolling batches only: UpdateInferenceComponent's InferenceComponentDeploymentConfig
+    requires a RollingUpdatePolicy and has no blue/green policy (botocore's SageMaker model)."""
+    if serving.rollout.strategy != "rolling":
+        raise ConfigError(
+            source,
+            f"{path}.rollout.strategy",
+            f"got {serving.rollout.strategy!r} with scale_to_zero enabled: an inference component is updated only "
+            "by rolling batches (UpdateInferenceComponent's RollingUpdatePolicy); set strategy: rolling",
+        )
+
+
 def check_deploy_approval(config: Any, source: str) -> None:
     """Refuse scale to zero where the deploy requires approval (production traffic), unless explicitly allowed."""
     serving, deploy = config.serving, config.deploy

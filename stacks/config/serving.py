@@ -19,7 +19,7 @@ from . import aws_limits as aws
 from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig, check_variant
 from .errors import ConfigError
 from .inf2 import INF2_TYPES, Inf2Type
-from .scale_to_zero import ComponentSize, ScaleToZeroConfig, component_size
+from .scale_to_zero import ComponentSize, ScaleToZeroConfig, check_component_rollout, component_size
 from .schema import setting
 from .served_model import refuse_pinned_prefix
 
@@ -113,6 +113,7 @@ class _ServingSettings:
         check_variant(self, source, path)
         if self.scale_to_zero.enabled:
             component_size(self, source, path)
+            check_component_rollout(self, source, path)
 
     @property
     def component(self) -> ComponentSize | None:

@@ -92,3 +92,18 @@ def test_a_larger_instance_holds_as_many_copies_as_its_devices_allow():
     wide = dataclasses.replace(serving, instance_type="ml.inf2.48xlarge")  # 12 devices, 768 GB (AWS Inf2 table)
     size = component_size(wide, "config/dev.yaml", "serving")
     assert size.accelerator_devices == 1 and size.copies_per_instance == 12
+
+
+def test_a_blue_green_rollout_of_a_component_is_refused(config_dir):
+    """UpdateInferenceComponent's DeploymentConfig requires a RollingUpdatePolicy and offers no blue/green."""
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    deployment = model.shape_for("InferenceComponentDeploymentConfig")
+    assert deployment.required_members == ["RollingUpdatePolicy"] and "BlueGreenUpdatePolicy" not in deployment.members
+    _edit(config_dir, "dev", "    strategy: rolling\n", "    strategy: blue_green\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config("dev", config_dir, served=False)
+    assert str(caught.value) == (
+        f"{config_dir.as_posix()}/dev.yaml: serving.rollout.strategy: got 'blue_green' with scale_to_zero enabled: "
+        "an inference component is updated only by rolling batches (UpdateInferenceComponent's RollingUpdatePolicy); "
+        "set strategy: rolling"
+    )
