@@ -142,3 +142,48 @@ def allow_variants_without_a_model(patch_once) -> None:
         return validate_production_variants
 
     patch_once(sagemaker_models.SageMakerModelBackend, "validate_production_variants", build)
+
+
+# InvokeEndpoint's answer while a component has no copy ("Scale an endpoint to zero instances", SageMaker developer
+# guide): a ValidationError, and a NoCapacityInvocationFailures datapoint that the scale-out alarm acts on.
+NO_CAPACITY = (
+    "Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if "
+    "configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API."
+)
+
+
+class CopyCycle:
+    """A component's copy count as its scaling moves it, in front of `serve` (the request body -> the answer's
+    bytes): after `idle_s` without a request the idle alarm takes it to 0; a request at 0 is refused with
+    NO_CAPACITY and the no-capacity alarm starts one copy, which serves `start_s` later (instance, image, load)."""
+
+    def __init__(self, component: Component, *, serve, idle_s: float, start_s: float, clock) -> None:
+        self.component, self.serve, self.idle_s, self.start_s, self.clock = component, serve, idle_s, start_s, clock
+        self.last_request = clock()
+        self.ready_at: float | None = None
+
+    def tick(self) -> None:
+        now = self.clock()
+        if self.ready_at is not None and now >= self.ready_at:
+            self.ready_at = None
+            scale(self.component, 1, "NoCapacityInvocationFailures alarm: a copy started")
+            self.last_request = now
+        if self.component.copy_count > 0 and now - self.last_request >= self.idle_s:
+            scale(self.component, 0, f"idle alarm: no request for {self.idle_s:g} s")
+
+    def invoke_endpoint(self, *, EndpointName, Body, ContentType, Accept="*/*", InferenceComponentName=None):  # noqa: N803 - boto3's names
+        from botocore.exceptions import ClientError
+
+        self.tick()
+        if InferenceComponentName != self.component.name:
+            message = "Inference Component Name header is required for endpoints to which you plan to deploy "
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": message}}, "InvokeEndpoint")
+        self.last_request = self.clock()
+        if self.component.copy_count == 0:
+            if self.ready_at is None:
+                self.ready_at = self.clock() + self.start_s
+                self.component.log.append(f"{self.component.name}: request refused, no copy: starting one")
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": NO_CAPACITY}}, "InvokeEndpoint")
+        import io
+
+        return {"Body": io.BytesIO(self.serve(Body)), "ContentType": ContentType}

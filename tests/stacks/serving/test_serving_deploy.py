@@ -12,7 +12,7 @@ import pytest
 
 from local.emulator import LocalAws
 from local.emulator.inference_components import components
-from tools.invoke import endpoint_from_stack
+from tools.invoke import endpoint_from_stack, target_from_stack
 
 DATA, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Serving"
 PROMOTED_PREFIX = "models/promoted-job/merged/"
@@ -57,6 +57,8 @@ def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_
         (component,) = components(aws.account, aws.region).values()
         assert component.endpoint_name == serving["EndpointName"] and component.model_name == serving["ModelName"]
         assert component.copy_count == 1 and component.status == "InService"
+        # tools/invoke.py names the component from the stack outputs, as a component endpoint requires
+        assert target_from_stack(aws.client("cloudformation"), SERVING) == (serving["EndpointName"], component.name)
         from tests.synth import lock_document
 
         served = lock_document("dev")["compiled_prefix"]
