@@ -8,7 +8,9 @@ zero instances", SageMaker developer guide). The pieces, all on the component's 
   refused ones count, so a request at zero ends the idle spell and the next copy is not taken away at once;
 - scale out from zero: a step policy (+1 copy) on an alarm over NoCapacityInvocationFailures, as the guide does;
 - between one copy and the maximum: target tracking on SageMakerInferenceComponentInvocationsPerCopy, scale-out
-  only, so only the idle alarm decides when the last copy goes.
+  only, so only the idle alarm decides when the last copy goes. Target tracking could not reach zero anyway:
+  "SageMaker doesn't emit metrics with a value of zero" (SageMaker developer guide, "Edit a scaling policy"), which
+  is why the idle alarm treats missing data as breaching.
 ManagedInstanceScaling on the variant then starts and stops instances for the copies.
 """
 
