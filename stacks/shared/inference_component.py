@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import jsii
 from aws_cdk import Duration
@@ -29,9 +28,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..config.endpoint import AutoscalingConfig, RolloutConfig
-
-if TYPE_CHECKING:
-    from .sagemaker_endpoint import ContainerSpec, VariantSpec
+from .endpoint_specs import ContainerSpec, VariantSpec
 
 COPY_COUNT = "sagemaker:inference-component:DesiredCopyCount"
 MINUTE = 60

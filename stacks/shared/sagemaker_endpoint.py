@@ -9,8 +9,7 @@ callers (e.g. LmiNeuronxEndpoint).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from aws_cdk import Duration, Stack, Tags
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -23,6 +22,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
 from ..config.endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
+from .endpoint_specs import ContainerSpec, VariantSpec
 from .inference_component import (
     ComponentSpec,
     component_deployment,
@@ -37,32 +37,6 @@ SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
 ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints/"
 ROLLBACK_ALARMS = ("ModelLatencyP90", "Invocation5XXErrors", "Invocation4XXErrorRate")
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    """What the Model runs: the image, its environment, where the weights come from, its network."""
-
-    image_uri: str
-    environment: Mapping[str, str]
-    model_data_url: str | None = None  # a model.tar.gz
-    model_data_source_uri: str | None = None  # an uncompressed S3 prefix SageMaker mounts at /opt/ml/model
-    network_isolation: bool = False
-    vpc_subnet_ids: Sequence[str] = ()
-    vpc_security_group_ids: Sequence[str] = ()
-
-
-@dataclass(frozen=True)
-class VariantSpec:
-    """The one production variant: instance type and count, volume, the start-up and download time limits."""
-
-    instance_type: str
-    initial_instance_count: int
-    instance_vcpus: int  # scales the CPU alarm threshold
-    volume_size_gb: int | None
-    startup_health_check_timeout_seconds: int
-    model_data_download_timeout_seconds: int
-    inference_ami_version: str | None = None  # e.g. the Neuron driver AMI the vLLM Neuron container needs
 
 
 class SageMakerEndpoint(Construct):
