@@ -13,6 +13,9 @@
 the chat template comes from the model's tokenizer, so the default is the same sample as plain messages, and a
 refusal ({"error": {"message", "type", "code"}}, HTTP 400/404) exits 1. The text goes to stdout, the latency
 to stderr. A vllm_neuronx request that uses a field the Neuron runner ignores (NEURON_IGNORED) gets a warning.
+A scale-to-zero endpoint (serving.scale_to_zero) names its inference component in the stack's outputs; the request
+names it too, and while no copy runs (SageMaker refuses with "no capacity") it is retried with backoff (5 s up
+to 60 s apart, --wait-for-copy seconds in all), each wait said on stderr.
 Each backend's request and answer live in stacks/serving/backends/<backend>/contract.py, found by --backend.
 """
 
@@ -62,31 +65,79 @@ def invoke_url(url: str, payload: dict[str, Any], timeout_s: float, parse: Parse
         raise InvokeError(f"cannot reach {target}: {error.reason}") from None
 
 
+# While a scale-to-zero component has no copy, InvokeEndpoint refuses with a ValidationError saying so ("has no
+# capacity to process this request"): the first copy takes minutes (docs/serving.md, Scale to zero).
+NO_CAPACITY = "no capacity"
+BACKOFF_S = (5, 10, 20, 40, 60)  # then every 60 s
+
+
+def _no_capacity(error: Any) -> bool:
+    info = error.response.get("Error", {})
+    return info.get("Code") == "ValidationError" and NO_CAPACITY in str(info.get("Message", "")).lower()
+
+
 def invoke_sagemaker(
-    client: Any, endpoint_name: str, payload: dict[str, Any], parse: Parser = parse_response
+    client: Any,
+    endpoint_name: str,
+    payload: dict[str, Any],
+    parse: Parser = parse_response,
+    *,
+    component: str | None = None,
+    wait_s: float = 0,
+    sleep: Callable[[float], None] = time.sleep,
+    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
 ) -> list[str]:
+    """One request; to a component endpoint it names the component, and while no copy runs (scaled to zero) it is
+    retried with backoff for up to `wait_s` seconds, each wait said on stderr."""
     from botocore.exceptions import ClientError
 
-    try:
-        response = client.invoke_endpoint(
-            EndpointName=endpoint_name, ContentType=CONTENT_TYPE, Accept=CONTENT_TYPE, Body=json.dumps(payload)
-        )
-    except ClientError as error:
-        info = error.response.get("Error", {})
-        if info.get("Code") == "ModelError":  # the container's own answer, e.g. LMI's 424 or vLLM's 400
-            status = error.response.get("OriginalStatusCode", 424)
-            return parse(error.response.get("OriginalMessage", info.get("Message", "")), status)
-        raise InvokeError(f"{endpoint_name}: {info.get('Code')}: {info.get('Message')}") from None
+    extra = {"InferenceComponentName": component} if component else {}
+    waited = 0.0
+    for attempt in range(10_000):
+        try:
+            response = client.invoke_endpoint(
+                EndpointName=endpoint_name,
+                ContentType=CONTENT_TYPE,
+                Accept=CONTENT_TYPE,
+                Body=json.dumps(payload),
+                **extra,
+            )
+            break
+        except ClientError as error:
+            pause = BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]
+            if not _no_capacity(error) or waited + pause > wait_s:
+                return _refused(error, endpoint_name, parse, waited)
+            say(
+                f"{endpoint_name}: component {component} has no copy running (scaled to zero); SageMaker starts one "
+                f"on this request (minutes: instance, image, model load): retrying in {pause} s ({waited:g} s waited)"
+            )
+            sleep(pause)
+            waited += pause
     return parse(response["Body"].read())
+
+
+def _refused(error: Any, endpoint_name: str, parse: Parser, waited: float) -> list[str]:
+    info = error.response.get("Error", {})
+    if info.get("Code") == "ModelError":  # the container's own answer, e.g. LMI's 424 or vLLM's 400
+        status = error.response.get("OriginalStatusCode", 424)
+        return parse(error.response.get("OriginalMessage", info.get("Message", "")), status)
+    after = f" (after {waited:g} s of retries; raise --wait-for-copy)" if _no_capacity(error) else ""
+    raise InvokeError(f"{endpoint_name}: {info.get('Code')}: {info.get('Message')}{after}") from None
 
 
 def endpoint_from_stack(cloudformation: Any, stack_name: str) -> str:
     """The EndpointName output of the serving stack."""
+    return target_from_stack(cloudformation, stack_name)[0]
+
+
+def target_from_stack(cloudformation: Any, stack_name: str) -> tuple[str, str | None]:
+    """(EndpointName, InferenceComponentName or None) from the serving stack's outputs: a scale-to-zero endpoint
+    hosts the model as a component that each request names."""
     stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
     if "EndpointName" not in outputs:
         raise InvokeError(f"stack {stack_name} has no EndpointName output (outputs: {', '.join(sorted(outputs))})")
-    return outputs["EndpointName"]
+    return outputs["EndpointName"], outputs.get("InferenceComponentName")
 
 
 def _config(env_name: str) -> Any:
@@ -133,6 +184,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stop", action="append", help="stop sequence (repeatable); LMI's default </s>")
     parser.add_argument("--details", action="store_true", help="LMI: ask for token details")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds, --url only")
+    parser.add_argument("--component", help="with --endpoint-name: its inference component (scale-to-zero endpoints)")
+    parser.add_argument(
+        "--wait-for-copy",
+        type=float,
+        default=900.0,
+        help="seconds to retry, with backoff, while a scaled-to-zero component starts its first copy",
+    )
     args = parser.parse_args(argv)
     if args.backend is None:
         uses_env = not (args.url or args.endpoint_name or args.stack)
@@ -155,12 +213,21 @@ def main(argv: list[str] | None = None) -> int:
             import boto3
 
             session = boto3.session.Session(region_name=args.region)
-            endpoint = args.endpoint_name or endpoint_from_stack(
-                session.client("cloudformation"), args.stack or stack_for_env(args.env)
-            )
-            where = f"endpoint {endpoint}"
+            endpoint, component = args.endpoint_name, args.component
+            if endpoint is None:
+                endpoint, component = target_from_stack(
+                    session.client("cloudformation"), args.stack or stack_for_env(args.env)
+                )
+            where = f"endpoint {endpoint}" + (f", component {component}" if component else "")
             started = time.perf_counter()
-            texts = invoke_sagemaker(session.client("sagemaker-runtime"), endpoint, payload, parse)
+            texts = invoke_sagemaker(
+                session.client("sagemaker-runtime"),
+                endpoint,
+                payload,
+                parse,
+                component=component,
+                wait_s=args.wait_for_copy,
+            )
         latency_ms = (time.perf_counter() - started) * 1000
     except InvokeError as error:
         print(f"invoke error: {error}", file=sys.stderr)

@@ -22,6 +22,7 @@ from botocore.config import Config
 from local.cloud_assembly import CloudAssemblyReader, StackArtifact
 
 from .execution_patches import apply_all as apply_execution_patches
+from .inference_components import reset as reset_components
 from .job_runner import LocalJobRunner
 from .moto_patches import apply_all as apply_moto_patches
 from .sagemaker_sync import install as install_sagemaker_sync
@@ -93,6 +94,7 @@ class LocalAws:
         # moto's backends live in this process, shared by every server it starts: begin from empty.
         endpoint = f"http://127.0.0.1:{port}"
         _post(f"{endpoint}/moto-api/reset", None)
+        reset_components()
         _post(f"{endpoint}/moto-api/config", {"stepfunctions": {"execute_state_machine": True}})
         # The interpreter's own AWS calls (SNS, SSM, SageMaker) go to localhost:$MOTO_PORT.
         os.environ["MOTO_PORT"] = str(port)

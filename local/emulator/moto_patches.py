@@ -11,6 +11,8 @@
    AWS::SageMaker::ModelPackageGroup: `ModelPackageGroupResource` provisions the template's group through that
    API (Ref: the ARN, GetAtt ModelPackageGroupArn, as CloudFormation documents); it is retained like the bucket,
    and, as on AWS, a new stack adopts no retained group: a name that is taken fails the create.
+5. AWS::SageMaker::InferenceComponent, which moto lacks (inference_components.py), and endpoint configs whose
+   variant names no model (a component endpoint's).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from moto.core.common_models import CloudFormationModel
 from moto.kms import models as kms_models
 from moto.sagemaker import models as sagemaker_models
 from moto.ssm import models as ssm_models
+
+from .inference_components import InferenceComponentResource, allow_variants_without_a_model
 
 _FLAG = "_llm_inf2_patched"
 
@@ -139,6 +143,8 @@ def provision_model_package_groups() -> None:
 
 def apply_all() -> None:
     allow_inf2_instance_types()
+    allow_variants_without_a_model(patch_once)
+    assert InferenceComponentResource.cloudformation_type()  # a CloudFormationModel: imported before the recompute
     provision_model_package_groups()
     translate_kms_key_tags()
     translate_ssm_parameter_tags()

@@ -14,6 +14,7 @@ from .model_lock import ModelLock
 from .network import NetworkConfig
 from .pruning import PruningConfig
 from .rehearsal import RehearsalConfig
+from .scale_to_zero import check_deploy_approval
 from .schema import setting
 from .serving import ServingConfig
 from .training import OFFLINE_IMAGE, TrainingConfig
@@ -67,6 +68,7 @@ class AppConfig:
         found = problem(self) if problem is not None else None
         if found is not None:
             raise ConfigError(source, *found)
+        check_deploy_approval(self, source)
         if self.network.isolated:
             for name, problem in isolation_problems(self):
                 raise ConfigError(source, name, problem)

@@ -213,6 +213,18 @@ ALARM_EVALUATION_PERIODS = AwsField("cloudwatch", "PutMetricAlarm", "EvaluationP
 ALARM_DATAPOINTS = AwsField("cloudwatch", "PutMetricAlarm", "DatapointsToAlarm")
 ALARM_THRESHOLD = AwsField("cloudwatch", "PutMetricAlarm", "Threshold")
 
+# The idle alarm of a scale-to-zero inference component: one-minute periods, as many as the idle minutes.
+_ONE_DAY_OF_MINUTES = 86400 // 60
+IDLE_MINUTES = AwsField(
+    "cloudwatch",
+    "PutMetricAlarm",
+    "EvaluationPeriods",
+    documented_max=_ONE_DAY_OF_MINUTES,
+    citation=_PUT_METRIC_ALARM + " (Period, also in botocore's model): 'For alarms with a period of less than one "
+    "hour (3,600 seconds), the total evaluation period can't be longer than one day (86,400 seconds)': 1440 "
+    "one-minute periods",
+)
+
 # -- Application Auto Scaling: the variant's scalable target and its target-tracking policy -------------------------
 SCALING_MIN_CAPACITY = AwsField("application-autoscaling", "RegisterScalableTarget", "MinCapacity")
 SCALING_MAX_CAPACITY = AwsField("application-autoscaling", "RegisterScalableTarget", "MaxCapacity")

@@ -31,3 +31,14 @@ def mounted_model_volume_gb(parameters_billions: float) -> int:
     """The ML storage volume a compiled model mounted from S3 needs (ml.inf2 has no instance storage): twice the
     16-bit weights, plus 10 GB for the container's own files."""
     return math.ceil(2 * weights_gb(parameters_billions) + 10)
+
+
+# Each Inferentia2 device (chip) holds two NeuronCore-v2 (AWS Neuron docs, "Inferentia2 Architecture": "Each
+# Inferentia2 device has two NeuronCores-v2"; "Inf2 Architecture": ml.inf2.xlarge and 8xlarge have 1 device,
+# 24xlarge 6, 48xlarge 12). An inference component counts accelerators in devices
+# (NumberOfAcceleratorDevicesRequired: "Accelerators include GPUs and Amazon Web Services Inferentia").
+NEURON_CORES_PER_DEVICE = 2
+
+
+def inferentia_devices(instance: Inf2Type) -> int:
+    return instance.neuron_cores // NEURON_CORES_PER_DEVICE

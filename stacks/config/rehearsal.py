@@ -15,14 +15,14 @@ from .errors import ConfigError
 from .schema import setting
 from .trained_model import model_family
 
-Aspect = Literal["backend", "model_family", "compile_path"]
+Aspect = Literal["backend", "model_family", "compile_path", "hosting"]
 
 
 @dataclass(frozen=True)
 class NotCovered:
     """One way this environment differs from the one it rehearses, and why that is accepted."""
 
-    aspect: Aspect = setting(hint="backend, model_family or compile_path")
+    aspect: Aspect = setting(hint="backend, model_family, compile_path or hosting")
     reason: str = setting(pattern=r"\S.{9,499}", hint="why the difference is accepted (10..500 characters)")
 
 
@@ -41,12 +41,22 @@ def compile_path(config: Any) -> str:
     return f"at container start-up by {backend} (or a precompiled graph the lock names)"
 
 
+def hosting(config: Any) -> str | None:
+    """Where the served model runs: on the endpoint's variant, or as a component that scales to zero."""
+    if config.serving is None:
+        return None
+    if config.serving.scale_to_zero.enabled:
+        return "an inference component that scales to zero"
+    return "a model on the endpoint's variant"
+
+
 def aspects(config: Any) -> dict[str, str | None]:
     serving = config.serving
     return {
         "backend": serving.backend if serving is not None else None,
         "model_family": model_family(config),
         "compile_path": compile_path(config),
+        "hosting": hosting(config),
     }
 
 

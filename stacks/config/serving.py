@@ -19,6 +19,7 @@ from . import aws_limits as aws
 from .endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig, check_variant
 from .errors import ConfigError
 from .inf2 import INF2_TYPES, Inf2Type
+from .scale_to_zero import ComponentSize, ScaleToZeroConfig, check_component_rollout, component_size
 from .schema import setting
 from .served_model import refuse_pinned_prefix
 
@@ -65,6 +66,7 @@ class _ServingSettings:
     autoscaling: AutoscalingConfig = setting(AutoscalingConfig())
     alarms: AlarmConfig = setting(AlarmConfig())
     data_capture: DataCaptureConfig = setting(DataCaptureConfig())
+    scale_to_zero: ScaleToZeroConfig = setting(ScaleToZeroConfig())
 
     @property
     def inf2(self) -> Inf2Type:
@@ -109,6 +111,14 @@ class _ServingSettings:
         refuse_pinned_prefix(self, source, path)
         spec.check(self, source, path)
         check_variant(self, source, path)
+        if self.scale_to_zero.enabled:
+            component_size(self, source, path)
+            check_component_rollout(self, source, path)
+
+    @property
+    def component(self) -> ComponentSize | None:
+        """What one inference-component copy needs (scale to zero on), else None: plain variant hosting."""
+        return component_size(self, "", "serving") if self.scale_to_zero.enabled else None
 
     def warnings(self, path: str = "serving") -> list[str]:
         """Risky but legal settings, as `field: problem` lines."""

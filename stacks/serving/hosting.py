@@ -12,6 +12,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
 from ..config.serving import ServingConfig
+from ..shared.inference_component import ComponentSpec
 from ..shared.placement import Placement
 from ..shared.sagemaker_endpoint import ContainerSpec, SageMakerEndpoint, VariantSpec
 
@@ -43,7 +44,8 @@ def llm_hosting(
 ) -> SageMakerEndpoint:
     """`Hosting` under `scope` for either backend's container: the same id, so switching backends (or promoting
     a model) replaces Model and EndpointConfig and updates the same Endpoint. In isolated mode the container
-    runs in `props.isolated_placement`'s subnets and security groups, whatever the backend."""
+    runs in `props.isolated_placement`'s subnets and security groups, whatever the backend. With
+    serving.scale_to_zero on, the model is an inference component sized from the instance type and TP degree."""
     serving, placement = props.serving, props.isolated_placement
     if placement is not None:
         container = replace(
@@ -72,4 +74,17 @@ def llm_hosting(
         alarm_topic=props.alarm_topic,
         data_capture=serving.data_capture,
         data_capture_destination=props.data_capture_destination,
+        component=_component(serving),
+    )
+
+
+def _component(serving: ServingConfig) -> ComponentSpec | None:
+    size = serving.component
+    if size is None:
+        return None
+    return ComponentSpec(
+        accelerator_devices=size.accelerator_devices,
+        min_memory_mb=size.min_memory_mb,
+        copies_per_instance=size.copies_per_instance,
+        idle_minutes=serving.scale_to_zero.idle_minutes,
     )

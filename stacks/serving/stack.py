@@ -178,6 +178,13 @@ class ServingStack(Stack):
         CfnOutput(self, "EndpointName", value=hosting.endpoint_name, description="invoke with tools/invoke.py")
         CfnOutput(self, "EndpointConfigName", value=hosting.endpoint_config.attr_endpoint_config_name)
         CfnOutput(self, "ModelName", value=hosting.model.attr_model_name)
+        if hosting.component is not None:  # a component endpoint answers only requests that name the component
+            CfnOutput(
+                self,
+                "InferenceComponentName",
+                value=hosting.component_name,
+                description="tools/invoke.py sends it as InferenceComponentName",
+            )
         CfnOutput(self, "ModelPrefix", value=serving.model_prefix, description="pinned in config; OPTION_MODEL_ID")
         CfnOutput(self, "DashboardName", value=hosting.dashboard.dashboard_name)
         CfnOutput(

@@ -9,8 +9,7 @@ callers (e.g. LmiNeuronxEndpoint).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from aws_cdk import Duration, Stack, Tags
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -23,38 +22,21 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
 from ..config.endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
+from .endpoint_specs import ContainerSpec, VariantSpec
+from .inference_component import (
+    ComponentSpec,
+    component_deployment,
+    component_name,
+    component_scaling,
+    host_component,
+    inference_component,
+)
 
 VARIANT_NAME = "AllTraffic"  # constant: rolling and blue/green updates require the same variant name
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
 ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints/"
 ROLLBACK_ALARMS = ("ModelLatencyP90", "Invocation5XXErrors", "Invocation4XXErrorRate")
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    """What the Model runs: the image, its environment, where the weights come from, its network."""
-
-    image_uri: str
-    environment: Mapping[str, str]
-    model_data_url: str | None = None  # a model.tar.gz
-    model_data_source_uri: str | None = None  # an uncompressed S3 prefix SageMaker mounts at /opt/ml/model
-    network_isolation: bool = False
-    vpc_subnet_ids: Sequence[str] = ()
-    vpc_security_group_ids: Sequence[str] = ()
-
-
-@dataclass(frozen=True)
-class VariantSpec:
-    """The one production variant: instance type and count, volume, the start-up and download time limits."""
-
-    instance_type: str
-    initial_instance_count: int
-    instance_vcpus: int  # scales the CPU alarm threshold
-    volume_size_gb: int | None
-    startup_health_check_timeout_seconds: int
-    model_data_download_timeout_seconds: int
-    inference_ami_version: str | None = None  # e.g. the Neuron driver AMI the vLLM Neuron container needs
 
 
 class SageMakerEndpoint(Construct):
@@ -77,8 +59,10 @@ class SageMakerEndpoint(Construct):
         alarm_topic: sns.ITopic,
         data_capture: DataCaptureConfig,
         data_capture_destination: str | None,
+        component: ComponentSpec | None = None,
     ) -> None:
-        """`revision` fingerprints what defines the model (weights, image, settings)."""
+        """`revision` fingerprints what defines the model (weights, image, settings). `component`: host the model
+        as an inference component that scales to zero (stacks/shared/inference_component.py), not on the variant."""
         super().__init__(scope, construct_id)
         self._alarms_config = alarms
         self.model = self._model(container, execution_role=execution_role, role_policies=role_policies)
@@ -91,16 +75,44 @@ class SageMakerEndpoint(Construct):
             "Endpoint",
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
             retain_all_variant_properties=True,
-            deployment_config=self._deployment_config(rollout),
+            # With a component, promotions update the component (its own rolling policy), not the endpoint.
+            deployment_config=None if component else self._deployment_config(rollout),
         )
-        # As a tag, `revision` makes the replacement chain Model -> EndpointConfig -> Endpoint visible in every
-        # template diff (and to emulators that only update resources whose template changed).
-        for resource in (self.endpoint_config, self.endpoint):
-            Tags.of(resource).add("model-revision", revision)
         self.endpoint_name = self.endpoint.attr_endpoint_name
         self.variant_name = VARIANT_NAME
+        self.component = None
+        self.component_name = component_name(self._alarm_name("Component"))
+        if component is not None:
+            host_component(
+                self.endpoint_config,
+                role_arn=self.model.execution_role_arn,
+                container=container,
+                variant=variant,
+                variant_name=VARIANT_NAME,
+                component=component,
+                scaling=autoscaling,
+            )
+            self.component = inference_component(
+                self,
+                name=self.component_name,
+                endpoint_name=self.endpoint_name,
+                variant_name=VARIANT_NAME,
+                model_name=self.model.attr_model_name,
+                variant=variant,
+                component=component,
+                deployment=component_deployment(rollout, list(self.alarm_names.values())),
+            )
+            for policy in role_policies:
+                self.endpoint_config.node.add_dependency(policy)
+        # As a tag, `revision` makes the replacement chain Model -> EndpointConfig -> Endpoint (or Model ->
+        # Component) visible in every template diff (and to emulators that only update resources whose template
+        # changed).
+        for resource in (self.endpoint_config, self.endpoint) if self.component is None else (self.component,):
+            Tags.of(resource).add("model-revision", revision)
 
-        self.scalable_target = self._autoscaling(autoscaling)
+        self.scalable_target = (
+            self._autoscaling(autoscaling) if component is None else self._scale_to_zero(component, autoscaling)
+        )
         self.alarms = self._create_alarms(alarms, alarm_topic, variant.instance_vcpus)
         self.dashboard = self._dashboard()
 
@@ -157,6 +169,19 @@ class SageMakerEndpoint(Construct):
             ],
             data_capture_config=self._data_capture(data_capture, data_capture_destination, kms_key),
         )
+
+    def _scale_to_zero(self, component: ComponentSpec, scaling: AutoscalingConfig) -> appscaling.CfnScalableTarget:
+        target = component_scaling(
+            self,
+            component_name=self.component_name,
+            component=component,
+            scaling=scaling,
+            metric=self.metric("Invocations"),
+            failures=self.metric("NoCapacityInvocationFailures"),
+            alarm_name=self._alarm_name("{}"),
+        )
+        target.add_dependency(self.component)  # the target names the component; CloudFormation cannot see it
+        return target
 
     @staticmethod
     def _model_data_source(uri: str | None) -> sagemaker.CfnModel.ModelDataSourceProperty | None:
@@ -262,10 +287,16 @@ class SageMakerEndpoint(Construct):
         return cloudwatch.Metric(
             namespace=namespace,
             metric_name=name,
-            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": VARIANT_NAME},
+            dimensions_map=self._dimensions(namespace),
             statistic=statistic,
             period=Duration.seconds(self._alarms_config.period_seconds),
         )
+
+    def _dimensions(self, namespace: str) -> dict[str, str]:
+        """A component's invocation metrics are per InferenceComponentName; the instances' stay per variant."""
+        if self.component is not None and namespace == SAGEMAKER_NAMESPACE:
+            return {"InferenceComponentName": self.component_name}
+        return {"EndpointName": self.endpoint_name, "VariantName": VARIANT_NAME}
 
     def _create_alarms(self, cfg: AlarmConfig, topic: sns.ITopic, vcpus: int) -> dict[str, cloudwatch.Alarm]:
         error_rate = cloudwatch.MathExpression(

@@ -34,9 +34,14 @@ def _service_model(service: str):
     return botocore.session.get_session().get_service_model(service)
 
 
+# Java writes the characters beyond the Basic Multilingual Plane as a range of UTF-16 surrogate pairs (CloudWatch's
+# AlarmDescription pattern); Python's regex takes the code points themselves.
+_SURROGATE_RANGE = (r"\uD800\uDC00-\uDBFF\uDFFF", r"\U00010000-\U0010FFFF")
+
+
 @cache
 def _compiled(pattern: str) -> regex.Pattern:
-    return regex.compile(pattern)
+    return regex.compile(pattern.replace(*_SURROGATE_RANGE))
 
 
 def input_shape(service: str, operation: str) -> Shape:

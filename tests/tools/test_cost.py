@@ -61,7 +61,10 @@ def test_dev_prices_every_stack_endpoint_and_every_job(assemblies, table):
     assert len(pruning) == 4  # base and pruned, always on, at min and max
     assert all(endpoints[key][0] == "ml.c5.xlarge" for key in pruning)
     serving = next(key for key in endpoints if "Serving/" in key and key.endswith("@min"))
-    assert endpoints[serving] == ("ml.inf2.xlarge", 1, round(0.99 * 730, 2))
+    # dev scales to zero: nothing while idle, the instance-hour price while a copy runs, 2 instances at max
+    assert endpoints[serving] == ("ml.inf2.xlarge", 0, 0.0)
+    assert endpoints[serving.replace("@min", "@max")] == ("ml.inf2.xlarge", 2, round(2 * 0.99 * 730, 2))
+    assert "$0.99 per instance-hour while a copy runs" in lines[serving].note
     jobs = {key.split("/", 1)[1]: line for key, line in lines.items() if key.startswith("job ")}
     assert sorted(jobs) == [
         "CompileForNeuron",
@@ -207,7 +210,7 @@ def test_cost_cli_prints_every_line_region_and_totals(assemblies):
     assert proc.returncode == 0 and proc.stderr == ""
     assert "llm-inf2-dev: on-demand (SageMaker, PrivateLink), us-east-1 (region not pinned" in proc.stdout
     assert "$0.115" in proc.stdout and "before a budget decision" in proc.stdout
-    assert "total: endpoints $1,020.54/month at min scale" in proc.stdout
+    assert "total: endpoints $297.84/month at min scale" in proc.stdout  # the pruning endpoints; serving idles at $0
     # the tuning row: its unit price, what it bills (every trial) and the total of them all, like every row
     tune = next(line for line in proc.stdout.splitlines() if line.startswith("tuning job llm-inf2-dev-Pruning/Tune"))
     assert tune.split()[-5:] == ["1", "h", "$0.204", "$20.40", "per", "run"][-5:] and "100 trials x 1 x 1 h" in tune

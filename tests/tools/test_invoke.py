@@ -219,3 +219,47 @@ def test_parse_chat_response_forms(body, expected):
 def test_parse_chat_response_rejects(body):
     with pytest.raises(invoke.InvokeError):
         invoke.parse_chat_response(body)
+
+
+def _scaled_to_zero(start_s: float):
+    """The emulator's copy cycle of one component, idle past its alarm (copies 0), on a clock the retries advance."""
+    from local.emulator.inference_components import Component, CopyCycle
+
+    now = [0.0]
+    component = Component("dev-component", "arn:c", "ep", "AllTraffic", {"ModelName": "m"}, copy_count=1)
+    cycle = CopyCycle(
+        component, serve=lambda body: b'{"generated_text": "awake"}', idle_s=1800, start_s=start_s, clock=lambda: now[0]
+    )
+    now[0] = 1800.0
+    cycle.tick()
+    assert component.copy_count == 0
+    return cycle, component, lambda seconds: now.__setitem__(0, now[0] + seconds)
+
+
+def test_a_request_at_zero_copies_is_retried_with_backoff_until_the_first_copy_serves():
+    cycle, component, sleep = _scaled_to_zero(start_s=240)
+    said = []
+    texts = invoke.invoke_sagemaker(
+        cycle, "ep", {"inputs": "x"}, component="dev-component", wait_s=900, sleep=sleep, say=said.append
+    )
+    assert texts == ["awake"]
+    # 5 + 10 + 20 + 40 + 60 + 60 = 195 s < 240 s of start-up: the seventh wait (255 s) reaches the copy
+    assert [line.split("retrying in ")[1].split(" s")[0] for line in said] == ["5", "10", "20", "40", "60", "60", "60"]
+    assert "has no copy running (scaled to zero)" in said[0] and "(0 s waited)" in said[0]
+    assert component.log == [
+        "dev-component: copies 1 -> 0 (idle alarm: no request for 1800 s)",
+        "dev-component: request refused, no copy: starting one",
+        "dev-component: copies 0 -> 1 (NoCapacityInvocationFailures alarm: a copy started)",
+    ]
+
+
+def test_a_copy_slower_than_the_wait_fails_with_one_line():
+    cycle, _, sleep = _scaled_to_zero(start_s=600)
+    with pytest.raises(invoke.InvokeError, match=r"no capacity .* \(after 75 s of retries; raise --wait-for-copy\)$"):
+        invoke.invoke_sagemaker(cycle, "ep", {"inputs": "x"}, component="dev-component", wait_s=100, sleep=sleep)
+
+
+def test_a_component_endpoint_refuses_a_request_without_the_component():
+    cycle, _, sleep = _scaled_to_zero(start_s=60)
+    with pytest.raises(invoke.InvokeError, match="Inference Component Name header is required"):
+        invoke.invoke_sagemaker(cycle, "ep", {"inputs": "x"}, wait_s=900, sleep=sleep)

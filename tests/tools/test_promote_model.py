@@ -201,7 +201,8 @@ def _serving_like_dev(config_dir: Path, env: str) -> None:
     all serve the one model, so one version travels dev -> staging -> prod."""
     settings = yaml.safe_load((ROOT / "config" / f"{env}.yaml").read_text())
     dev = yaml.safe_load((ROOT / "config" / "dev.yaml").read_text())
-    settings["serving"] = {**dev["serving"], "initial_instance_count": 1}
+    own = settings.get("serving", {}).get("scale_to_zero", {"enabled": False})  # prod's deploy approval refuses dev's
+    settings["serving"] = {**dev["serving"], "initial_instance_count": 1, "scale_to_zero": own}
     settings.pop("rehearses", None)
     settings["training"]["neuron_compile"] = {"enabled": False}  # LMI compiling at start-up (see _shipped)
     if "base_model_key" in settings["training"]:

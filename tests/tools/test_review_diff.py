@@ -215,15 +215,10 @@ def test_cost_delta_of_a_changed_instance_type(resized_dev):
     rows, notes = review_diff.cost_delta(base, head, table)
     by_label = {row[0]: row for row in rows}
     endpoint = _only(template, "AWS::SageMaker::Endpoint")
+    # dev scales to zero: no instance at min scale whatever the type; 730 h/month: 2 x 0.99 -> 2 x 2.36 at max
     at_min = by_label[f"endpoint {serving}/{endpoint} at min scale"]
+    assert at_min[1:] == ("0 x ml.inf2.xlarge -> 0 x ml.inf2.8xlarge", "$0.00/month", "$0.00/month", "±0")
     at_max = by_label[f"endpoint {serving}/{endpoint} at max scale"]
-    # 730 h/month: 1 x 0.99 -> 1 x 2.36 at min, 2 x 0.99 -> 2 x 2.36 at max
-    assert at_min[1:] == (
-        "1 x ml.inf2.xlarge -> 1 x ml.inf2.8xlarge",
-        "$722.70/month",
-        "$1,722.80/month",
-        "+$1,000.10/month",
-    )
     assert at_max[1:] == (
         "2 x ml.inf2.xlarge -> 2 x ml.inf2.8xlarge",
         "$1,445.40/month",
@@ -232,17 +227,19 @@ def test_cost_delta_of_a_changed_instance_type(resized_dev):
     )
     # every endpoint and job of the default config is priced (no n/a); the tuning job counts all its trials
     assert [row for row in rows if "n/a" in row] == [] and not any(n.startswith("not priced") for n in notes)
-    assert list(by_label) == [at_min[0], at_max[0]]  # only the two changed rows
+    assert list(by_label) == [at_min[0], at_max[0]]  # only the two changed rows (a type is a change)
     assert "11 unchanged item(s) not shown" in notes  # dev prices 6 endpoint and 7 job lines (its partition); 2 change
-    # dev's totals: min 1,020.54 -> 2,020.64, max 2,041.08 -> 4,041.28, one run of every workflow unchanged
+    assert any("$2.36 per instance-hour while a copy runs" in note for note in notes), notes
+    # dev's totals: min 297.84 (the pruning endpoints) either way, max 2,041.08 -> 4,041.28, one run unchanged
     [dev] = review_diff.environment_costs(base, head, table, review_diff.aws_environments())
     assert (dev.env, dev.emulated) == ("dev", False)
-    assert dev.old["min"] == 1020.54 and dev.new["min"] == 2020.64
+    assert dev.old["min"] == dev.new["min"] == 297.84
     assert round(dev.new["max"] - dev.old["max"], 2) == 2000.20 and dev.old["run"] == dev.new["run"]
-    # the variant is autoscaled: not a rolling update but a blocked one
+    # dev's copy count is registered with Application Auto Scaling, not its variant: SageMaker's refusal of an
+    # instance type change on an autoscaled variant does not apply
     result = review_diff.review(base, head, "resize")
-    assert result.blocking == [(serving, config_id, "INSTANCE TYPE ON AUTOSCALED VARIANT")]
-    assert "$1,020.54 -> $2,020.64/month (**+$1,000.10/month**)" in review_diff.render(result)
+    assert result.blocking == [] and config_id
+    assert "$2,041.08 -> $4,041.28/month (**+$2,000.20/month**)" in review_diff.render(result)
 
 
 def test_totals_are_per_environment_with_the_emulated_one_apart(resized_dev, tmp_path_factory):
@@ -260,7 +257,9 @@ def test_totals_are_per_environment_with_the_emulated_one_apart(resized_dev, tmp
         "One execution of every workflow at its bound |"
     )
     dev, total, local_row = lines[2:]
-    assert dev.startswith("| `dev` | $1,020.54 -> $2,020.64/month (**+$1,000.10/month**) |")
+    assert dev.startswith(
+        "| `dev` | $297.84 -> $297.84/month (±0) | $2,041.08 -> $4,041.28/month (**+$2,000.20/month**) |"
+    )
     assert total == dev.replace("| `dev` |", "| **AWS, all environments** |")  # local is not in the sum
     assert local_row.startswith("| `local` (emulated on one machine: never billed, not in the sum) | $")
     assert "(±0)" in local_row and "**" not in local_row

@@ -37,8 +37,21 @@ def _endpoint_lines(ep: Endpoint, region: str, table: PriceTable) -> list[Line]:
         hourly = unit * count
         billed = f"{count} x {table.hours_per_month:g} h/month"
         total = hourly * table.hours_per_month
-        lines.append(Line(key, label, ep.instance_type, count, None, hourly, total, billed=billed, unit_price=unit))
+        note = idle_note(unit) if ep.scales_to_zero and count == 0 else ""
+        lines.append(
+            Line(key, label, ep.instance_type, count, None, hourly, total, note, billed=billed, unit_price=unit)
+        )
     return lines
+
+
+def idle_note(unit: float) -> str:
+    """The assumption behind a scale-to-zero endpoint's $0 at min scale."""
+    return (
+        f"scales to zero (serving.scale_to_zero): $0 while idle, {money(unit)} per instance-hour while a copy runs; "
+        "assumed billed only while SageMaker runs an instance for a copy (ManagedInstanceScaling MinInstanceCount "
+        "0), each active spell at least until idle_minutes pass without a request; max scale: every instance all "
+        "month"
+    )
 
 
 def _vpce_line(vpce: InterfaceEndpoints, region: str, table: PriceTable) -> Line:

@@ -11,6 +11,7 @@ class Endpoint:
     instance_type: str
     min_count: int
     max_count: int
+    scales_to_zero: bool = False  # an inference-component endpoint: instances only while a copy runs
 
 
 @dataclass(frozen=True)

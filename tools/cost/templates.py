@@ -34,7 +34,8 @@ def _scale(endpoint_id: str, variant: dict, variants: list, targets: list[dict])
 
 
 def _endpoints_of(stack: str, template: dict) -> list[Endpoint]:
-    """Each variant of each endpoint's config (by its Ref), with its scaling range."""
+    """Each variant of each endpoint's config (by its Ref), with its scaling range: a variant whose managed instance
+    scaling goes down to zero (an inference-component endpoint) from 0 to its MaxInstanceCount."""
     targets = _scalable_targets(template)
     endpoints = []
     for lid, res in sorted(resources(template).items()):
@@ -45,9 +46,13 @@ def _endpoints_of(stack: str, template: dict) -> list[Endpoint]:
         variants = [v for v in config.get("ProductionVariants", []) if isinstance(v.get("InstanceType"), str)]
         for variant in variants:
             low, high = _scale(lid, variant, variants, targets)
+            managed = variant.get("ManagedInstanceScaling", {})
+            to_zero = managed.get("Status") == "ENABLED" and as_int(managed.get("MinInstanceCount"), 1) == 0
+            if to_zero:  # a component endpoint: SageMaker starts instances for the copies, none while idle
+                low, high = 0, as_int(managed.get("MaxInstanceCount"), high)
             name = variant.get("VariantName", "AllTraffic")
             label = f"{stack}/{lid}" + (f"/{name}" if len(variants) > 1 else "")
-            endpoints.append(Endpoint(label, variant["InstanceType"], low, high))
+            endpoints.append(Endpoint(label, variant["InstanceType"], low, high, scales_to_zero=to_zero))
     return endpoints
 
 

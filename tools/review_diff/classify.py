@@ -23,6 +23,7 @@ def analyse(base: dict[str, StackArtifact], head: dict[str, StackArtifact], engi
         warnings += [w for change in report.replaced for w in _replacement(report, change, before, after)]
         warnings += [w for change in report.changed for w in _endpoint_update(report.name, change, before, after)]
     warnings += _removals(reports)
+    warnings += [w for report in reports for w in _hosting_switch(report)]
     warnings += exports_in_use(base, head)
     iam, security = _access_lines(reports)
     return Analysis(reports, _deduplicated(warnings), iam, security)
@@ -127,6 +128,35 @@ def _endpoint_update(stack: str, change: dict, before: dict, after: dict) -> lis
     endpoint = after.get("Resources", {}).get(lid, {})
     message = f"same endpoint, new endpoint config: updated in place by {rollout(endpoint)}"
     return [ReviewWarning(stack, lid, rtype, Kind.ENDPOINT_UPDATE, message, Severity.ROUTINE)]
+
+
+COMPONENT = "AWS::SageMaker::InferenceComponent"
+
+
+def _hosting_switch(report: StackReport) -> list[ReviewWarning]:
+    """A model moving between the endpoint's variant and an inference component (serving.scale_to_zero): the
+    endpoint keeps its name, but what serves is replaced, and between the endpoint update and the component's
+    first copy (or the other way round, the variant's start) no model answers."""
+    configs = [c for c in report.replaced if c["type"] == "AWS::SageMaker::EndpointConfig"]
+    if not configs:
+        return []
+    added = [c["logicalId"] for c in report.added if c["type"] == COMPONENT]
+    removed = [c["logicalId"] for c in report.removed if c["type"] == COMPONENT]
+    if added:
+        how = (
+            f"from a model on the variant to inference component `{added[0]}` that scales to zero: the endpoint "
+            "moves onto a config without a model before the component's first copy starts"
+        )
+    elif removed:
+        how = (
+            f"from inference component `{removed[0]}` back to a model on the variant: the component is deleted and "
+            "the variant's instances start with the model"
+        )
+    else:
+        return []
+    message = f"hosting switch {how}; clients get errors for the minutes in between: deploy outside use"
+    lid = configs[0]["logicalId"]
+    return [ReviewWarning(report.name, lid, configs[0]["type"], Kind.HOSTING_SWITCH, message)]
 
 
 def _removals(reports: list[StackReport]) -> list[ReviewWarning]:

@@ -23,6 +23,7 @@ class Kind(StrEnum):
     ENDPOINT_UPDATE = "ENDPOINT UPDATE"
     AUTOSCALED_TYPE_CHANGE = "INSTANCE TYPE ON AUTOSCALED VARIANT"
     EXPORT_IN_USE = "EXPORT IN USE"
+    HOSTING_SWITCH = "HOSTING SWITCH (REPLACEMENT)"
 
 
 # the kinds that leave a stateful resource's data behind, in an old resource or nowhere

@@ -238,6 +238,15 @@ PERIOD = Api("cloudwatch", "PutMetricAlarm", "Period", "CloudWatch PutMetricAlar
 EVALUATIONS = Api("cloudwatch", "PutMetricAlarm", "EvaluationPeriods", "CloudWatch PutMetricAlarm EvaluationPeriods")
 DATAPOINTS = Api("cloudwatch", "PutMetricAlarm", "DatapointsToAlarm", "CloudWatch PutMetricAlarm DatapointsToAlarm")
 THRESHOLD = Api("cloudwatch", "PutMetricAlarm", "Threshold", "CloudWatch PutMetricAlarm Threshold")
+# The idle alarm's one-minute periods: Period's documentation bounds a sub-hour alarm's window to one day.
+ONE_DAY_WINDOW = "the total evaluation period can't be longer than one day (86,400 seconds)."
+IDLE_PERIODS = Api(
+    "cloudwatch",
+    "PutMetricAlarm",
+    "EvaluationPeriods",
+    "CloudWatch PutMetricAlarm EvaluationPeriods",
+    documented_max=86400 // 60,
+)
 _AAS = "Application Auto Scaling"
 MIN_CAPACITY = Api(
     "application-autoscaling", "RegisterScalableTarget", "MinCapacity", f"{_AAS} RegisterScalableTarget MinCapacity"
@@ -481,7 +490,10 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     "ServingConfig.model_name": Text(
         ("tinyllama-1.1b-chat", "mistral-7b-instruct"), (("Tiny", MUST_MATCH),), "a name; no folder of its own"
     ),
-    "ServingConfig.model_parameters_billions": Range(1e-9, 1000, "from a record: one parameter to a trillion"),
+    # scale to zero off: a trillion parameters fit no ml.inf2.xlarge copy (test_scale_to_zero_config.py)
+    "ServingConfig.model_parameters_billions": Range(
+        1e-9, 1000, "from a record: one parameter to a trillion", context={"scale_to_zero": {"enabled": False}}
+    ),
     "ServingConfig.backend": Choice(("lmi_neuronx",), "tgi", "stacks/serving/backends/ (vllm_neuronx: staging)"),
     "ServingConfig.image": Choice(("lmi_neuronx", "lmi_neuronx_0_29"), "vllm", "stacks/images.json's LMI entries"),
     "ServingConfig.image_uri": Text(
@@ -549,6 +561,7 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     "AlarmConfig.datapoints_to_alarm": Range(
         DATAPOINTS.low, 60, "at most evaluation_periods", DATAPOINTS, {"evaluation_periods": 60}
     ),
+    "ScaleToZeroConfig.idle_minutes": Range(1, 1440, "one-minute periods in one day", IDLE_PERIODS),
     "DataCaptureConfig.sampling_percent": Range(1, SAMPLING.high, "0 captures nothing", SAMPLING),
     "DataCaptureConfig.prefix": Text(
         ("data-capture/", "a/b/"), (("data-capture", MUST_MATCH), ("/x/", MUST_MATCH)), "an S3 prefix ending in /"
@@ -896,6 +909,11 @@ def test_a_text_setting_accepts_its_examples_and_refuses_the_others(name):
 @pytest.mark.parametrize("api", [RUNTIME_HOURS, TRIAL_MINUTES, NONCURRENT, EXPIRATION], ids=lambda a: a.label)
 def test_documented_limits_are_the_ones_botocore_documents(api):
     assert api.quote in " ".join(api.documentation().split())
+
+
+def test_the_idle_alarms_one_day_window_is_documented():
+    period = Api("cloudwatch", "PutMetricAlarm", "Period", "").documentation()
+    assert ONE_DAY_WINDOW in " ".join(period.split()) and IDLE_PERIODS.high == 1440
 
 
 def test_rolling_batch_and_canary_limits_are_documented():

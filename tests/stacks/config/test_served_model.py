@@ -348,6 +348,7 @@ def test_staging_declares_exactly_how_it_differs_from_prod():
             "backend",
             "model_family",
             "compile_path",
+            "hosting",
         }
     )
 
@@ -380,7 +381,7 @@ REHEARSAL_REFUSALS = [
             rehearses__not_covered=[*STAGING["rehearses"]["not_covered"], STAGING["rehearses"]["not_covered"][0]],
         ),
         {"prod": PROD},
-        "staging.yaml: rehearses.not_covered[3].aspect: backend is listed twice",
+        "staging.yaml: rehearses.not_covered[4].aspect: backend is listed twice",
     ),
     (
         "rehearsing-itself",
@@ -393,7 +394,7 @@ REHEARSAL_REFUSALS = [
         _changed(STAGING, rehearses__not_covered=[{"aspect": "region", "reason": "staging runs in one region only"}]),
         {"prod": PROD},
         "staging.yaml: rehearses.not_covered[0].aspect: got 'region'; allowed: 'backend', 'model_family', "
-        "'compile_path'",
+        "'compile_path', 'hosting'",
     ),
 ]
 

@@ -1,8 +1,9 @@
-"""Data + Serving deploy to the moto emulator; promoting another version updates the endpoint in place.
+"""Data + Serving deploy to the moto emulator; promoting another version updates the component in place.
 
 Emulation, not AWS: moto skips alarms and autoscaling and never starts a container, but it runs the
 real templates through CloudFormation (create, update, replacement of named-by-CloudFormation
-resources), so it shows the update path a promotion takes.
+resources), so it shows the update path a promotion takes. dev scales to zero: its model is an inference
+component (the emulator's, local/emulator/inference_components.py) on an endpoint whose variant has none.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from local.emulator import LocalAws
-from tools.invoke import endpoint_from_stack
+from local.emulator.inference_components import components
+from tools.invoke import endpoint_from_stack, target_from_stack
 
 DATA, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Serving"
 PROMOTED_PREFIX = "models/promoted-job/merged/"
@@ -49,9 +51,14 @@ def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_
         bucket = outputs[DATA]["ArtifactBucketName"]
         endpoint, config, model = _endpoint(aws, serving)
         assert endpoint["EndpointStatus"] == "InService"
-        assert config["ProductionVariants"][0]["ModelName"] == serving["ModelName"]
         variant = config["ProductionVariants"][0]
+        assert "ModelName" not in variant, "the model is the component's, not the variant's"
         assert variant["InstanceType"] == "ml.inf2.xlarge" and variant["VariantName"] == "AllTraffic"
+        (component,) = components(aws.account, aws.region).values()
+        assert component.endpoint_name == serving["EndpointName"] and component.model_name == serving["ModelName"]
+        assert component.copy_count == 1 and component.status == "InService"
+        # tools/invoke.py names the component from the stack outputs, as a component endpoint requires
+        assert target_from_stack(aws.client("cloudformation"), SERVING) == (serving["EndpointName"], component.name)
         from tests.synth import lock_document
 
         served = lock_document("dev")["compiled_prefix"]
@@ -72,10 +79,13 @@ def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_
         assert promoted["EndpointName"] == serving["EndpointName"], "same endpoint, updated in place"
         assert new_endpoint["EndpointArn"] == endpoint["EndpointArn"]
         assert new_endpoint["EndpointStatus"] == "InService"
-        assert new_config["EndpointConfigName"] != config["EndpointConfigName"], "a new EndpointConfig"
-        assert promoted["EndpointConfigName"] == new_config["EndpointConfigName"]
-        assert new_endpoint["EndpointConfigName"] == new_config["EndpointConfigName"]
+        assert new_config["EndpointConfigName"] == config["EndpointConfigName"], "the endpoint is not touched"
         assert promoted["ModelName"] != serving["ModelName"], "the model is replaced, not edited"
+        (updated,) = components(aws.account, aws.region).values()
+        assert updated is component and updated.model_name == promoted["ModelName"], "the component is updated"
+        (deployment,) = updated.updates  # UpdateInferenceComponent with the rolling policy and alarm rollback
+        assert deployment["RollingUpdatePolicy"]["MaximumBatchSize"]["Type"] == "CAPACITY_PERCENT"
+        assert len(deployment["AutoRollbackConfiguration"]["Alarms"]) == 3
         assert new_model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == f"s3://{bucket}/{PROMOTED_COMPILED}"
         assert new_model["PrimaryContainer"]["ModelDataUrl"] == model_tarball, "same serving.properties tarball"
         # tools/invoke.py finds the endpoint the same way (stack outputs).

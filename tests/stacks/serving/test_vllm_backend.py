@@ -70,7 +70,7 @@ def promotion(assemblies, tmp_path_factory):
     return head, review_diff.review(base, head, "promotion")
 
 
-def test_promotion_replaces_model_and_config_and_keeps_the_endpoint(promotion):
+def test_promotion_replaces_the_model_and_updates_the_component_in_place(promotion):
     head, result = promotion
     serving = "llm-inf2-staging-Serving"
     template = head[serving].template
@@ -78,6 +78,11 @@ def test_promotion_replaces_model_and_config_and_keeps_the_endpoint(promotion):
         next(iter(resources_of(template, t))) for t in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig")
     )
     endpoint = next(iter(resources_of(template, "AWS::SageMaker::Endpoint")))
-    assert result.replaced == {serving: sorted([model, config])}
+    # staging scales to zero: the new model is the component's (updated in place), the endpoint config stays
+    assert config and result.replaced == {serving: [model]}
     markdown = review_diff.render(result)
-    assert f"endpoint `{endpoint}` keeps its name" in markdown and "NEW ENDPOINT" not in markdown
+    component = next(iter(resources_of(template, "AWS::SageMaker::InferenceComponent")))
+    (report,) = [r for r in result.stacks if r.name == serving]
+    changed = {c["logicalId"]: c["impact"] for c in report.changed}
+    assert changed[component] == "WILL_UPDATE" and endpoint not in changed, "the component is updated in place"
+    assert "NEW ENDPOINT" not in markdown
