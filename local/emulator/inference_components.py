@@ -216,10 +216,12 @@ NO_CAPACITY = (
 class CopyCycle:
     """A component's copy count as its scaling moves it, in front of `serve` (the request body -> the answer's
     bytes): after `idle_s` without a request the idle alarm takes it to 0; a request at 0 is refused with
-    NO_CAPACITY and the no-capacity alarm starts one copy, which serves `start_s` later (instance, image, load)."""
+    NO_CAPACITY and the no-capacity alarm starts one copy, which serves `start_s` later (instance, image, load);
+    `on_copy` runs as the count goes from 0 to 1 (the local pipeline starts its model server there)."""
 
-    def __init__(self, component: Component, *, serve, idle_s: float, start_s: float, clock) -> None:
+    def __init__(self, component: Component, *, serve, idle_s: float, start_s: float, clock, on_copy=None) -> None:
         self.component, self.serve, self.idle_s, self.start_s, self.clock = component, serve, idle_s, start_s, clock
+        self.on_copy = on_copy
         self.last_request = clock()
         self.ready_at: float | None = None
 
@@ -227,6 +229,8 @@ class CopyCycle:
         now = self.clock()
         if self.ready_at is not None and now >= self.ready_at:
             self.ready_at = None
+            if self.on_copy is not None:
+                self.on_copy()
             scale(self.component, 1, "NoCapacityInvocationFailures alarm: a copy started")
             self.last_request = now
         if self.component.copy_count > 0 and now - self.last_request >= self.idle_s:
