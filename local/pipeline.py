@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from local import base_environment, demo, serve_promoted  # noqa: E402
+from local import base_environment, demo, serve_promoted, zero_cycle  # noqa: E402
 from local.deploy import deploy  # noqa: E402
 from local.emulator import LocalAws, hub_cache  # noqa: E402
 from local.emulator import workflow_run as run  # noqa: E402
@@ -176,6 +176,8 @@ def run_training(
         "registered": registered,
         "served": served,
     }
+    if config.serving.scale_to_zero.enabled:  # the served component: idle to 0 copies, back to 1 on a request
+        out["scale_to_zero"] = zero_cycle.show_cycle(aws, config.serving, served["endpoint"], model, work, say)
     server = config.serving.spec.local_server_module()  # the backend's own local server, if it has a check
     if hasattr(server, "ask_merged_model"):
         out |= server.ask_merged_model(model, config.serving, work, answers["fine-tuned"][0]["generated_text"], say)

@@ -28,7 +28,7 @@ from moto.kms import models as kms_models
 from moto.sagemaker import models as sagemaker_models
 from moto.ssm import models as ssm_models
 
-from .inference_components import InferenceComponentResource, allow_variants_without_a_model
+from .inference_components import InferenceComponentResource, allow_variants_without_a_model, answer_describe_and_list
 
 _FLAG = "_llm_inf2_patched"
 
@@ -144,6 +144,7 @@ def provision_model_package_groups() -> None:
 def apply_all() -> None:
     allow_inf2_instance_types()
     allow_variants_without_a_model(patch_once)
+    answer_describe_and_list()
     assert InferenceComponentResource.cloudformation_type()  # a CloudFormationModel: imported before the recompute
     provision_model_package_groups()
     translate_kms_key_tags()

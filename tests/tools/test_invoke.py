@@ -221,15 +221,14 @@ def test_parse_chat_response_rejects(body):
         invoke.parse_chat_response(body)
 
 
-def _scaled_to_zero(start_s: float):
+def _scaled_to_zero(start_s: float, on_copy=None):
     """The emulator's copy cycle of one component, idle past its alarm (copies 0), on a clock the retries advance."""
     from local.emulator.inference_components import Component, CopyCycle
 
     now = [0.0]
     component = Component("dev-component", "arn:c", "ep", "AllTraffic", {"ModelName": "m"}, copy_count=1)
-    cycle = CopyCycle(
-        component, serve=lambda body: b'{"generated_text": "awake"}', idle_s=1800, start_s=start_s, clock=lambda: now[0]
-    )
+    serve = lambda body: b'{"generated_text": "awake"}'  # noqa: E731
+    cycle = CopyCycle(component, serve=serve, idle_s=1800, start_s=start_s, clock=lambda: now[0], on_copy=on_copy)
     now[0] = 1800.0
     cycle.tick()
     assert component.copy_count == 0
@@ -251,6 +250,18 @@ def test_a_request_at_zero_copies_is_retried_with_backoff_until_the_first_copy_s
         "dev-component: request refused, no copy: starting one",
         "dev-component: copies 0 -> 1 (NoCapacityInvocationFailures alarm: a copy started)",
     ]
+
+
+def test_the_copy_starts_once_as_the_count_goes_from_zero_to_one():
+    started = []
+    cycle, component, sleep = _scaled_to_zero(start_s=240, on_copy=lambda: started.append(component.copy_count))
+    component = cycle.component
+    assert invoke.invoke_sagemaker(
+        cycle, "ep", {"inputs": "x"}, component="dev-component", wait_s=900, sleep=sleep
+    ) == ["awake"]
+    invoke.invoke_sagemaker(cycle, "ep", {"inputs": "x"}, component="dev-component", sleep=sleep)
+    assert started == [0], "started while the count was 0, once"
+    assert component.copy_count == 1
 
 
 def test_a_copy_slower_than_the_wait_fails_with_one_line():

@@ -159,13 +159,13 @@ def test_first_deploy_guide_runs_as_written_from_an_empty_bucket(tmp_path, monke
         assert metadata["architecture"] == "LlamaForCausalLM" and int(metadata["parameters"]) > 0
         endpoint = ["--endpoint-name", runner.variables["ENDPOINT"], "--query", "EndpointStatus", "--output", "text"]
         assert runner.aws_cli(["sagemaker", "describe-endpoint", *endpoint]) == "InService"
-        described = sagemaker.describe_endpoint(EndpointName=runner.variables["ENDPOINT"])
-        variant = sagemaker.describe_endpoint_config(EndpointConfigName=described["EndpointConfigName"])[
-            "ProductionVariants"
-        ][0]
-        model_uri = sagemaker.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]["Environment"][
-            "OPTION_MODEL_ID"
+        # local scales to zero (serving.scale_to_zero): the served model is the inference component's
+        (listed,) = sagemaker.list_inference_components(EndpointNameEquals=runner.variables["ENDPOINT"])[
+            "InferenceComponents"
         ]
+        component = sagemaker.describe_inference_component(InferenceComponentName=listed["InferenceComponentName"])
+        model = sagemaker.describe_model(ModelName=component["Specification"]["ModelName"])
+        model_uri = model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"]
         bucket = runner.variables["BUCKET"]
         prefix = model_uri.removeprefix(f"s3://{bucket}/")
         assert model_uri.startswith(f"s3://{bucket}/models/") and prefix.endswith("/output/model/")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 from local.emulator import LocalAws
-from local.emulator.inference_components import components
 from tools.invoke import endpoint_from_stack, target_from_stack
 
 DATA, SERVING = "llm-inf2-dev-Data", "llm-inf2-dev-Serving"
@@ -42,6 +41,21 @@ def _endpoint(aws, outputs):
     return endpoint, config, model
 
 
+def _has_botocore_required_members(client, operation: str, answer: dict) -> None:
+    shape = client.meta.service_model.operation_model(operation).output_shape
+    missing = set(shape.required_members) - set(answer)
+    assert not missing, f"{operation} lacks {missing}"
+    assert set(answer) - {"ResponseMetadata"} <= set(shape.members)
+
+
+def test_a_missing_inference_component_is_refused_as_sagemaker_refuses_it():
+    with LocalAws.start() as aws:
+        sagemaker = aws.client("sagemaker")
+        with pytest.raises(sagemaker.exceptions.ClientError, match="ValidationException.*Could not find"):
+            sagemaker.describe_inference_component(InferenceComponentName="absent")
+        assert sagemaker.list_inference_components()["InferenceComponents"] == []
+
+
 def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_assembly):
     with LocalAws.start() as aws:
         aws.bootstrap()
@@ -54,11 +68,19 @@ def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_
         variant = config["ProductionVariants"][0]
         assert "ModelName" not in variant, "the model is the component's, not the variant's"
         assert variant["InstanceType"] == "ml.inf2.xlarge" and variant["VariantName"] == "AllTraffic"
-        (component,) = components(aws.account, aws.region).values()
-        assert component.endpoint_name == serving["EndpointName"] and component.model_name == serving["ModelName"]
-        assert component.copy_count == 1 and component.status == "InService"
+        sagemaker = aws.client("sagemaker")
+        (listed,) = sagemaker.list_inference_components(EndpointNameEquals=serving["EndpointName"])[
+            "InferenceComponents"
+        ]
+        component = sagemaker.describe_inference_component(InferenceComponentName=listed["InferenceComponentName"])
+        _has_botocore_required_members(sagemaker, "DescribeInferenceComponent", component)
+        assert component["EndpointArn"] == endpoint["EndpointArn"] and component["VariantName"] == "AllTraffic"
+        assert component["Specification"]["ModelName"] == serving["ModelName"]
+        assert component["RuntimeConfig"]["CurrentCopyCount"] == 1
+        assert component["InferenceComponentStatus"] == "InService"
         # tools/invoke.py names the component from the stack outputs, as a component endpoint requires
-        assert target_from_stack(aws.client("cloudformation"), SERVING) == (serving["EndpointName"], component.name)
+        name = component["InferenceComponentName"]
+        assert target_from_stack(aws.client("cloudformation"), SERVING) == (serving["EndpointName"], name)
         from tests.synth import lock_document
 
         served = lock_document("dev")["compiled_prefix"]
@@ -81,9 +103,12 @@ def test_deploy_then_promote_updates_the_endpoint_in_place(assemblies, promoted_
         assert new_endpoint["EndpointStatus"] == "InService"
         assert new_config["EndpointConfigName"] == config["EndpointConfigName"], "the endpoint is not touched"
         assert promoted["ModelName"] != serving["ModelName"], "the model is replaced, not edited"
-        (updated,) = components(aws.account, aws.region).values()
-        assert updated is component and updated.model_name == promoted["ModelName"], "the component is updated"
-        (deployment,) = updated.updates  # UpdateInferenceComponent with the rolling policy and alarm rollback
+        updated = sagemaker.describe_inference_component(InferenceComponentName=name)
+        assert updated["InferenceComponentArn"] == component["InferenceComponentArn"], "the component is updated"
+        assert updated["Specification"]["ModelName"] == promoted["ModelName"]
+        assert updated["LastModifiedTime"] >= component["LastModifiedTime"]
+        # UpdateInferenceComponent with the rolling policy and alarm rollback
+        deployment = updated["LastDeploymentConfig"]
         assert deployment["RollingUpdatePolicy"]["MaximumBatchSize"]["Type"] == "CAPACITY_PERCENT"
         assert len(deployment["AutoRollbackConfiguration"]["Alarms"]) == 3
         assert new_model["PrimaryContainer"]["Environment"]["OPTION_MODEL_ID"] == f"s3://{bucket}/{PROMOTED_COMPILED}"
