@@ -3,10 +3,10 @@
 SageMaker's cycle ("Scale an endpoint to zero instances"): the idle alarm takes the copy count to 0, a request at 0
 copies is refused (NoCapacityInvocationFailures) and that alarm's policy starts a copy, which serves once its
 instance, image and model are up. The emulator's CopyCycle (local/emulator/inference_components.py) moves the copy
-count on an emulated clock, so minutes of idle time and cold start pass at once; the request goes through
-tools/invoke.py's retries, as `make invoke` sends it. The local model server (local/servers/llm_endpoint) is the
-copy: it starts when the count goes from 0 to 1 and answers the request. The count is read with
-DescribeInferenceComponent, as a boto3 caller reads it on AWS.
+count on an emulated clock, so minutes of idle time and cold start pass at once; the request goes through the
+retries `make invoke` sends it with (stacks/serving/backends/sagemaker_invoke.py). The local model server
+(local/servers/llm_endpoint) is the copy: it starts when the count goes from 0 to 1 and answers the request. The
+count is read with DescribeInferenceComponent, as a boto3 caller reads it on AWS.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from local import demo
 from local.emulator import LocalAws
 from local.emulator.inference_components import CopyCycle, components
 from stacks.config.serving import ServingConfig
-from tools.invoke import invoke_sagemaker
+from stacks.serving.backends.sagemaker_invoke import invoke_sagemaker
 
 # An emulated cold start from zero (instance, image pull, load of a compiled model: docs/serving.md's table
 # puts it in minutes); the clock jumps, so it costs no real time.
@@ -104,7 +104,7 @@ def show_cycle(
 
 
 def _request_from_zero(cycle: CopyCycle, endpoint: str, name: str, payload: dict, now: list[float], say) -> list[str]:
-    """The first request at 0 copies is refused as SageMaker refuses it; tools/invoke.py's retries wait (on the
+    """The first request at 0 copies is refused as SageMaker refuses it; `make invoke`'s retries wait (on the
     emulated clock) until the copy the no-capacity alarm started serves."""
     try:
         cycle.invoke_endpoint(

@@ -27,7 +27,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))  # `python tools/invoke.py`: the backends' contrac
 from stacks.serving.backends import backend, names  # noqa: E402
 from stacks.serving.backends.contract import InvokeError  # noqa: E402
 from stacks.serving.backends.lmi_neuronx.contract import SAMPLE_PROMPT, build_request, parse_response  # noqa: E402
+from stacks.serving.backends.sagemaker_invoke import CONTENT_TYPE, Parser, invoke_sagemaker  # noqa: E402
 from stacks.serving.backends.vllm_neuronx.contract import (  # noqa: E402
     SAMPLE_MESSAGES,
     build_chat_request,
@@ -44,10 +44,8 @@ from stacks.serving.backends.vllm_neuronx.contract import (  # noqa: E402
     parse_chat_response,
 )
 
-CONTENT_TYPE = "application/json"
 __all__ = ["SAMPLE_MESSAGES", "SAMPLE_PROMPT", "InvokeError", "build_chat_request", "build_request"]
-__all__ += ["neuron_ignored", "parse_chat_response", "parse_response"]
-Parser = Callable[[bytes | str, int], list[str]]
+__all__ += ["invoke_sagemaker", "neuron_ignored", "parse_chat_response", "parse_response"]
 
 
 def invoke_url(url: str, payload: dict[str, Any], timeout_s: float, parse: Parser = parse_response) -> list[str]:
@@ -63,66 +61,6 @@ def invoke_url(url: str, payload: dict[str, Any], timeout_s: float, parse: Parse
         return parse(error.read(), error.code)
     except urllib.error.URLError as error:
         raise InvokeError(f"cannot reach {target}: {error.reason}") from None
-
-
-# While a scale-to-zero component has no copy, InvokeEndpoint refuses with a ValidationError saying so ("has no
-# capacity to process this request"): the first copy takes minutes (docs/serving.md, Scale to zero).
-NO_CAPACITY = "no capacity"
-BACKOFF_S = (5, 10, 20, 40, 60)  # then every 60 s
-
-
-def _no_capacity(error: Any) -> bool:
-    info = error.response.get("Error", {})
-    return info.get("Code") == "ValidationError" and NO_CAPACITY in str(info.get("Message", "")).lower()
-
-
-def invoke_sagemaker(
-    client: Any,
-    endpoint_name: str,
-    payload: dict[str, Any],
-    parse: Parser = parse_response,
-    *,
-    component: str | None = None,
-    wait_s: float = 0,
-    sleep: Callable[[float], None] = time.sleep,
-    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
-) -> list[str]:
-    """One request; to a component endpoint it names the component, and while no copy runs (scaled to zero) it is
-    retried with backoff for up to `wait_s` seconds, each wait said on stderr."""
-    from botocore.exceptions import ClientError
-
-    extra = {"InferenceComponentName": component} if component else {}
-    waited = 0.0
-    for attempt in range(10_000):
-        try:
-            response = client.invoke_endpoint(
-                EndpointName=endpoint_name,
-                ContentType=CONTENT_TYPE,
-                Accept=CONTENT_TYPE,
-                Body=json.dumps(payload),
-                **extra,
-            )
-            break
-        except ClientError as error:
-            pause = BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]
-            if not _no_capacity(error) or waited + pause > wait_s:
-                return _refused(error, endpoint_name, parse, waited)
-            say(
-                f"{endpoint_name}: component {component} has no copy running (scaled to zero); SageMaker starts one "
-                f"on this request (minutes: instance, image, model load): retrying in {pause} s ({waited:g} s waited)"
-            )
-            sleep(pause)
-            waited += pause
-    return parse(response["Body"].read())
-
-
-def _refused(error: Any, endpoint_name: str, parse: Parser, waited: float) -> list[str]:
-    info = error.response.get("Error", {})
-    if info.get("Code") == "ModelError":  # the container's own answer, e.g. LMI's 424 or vLLM's 400
-        status = error.response.get("OriginalStatusCode", 424)
-        return parse(error.response.get("OriginalMessage", info.get("Message", "")), status)
-    after = f" (after {waited:g} s of retries; raise --wait-for-copy)" if _no_capacity(error) else ""
-    raise InvokeError(f"{endpoint_name}: {info.get('Code')}: {info.get('Message')}{after}") from None
 
 
 def endpoint_from_stack(cloudformation: Any, stack_name: str) -> str:
