@@ -156,6 +156,38 @@ def component_deployment(
     )
 
 
+def invocations_tracking(
+    scope: Construct,
+    construct_id: str,
+    *,
+    name: str,
+    target: appscaling.CfnScalableTarget,
+    metric_type: str,
+    scaling: AutoscalingConfig,
+    scales_in: bool,
+) -> appscaling.CfnScalingPolicy:
+    """Target tracking on invocations per instance (a plain variant) or per copy (a component): the one policy both
+    hostings scale out with; `scales_in` False where another policy scales in; named `<scope id>-<name>`."""
+    return appscaling.CfnScalingPolicy(
+        scope,
+        construct_id,
+        policy_name=f"{scope.node.id}-{name}",
+        policy_type="TargetTrackingScaling",
+        scaling_target_id=target.ref,
+        target_tracking_scaling_policy_configuration=(
+            appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=scaling.target_invocations_per_instance,
+                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                    predefined_metric_type=metric_type
+                ),
+                disable_scale_in=None if scales_in else True,
+                scale_in_cooldown=scaling.scale_in_cooldown_seconds if scales_in else None,
+                scale_out_cooldown=scaling.scale_out_cooldown_seconds,
+            )
+        ),
+    )
+
+
 def component_scaling(
     scope: Construct,
     *,
@@ -177,22 +209,14 @@ def component_scaling(
         min_capacity=0,
         max_capacity=scaling.max_capacity,
     )
-    appscaling.CfnScalingPolicy(
+    invocations_tracking(
         scope,
         "InvocationsPerCopy",
-        policy_name=f"{scope.node.id}-invocations-per-copy",
-        policy_type="TargetTrackingScaling",
-        scaling_target_id=target.ref,
-        target_tracking_scaling_policy_configuration=(
-            appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=scaling.target_invocations_per_instance,
-                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
-                    predefined_metric_type="SageMakerInferenceComponentInvocationsPerCopy"
-                ),
-                disable_scale_in=True,
-                scale_out_cooldown=scaling.scale_out_cooldown_seconds,
-            )
-        ),
+        name="invocations-per-copy",
+        target=target,
+        metric_type="SageMakerInferenceComponentInvocationsPerCopy",
+        scaling=scaling,
+        scales_in=False,  # the idle alarm's step policy takes the count to zero
     )
     _step_alarm(
         scope,

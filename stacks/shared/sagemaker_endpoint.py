@@ -30,6 +30,7 @@ from .inference_component import (
     component_scaling,
     host_component,
     inference_component,
+    invocations_tracking,
 )
 
 VARIANT_NAME = "AllTraffic"  # constant: rolling and blue/green updates require the same variant name
@@ -263,22 +264,14 @@ class SageMakerEndpoint(Construct):
             min_capacity=scaling.min_capacity,
             max_capacity=scaling.max_capacity,
         )
-        appscaling.CfnScalingPolicy(
+        invocations_tracking(
             self,
             "InvocationsPerInstance",
-            policy_name=f"{self.node.id}-invocations-per-instance",
-            policy_type="TargetTrackingScaling",
-            scaling_target_id=target.ref,
-            target_tracking_scaling_policy_configuration=(
-                appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                    target_value=scaling.target_invocations_per_instance,
-                    predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
-                        predefined_metric_type="SageMakerVariantInvocationsPerInstance"
-                    ),
-                    scale_in_cooldown=scaling.scale_in_cooldown_seconds,
-                    scale_out_cooldown=scaling.scale_out_cooldown_seconds,
-                )
-            ),
+            name="invocations-per-instance",
+            target=target,
+            metric_type="SageMakerVariantInvocationsPerInstance",
+            scaling=scaling,
+            scales_in=True,
         )
         return target
 
