@@ -9,7 +9,7 @@ from . import aws_limits as aws
 from .data import DataConfig
 from .deploy import DeployConfig
 from .errors import ConfigError
-from .model_catalog import BaseModel
+from .model_catalog import BaseModel, is_hub_id
 from .model_lock import ModelLock
 from .network import NetworkConfig
 from .pruning import PruningConfig
@@ -116,7 +116,7 @@ def isolation_problems(config: AppConfig) -> list[tuple[str, str]]:
             )
         )
     model_id = training.hyperparameters.get("model_id")
-    if model_id is not None and not model_id.startswith("/"):
+    if is_hub_id(model_id):
         problems.append(
             (
                 "training.hyperparameters.model_id",

@@ -68,12 +68,18 @@ def read_catalog(config_dir: str | Path) -> dict[str, BaseModel]:
     return found
 
 
+def is_hub_id(model_id: object) -> bool:
+    """training.hyperparameters.model_id names a hub model; a path names a folder in the job (the `model` channel
+    under training.base_model_key)."""
+    return isinstance(model_id, str) and not model_id.startswith("/")
+
+
 def training_base(raw_training: Any, catalog: Mapping[str, BaseModel]) -> TrainingBase:
     """The base a `training:` section (as read from YAML) names: a hub id wins over a copy's key, as in train.py."""
     training = raw_training if isinstance(raw_training, Mapping) else {}
     hyperparameters = training.get("hyperparameters")
     model_id = hyperparameters.get("model_id") if isinstance(hyperparameters, Mapping) else None
-    if isinstance(model_id, str) and not model_id.startswith("/"):
+    if is_hub_id(model_id):
         found = next((m for m in catalog.values() if m.record.hub_id == model_id), None)
         return TrainingBase(MODEL_ID, model_id, found)
     key = training.get("base_model_key")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base_model_record import MODELS_DIR
-from .model_catalog import BASE_MODEL_KEY, MODEL_ID
+from .model_catalog import BASE_MODEL_KEY, MODEL_ID, is_hub_id
 from .served_model import ModelShape, Subject, check_memory, check_shape
 
 _FACTS = ("model_type", "parameters", "context_length", "num_attention_heads", "num_key_value_heads")
@@ -20,7 +20,7 @@ _FACTS = ("model_type", "parameters", "context_length", "num_attention_heads", "
 def base_field(config: Any) -> str:
     """The field that names the base: the hub id when it is one, else the copy's key."""
     model_id = config.training.hyperparameters.get("model_id")
-    return MODEL_ID if model_id is not None and not model_id.startswith("/") else BASE_MODEL_KEY
+    return MODEL_ID if is_hub_id(model_id) else BASE_MODEL_KEY
 
 
 def check_trained_model(config: Any) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stacks.config.base_model_record import BaseModelRecord, key_folder, record_name
+from stacks.config.model_catalog import is_hub_id
 from tools.base_model.model import Refused
 from tools.base_model.s3 import listed, split_uri
 from tools.config_edit import edit
@@ -123,6 +124,6 @@ def upload(record: BaseModelRecord, source: Path | str, to: Target, config_dir: 
     _verify(s3, to, prefix, count)
     config_file = config_dir / f"{to.env.name}.yaml"
     model_id = to.env.config.training.hyperparameters.get("model_id")
-    hub_model_id = model_id if model_id is not None and not model_id.startswith("/") else None
+    hub_model_id = model_id if is_hub_id(model_id) else None
     changed = edit(config_file, {BASE_MODEL_KEY: prefix}, [MODEL_ID] if hub_model_id else [])
     return Uploaded(f"s3://{to.data.bucket}/{prefix}", count, changed, hub_model_id)
