@@ -25,6 +25,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from stacks.config.base_model_record import parse_record
 from tests.synth import ROOT, with_catalog
 from tests.tools.hub_server import Repo, serve
+from tests.tools.moto_server import loopback_moto_server
 from tests.tools.test_base_model_facts import saved_llama
 from tests.tools.test_promote_model import REGION, Account, _data_template
 from tools.base_model import main
@@ -188,17 +189,8 @@ def test_upload_to_an_environment_not_deployed_is_refused_before_anything_is_wri
 @pytest.fixture(scope="module")
 def moto_server():
     """moto's server on a free loopback port, for the tool in its own process (--endpoint-url)."""
-    import socket
-
-    from moto.server import ThreadedMotoServer
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+    with loopback_moto_server() as url:
+        yield url
 
 
 def _hub_upload(moto_server: str, tiny_model: Path, tmp_path: Path, *, tree_refused: bool = False):

@@ -20,6 +20,7 @@ import yaml
 
 from stacks.config.loader import load_chain
 from tests.synth import ROOT
+from tests.tools.moto_server import loopback_moto_server
 from tools import deploy_chain
 
 MOTO_ACCOUNT = "123456789012"  # moto's default account: what its STS says the credentials belong to
@@ -164,17 +165,8 @@ def test_no_credentials_says_what_to_set_in_one_line(tmp_path):
 @pytest.fixture(scope="module")
 def sts():
     """moto's server on a free loopback port: a real STS API for boto3."""
-    import socket
-
-    from moto.server import ThreadedMotoServer
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+    with loopback_moto_server() as url:
+        yield url
 
 
 def _keys(tmp_path, endpoint: str, **extra: str) -> dict[str, str]:

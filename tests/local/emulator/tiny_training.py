@@ -26,10 +26,10 @@ RECORDS = Path(__file__).resolve().parents[3] / "config" / "models"
 ROWS = [json.dumps({"instruction": f"What is item {i}?", "response": f"Item {i} is a thing."}) for i in range(24)]
 
 
-def recorded_base(out_dir: Path) -> Path:
+def recorded_base(out_dir: Path, texts: list[str] = ROWS, vocab_size: int = 300) -> Path:
     """A tiny random-init Llama of the local environment's base record (config/models/tiny-pretrained.yaml: the
-    shape of finetune/pretrain.py's base), tokenizer trained on ROWS: what a run checks its `model` channel against
-    (finetune/base_record.py) before training on it."""
+    shape of finetune/pretrain.py's base), tokenizer trained on `texts`: what a run checks its `model` channel
+    against (finetune/base_record.py) before training on it."""
     from finetune.tiny import build_tiny_llama
 
     record = yaml.safe_load(
@@ -37,8 +37,8 @@ def recorded_base(out_dir: Path) -> Path:
     )
     return build_tiny_llama(
         out_dir,
-        ROWS,
-        vocab_size=300,
+        texts,
+        vocab_size=vocab_size,
         hidden_size=record["hidden_size"],
         num_layers=record["num_hidden_layers"],
         num_heads=record["num_attention_heads"],

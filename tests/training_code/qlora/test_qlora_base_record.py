@@ -21,6 +21,7 @@ from qlora_test_helpers import QLORA_DIR, instruction_rows, load_train_entry, ti
 
 from local.emulator import hub_cache
 from stacks.code_contract.qlora import base_record_environment
+from tests.local.emulator.tiny_training import recorded_base
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORD = yaml.safe_load((ROOT / "config" / "models" / "tiny-pretrained.yaml").read_text())
@@ -33,19 +34,7 @@ HUB_ENVIRONMENT = dict([base_record_environment("config/models/tiny-pretrained.y
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
     """A tiny Llama of the record's shape (its embedding rows the record's vocabulary)."""
-    from finetune.tiny import build_tiny_llama
-
-    return build_tiny_llama(
-        tmp_path_factory.mktemp("recorded"),
-        vocab_texts(),
-        vocab_size=384,
-        hidden_size=RECORD["hidden_size"],
-        num_layers=RECORD["num_hidden_layers"],
-        num_heads=RECORD["num_attention_heads"],
-        intermediate_size=RECORD["intermediate_size"],
-        max_position_embeddings=RECORD["context_length"],
-        model_vocab_size=RECORD["vocab_size"],
-    )
+    return recorded_base(tmp_path_factory.mktemp("recorded"), vocab_texts(), vocab_size=384)
 
 
 def _differing(base: Path) -> dict[str, tuple]:
