@@ -11,8 +11,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".sh", ".cjs", ".js", ".toml", ".cfg", ".txt"}
-TEXT_NAMES = {"Makefile", "run"}
 # "issue 17", "defect 6", "issue-19", "bug #4", a bare "#26", a test named for a number; an upstream reference
 # keeps its repository ("pytest-dev/pytest-xdist#1386") or its project ("djl-serving PR #2939") and passes.
 TRACKER_NUMBER = re.compile(
@@ -32,8 +30,28 @@ def tracked_files() -> list[Path]:
     return [path for path in ROOT.rglob("*") if path.is_file() and not skipped & set(path.relative_to(ROOT).parts)]
 
 
+def is_text(path: Path) -> bool:
+    """Any UTF-8 file without NUL bytes, whatever its suffix: data files (.json, .jsonl, .properties) are read by
+    people too, so the habits hold there as well."""
+    if not path.is_file():
+        return False
+    data = path.read_bytes()
+    if b"\0" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def text_files() -> list[Path]:
-    return [path for path in tracked_files() if path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES]
+    return [path for path in tracked_files() if is_text(path)]
+
+
+def test_data_files_count_as_text():
+    names = {path.relative_to(ROOT).as_posix() for path in text_files()}
+    assert {"tools/prices.json", "stacks/images.json", "cdk.json"} <= names
 
 
 def tracker_numbers(text: str) -> list[str]:
