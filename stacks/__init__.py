@@ -33,7 +33,7 @@ File map (the file for a concern in one guess):
     training/             QLoRA training
         stack.py            the stack: job role, topic, SSM model pointer, workflow, trigger
         job.py              the training job's CreateTrainingJob request
-        compile_job.py      the Neuron compile job (optimum-cli export neuron) for vllm_neuronx
+        compile_job.py      the Neuron compile job around the serving backend's program (its CompileStep)
         workflow.py         the state machine (validate, train, capacity retries, register, record, notify)
         state_paths.py      the execution-state paths two of its parts share ($.training.job_name, $.run, ...)
         registry.py         the quality gate, model facts, lineage and package versions (the gate before RecordModel)
@@ -45,10 +45,12 @@ File map (the file for a concern in one guess):
         stack.py            execution role, alarm topic, outputs; builds the backend's endpoint construct
         hosting.py          the SageMakerEndpoint every backend shares
         backends/           one folder per serving backend, found by name (backends/__init__.py: the registry)
-            <name>/__init__.py  its record: label, architectures, images, endpoint, local server, contract
+            backend.py          the typed interface each folder implements (Backend, CompileStep)
+            <name>/__init__.py  its Backend subclass: settings, contract, endpoint, compile step, model types, rules
             <name>/config.py    its serving.<section> settings and cross-field rules (no CDK)
             <name>/contract.py  its container's request and answer (tools/invoke.py)
             <name>/endpoint.py  its CDK construct
+            <name>/compile_step.py  its compile program: entrypoint, arguments, environment (no CDK)
             lmi_neuronx/        LMI NeuronX (serving.properties tarball from its one template), discontinued
             vllm_neuronx/       vLLM Neuron (compiled model mounted, SM_ON_* flags)
     pruning/              NAS structural pruning of an encoder
@@ -59,6 +61,6 @@ File map (the file for a concern in one guess):
 
 Layering (tests/stacks/test_layering.py enforces it): paths, image_table, jsii_kernel and code_contract use the standard
 library only; config may use them (and PyYAML) and serving/backends/ (every module there but endpoint.py is
-CDK-free) but nothing that imports aws_cdk; shared/ may use config;
+CDK-free at run time) but nothing that imports aws_cdk; shared/ may use config;
 a unit folder may use shared/ and config but never another unit's folder; application.py composes units.
 """

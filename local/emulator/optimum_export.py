@@ -1,10 +1,11 @@
 """Stand-in for the vLLM Neuron image's `optimum-cli export neuron`, where Neuron cannot run.
 
-The job runner puts an `optimum-cli` that runs this module first on the PATH of the compile job's own command
-(`bash -c '... optimum-cli export neuron "$@" ...' neuron-export <flags> <output>`, stacks/training/compile_job.py),
-so the job's real script runs around it. It reads the flags as optimum-neuron 0.4.x's exporter does, refuses
-what the real exporter refuses before compiling (an architecture it has no model class for, a TP degree that
-does not divide the attention heads, a flag it lacks), and writes the layout the real export writes
+The job runner puts an `optimum-cli` that runs this module first on the PATH of the compile job's own command (`bash
+-c '... optimum-cli export neuron "$@" ...' neuron-export <flags> <output>`,
+stacks/serving/backends/vllm_neuronx/compile_step.py), so the job's real script runs around it. It reads the flags as
+optimum-neuron 0.4.x's exporter does, refuses what the real exporter refuses before compiling (an architecture it has
+no model class for, a TP degree that does not divide the attention heads, a flag it lacks), and writes the layout the
+real export writes
 (REFERENCE: config.json, neuron_config.json, checkpoint/weights/, the tokenizer):
 
     <output>/config.json            the model's config.json

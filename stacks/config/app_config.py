@@ -56,7 +56,7 @@ class AppConfig:
 
     def check(self, source: str, path: str) -> None:
         """Isolated mode: every setting that would need the internet fails here, one line each."""
-        if self.training.neuron_compile.enabled and (self.serving is None or self.serving.spec.compiled_folder is None):
+        if self.training.neuron_compile.enabled and (self.serving is None or self.serving.spec.compile is None):
             backend = self.serving.backend if self.serving is not None else None
             raise ConfigError(
                 source,
@@ -64,8 +64,8 @@ class AppConfig:
                 f"got true with serving.backend {backend}; the compile step compiles for a serving profile that "
                 "serves a compiled model (vllm_neuronx, lmi_neuronx): set a serving section or enabled: null",
             )
-        problem = self.serving.spec.compile_problem if self.compiles_for_neuron else None
-        found = problem(self) if problem is not None else None
+        step = self.serving.spec.compile if self.compiles_for_neuron else None
+        found = step.host_problem(self) if step is not None else None
         if found is not None:
             raise ConfigError(source, *found)
         check_deploy_approval(self, source)
@@ -83,7 +83,7 @@ class AppConfig:
         """The Training workflow runs the Neuron compile step (on by default for a backend that serves a compiled
         model: vllm_neuronx's export, lmi_neuronx's partition)."""
         enabled = self.training.neuron_compile.enabled
-        serves_compiled = self.serving is not None and self.serving.spec.compiled_folder is not None
+        serves_compiled = self.serving is not None and self.serving.spec.compile is not None
         return serves_compiled if enabled is None else enabled
 
     def stack_id(self, unit: str) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..serving.backends import backend as backend_named
 from .base_model_record import BaseModelRecord, key_folder
 from .inf2 import mounted_model_volume_gb, weights_gb
 
@@ -36,20 +37,6 @@ EBS_BASELINE_MB_PER_SECOND = 156
 MAX_TIMEOUT_SECONDS = 3600  # ContainerStartupHealthCheckTimeoutInSeconds, ModelDataDownloadTimeoutInSeconds
 COMPILE_TYPE = "training.neuron_compile.instance_type"
 MODEL_NAME_LENGTH = 63  # serving.model_name's pattern
-# Each backend's section keys for the shape: TP, batch, served positions (and LMI's loading timeout).
-SHAPE_KEYS = {
-    "lmi_neuronx": (
-        "serving.lmi.tensor_parallel_degree",
-        "serving.lmi.max_rolling_batch_size",
-        "serving.lmi.n_positions",
-    ),
-    "vllm_neuronx": (
-        "serving.neuron.tensor_parallel_size",
-        "serving.neuron.batch_size",
-        "serving.neuron.sequence_length",
-    ),
-}
-LOADING_KEY = {"lmi_neuronx": "serving.lmi.model_loading_timeout"}
 # Settings of one backend's image that another backend refuses: removed when the backend changes.
 BACKEND_BOUND = ("serving.image", "serving.image_uri", "serving.lmi_version")
 
@@ -116,13 +103,14 @@ def profile_for(
         startup_seconds=budget,
         download_seconds=budget,
         cooldown_seconds=budget,
-        model_loading_timeout=budget if backend in LOADING_KEY else None,
+        model_loading_timeout=budget if backend_named(backend).loading_key else None,
     )
 
 
 def profile_values(profile: Profile) -> dict[str, Scalar]:
     """The serving (and compile) lines a profile sets."""
-    tp_key, batch_key, positions_key = SHAPE_KEYS[profile.backend]
+    spec = backend_named(profile.backend)  # its section keys for the shape: TP, batch, served positions
+    tp_key, batch_key, positions_key = spec.shape_keys
     values: dict[str, Scalar] = {
         "serving.backend": profile.backend,
         "serving.instance_type": profile.instance_type,
@@ -135,7 +123,7 @@ def profile_values(profile: Profile) -> dict[str, Scalar]:
         "serving.autoscaling.scale_out_cooldown_seconds": profile.cooldown_seconds,
     }
     if profile.model_loading_timeout is not None:
-        values[LOADING_KEY[profile.backend]] = profile.model_loading_timeout
+        values[spec.loading_key] = profile.model_loading_timeout
     if profile.compile_instance_type is not None:
         values[COMPILE_TYPE] = profile.compile_instance_type
     return values

@@ -6,13 +6,13 @@ host) and check_trained_model (the base's facts against the profile). No rule is
 accepted exactly when the synth would accept the file it becomes.
 
 Order: the serving type's price per hour; on the cheapest type with a passing candidate, each TP degree the backend
-runs with its first passing shape and cheapest passing compile host, then the cheapest compile host, then the
-larger TP (the cores paid for). Compile hosts: ml.trn1 for LMI NeuronX's partition (it loads the model onto
-NeuronCores), CPU types for vLLM Neuron's export (a CPU job, stacks/training/compile_job.py); priced ones by price,
-then the others by host memory. No candidate passing: NoProfile, one line: the synth's refusal when every candidate
-that reached the model checks (two or more) got the same one, which is then the model's whatever the profile (an
-architecture the backend does not load), else the refusal of the candidate that got furthest (into the model checks
-rather than refused while parsing; then the most NeuronCores and TP).
+runs with its first passing shape and cheapest passing compile host, then the cheapest compile host, then the larger
+TP (the cores paid for). Compile hosts: the kind the backend's compile step names (CompileStep.host_kind: ml.trn1 for
+LMI NeuronX's partition, which loads the model onto NeuronCores; CPU types for vLLM Neuron's export); priced ones by
+price, then the others by host memory. No candidate passing: NoProfile, one line: the synth's refusal when every
+candidate that reached the model checks (two or more) got the same one, which is then the model's whatever the profile
+(an architecture the backend does not load), else the refusal of the candidate that got furthest (into the model
+checks rather than refused while parsing; then the most NeuronCores and TP).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..serving.backends import backend as backend_named
 from ..serving.backends import backends
 from .app_config import AppConfig
 from .errors import ConfigError
-from .hosts import TRAINING_HOSTS, HostKind
+from .hosts import TRAINING_HOSTS
 from .inf2 import INF2_TYPES
 from .loader import parse_environment
 from .model_catalog import MODEL_ID, BaseModel, TrainingBase, check_gated_access, read_catalog, training_base
@@ -38,7 +38,6 @@ from .trained_model import check_trained_model
 from .training import TrainingConfig
 from .trn1 import INF2_TP_DEGREES
 
-COMPILE_HOSTS: dict[str, HostKind] = {"lmi_neuronx": "trainium", "vllm_neuronx": "cpu"}
 UNPRICED = float("inf")
 
 
@@ -87,7 +86,8 @@ def _compile_types(raw: Mapping[str, Any], backend: str, prices: Mapping[str, fl
     compile_step = ((raw.get("training") or {}).get("neuron_compile")) or {}
     if compile_step.get("enabled") is False:
         return [None]
-    kind = COMPILE_HOSTS.get(backend)
+    step = backend_named(backend).compile
+    kind = step.host_kind if step is not None else None
     names = [name for name, host in TRAINING_HOSTS.items() if kind is None or host.kind == kind]
     return sorted(names, key=lambda n: (prices.get(n, UNPRICED), TRAINING_HOSTS[n].host_memory_gib, n))
 

@@ -35,7 +35,7 @@ class RehearsalConfig:
 def compile_path(config: Any) -> str:
     """How the served model gets its Neuron graph."""
     if config.compiles_for_neuron:
-        program = config.serving.spec.compile_program
+        program = config.serving.spec.compile.program
         return f"ahead of time by the Training workflow's compile step ({program})"
     backend = config.serving.backend if config.serving is not None else None
     return f"at container start-up by {backend} (or a precompiled graph the lock names)"

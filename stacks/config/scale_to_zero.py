@@ -56,8 +56,8 @@ def component_size(serving: Any, source: str, path: str) -> ComponentSize:
     A copy needs whole Inferentia2 devices for its TP degree (two NeuronCores each) and host memory for its
     16-bit weights; an instance holds as many copies as both allow."""
     instance = serving.inf2
-    sharding = serving.spec.tensor_parallel
-    field, tp = sharding(serving) if sharding is not None else ("serving.instance_type", instance.neuron_cores)
+    sharding = serving.spec.tensor_parallel(serving)
+    field, tp = sharding if sharding is not None else ("serving.instance_type", instance.neuron_cores)
     devices = math.ceil(tp / NEURON_CORES_PER_DEVICE)
     available = inferentia_devices(instance)
     if devices > available:

@@ -91,9 +91,10 @@ def check_shape(serving: Any, shape: ModelShape, subject: Subject, config_source
 
 def _check_positions(serving: Any, shape: ModelShape, refuse, config_source: str) -> None:
     spec = serving.spec
-    if spec.served_positions is None:
+    served = spec.served_positions(serving)
+    if served is None:
         return
-    field, positions = spec.served_positions(serving)
+    field, positions = served
     if positions > shape.context_length:
         refuse(
             "context_length",
@@ -105,9 +106,10 @@ def _check_positions(serving: Any, shape: ModelShape, refuse, config_source: str
 
 def _check_heads(serving: Any, shape: ModelShape, refuse, config_source: str) -> None:
     spec = serving.spec
-    if spec.tensor_parallel is None:
+    sharding = spec.tensor_parallel(serving)
+    if sharding is None:
         return
-    field, tp = spec.tensor_parallel(serving)
+    field, tp = sharding
     cores = serving.inf2.neuron_cores
     heads, kv = shape.num_attention_heads, shape.num_key_value_heads
     if heads % tp:
@@ -131,10 +133,11 @@ def check_memory(
 ) -> None:
     """The 16-bit weights in the TP group's NeuronCore memory, and the backend's own rule (whether the version
     brings a compiled graph; None: not known yet, a training base), on the true size."""
-    if shape.parameters is None or serving.spec.tensor_parallel is None:
+    sharding = serving.spec.tensor_parallel(serving)
+    if shape.parameters is None or sharding is None:
         return
     billions = shape.parameters / 1e9
-    field, tp = serving.spec.tensor_parallel(serving)
+    field, tp = sharding
     weights = billions * BYTES_PER_PARAMETER
     budget = WEIGHT_SHARE_OF_HBM * tp * HBM_GB_PER_CORE
     problem = None
@@ -234,13 +237,14 @@ def check_compiled(config: Any, lock: ModelLock, lock_source: str) -> None:
                 f"{spec.compiled_folder(serving)}: promote the compiled version (RegisterCompiledModel)",
             )
         return
-    if spec.compiled_folder is None:
+    step = spec.compile
+    if step is None:
         raise ConfigError(
             lock_source, "compiled_prefix", f"{version}: backend {spec.name} serves no compiled model: set it to null"
         )
-    if spec.compiled_shape is not None:
+    if step.recorded_shape(serving) is not None:
         check_compiled_facts(config, lock, lock_source)
-    folder = spec.compiled_folder(serving)
+    folder = step.folder(serving)
     if f"/{folder}" not in f"/{compiled}":
         raise ConfigError(
             lock_source,
@@ -314,7 +318,7 @@ def check_compiled_facts(config: Any, lock: ModelLock, lock_source: str) -> None
         "batch_size": compiled.batch_size,
         "dtype": DTYPE_OF_AMP.get(compiled.dtype, compiled.dtype),
     }
-    served = spec.compiled_shape(serving)
+    served = spec.compile.recorded_shape(serving)
     differing = [name for name in served if recorded[name] != served[name]]
     if differing:
         shown = ", ".join(f"{name} {recorded[name]} (serves {served[name]})" for name in differing)
@@ -325,7 +329,7 @@ def check_compiled_facts(config: Any, lock: ModelLock, lock_source: str) -> None
             f"{', '.join(f'{k} {v}' for k, v in served.items())}: promote a version compiled for that shape, or "
             "serve the shape it was compiled for",
         )
-    image_compiler = spec.compiler_version(serving)
+    image_compiler = spec.compile.compiler_version(serving)
     if compiled.compiler_version.split("+")[0] != image_compiler:
         raise ConfigError(
             lock_source,

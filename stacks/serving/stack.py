@@ -75,7 +75,7 @@ class ServingStack(Stack):
             data_capture_destination=capture_uri,
             isolated_placement=placement,
         )
-        self.endpoint = serving.spec.endpoint_class()(self, "Llm", props=props)
+        self.endpoint = serving.spec.endpoint()(self, "Llm", props=props)
         statements = self._execution_statements(
             serving, bucket=bucket, key=key, images=images, capture_prefix=capture_prefix, placement=placement
         )

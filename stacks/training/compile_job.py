@@ -1,17 +1,20 @@
-"""The ahead-of-time Neuron compile step: `optimum-cli export neuron` of the merged model in the serving image.
+"""The ahead-of-time Neuron compile step's job: the serving backend's own program on the merged model.
 
-It runs as a SageMaker training job on a CPU instance (training jobs cannot use ml.inf2; `--instance_type inf2`
-makes the export target Inferentia2 without the device), with the vLLM Neuron image's own program through
-`ContainerEntrypoint`. Input: the merged model as the `model` channel. Output, uncompressed:
-`models/<training job>/neuron/bs<B>-seq<S>-tp<T>/<compile job>/output/model/`, the prefix serving.model_prefix
-names. `generation_config.json` is copied beside the export, which leaves it out.
+It runs as a SageMaker training job in the image the backend's compile step names (stacks/serving/backends/<name>/,
+`CompileStep`), with the image's program through `ContainerEntrypoint` / `ContainerArguments` and, where the
+program reads one, its environment. Input: the merged model as the `model` channel (/opt/ml/input/data/model).
+Output, uncompressed: `models/<training job>/<shape folder>/<compile job>/output/model/` (/opt/ml/model), the
+prefix serving.model_prefix names. The backend says what runs and which folder names its shape; this module says
+where it runs, under which name, with which channels, limits and placement.
 
-CreateTrainingJob caps each ContainerEntrypoint / ContainerArguments item at 256 characters (100 items), so the
-command is `bash -c <script> neuron-export <flag> <value> ...`: the short script as the `-c` string, which runs
-`optimum-cli export neuron "$@"`, and every flag and value its own argument.
+CreateTrainingJob caps each ContainerEntrypoint / ContainerArguments item at 256 characters (100 items), so each
+backend's command is `bash -c <script> <$0> <flag> <value> ...`: a short script as the `-c` string, and every flag
+and value its own argument.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -24,44 +27,13 @@ from ..shared.placement import Placement
 from .job import job_placement, runs_offline
 from .state_paths import RUN, TRAINING
 
-MODEL_CHANNEL = "/opt/ml/input/data/model"
-OUTPUT_DIR = "/opt/ml/model"
-
-
-GENERATION_CONFIG = f"{MODEL_CHANNEL}/generation_config.json"
-# The `-c` script: export with the arguments after it, then copy the generation config the export leaves out.
-EXPORT_SCRIPT = (
-    'set -euo pipefail; optimum-cli export neuron "$@"; '
-    f"if [ -f {GENERATION_CONFIG} ]; then cp {GENERATION_CONFIG} {OUTPUT_DIR}/; fi"
-)
-SCRIPT_NAME = "neuron-export"  # the script's $0 (bash -c takes the first word after the script as $0)
-
-
-def export_entrypoint() -> tuple[str, ...]:
-    """`bash -c <script> <$0>`: the container's program; the arguments become the script's "$@"."""
-    return ("/bin/bash", "-c", EXPORT_SCRIPT, SCRIPT_NAME)
-
-
-def export_arguments(config: AppConfig) -> tuple[str, ...]:
-    """`optimum-cli export neuron`'s arguments, one item each: serving.neuron's shape, for Inferentia2."""
-    return (
-        "--model",
-        MODEL_CHANNEL,
-        "--task",
-        "text-generation",
-        *config.serving.neuron.export_arguments(),
-        "--instance_type",
-        "inf2",
-        OUTPUT_DIR,
-    )
-
 
 def compile_job_name() -> Ref:
     """`<run>-n-<API retry>`: as long as the training job's `<run>-<attempt>-<retry>`, under the same IAM scope."""
     return Ref(f"States.Format('{{}}-n-{{}}', {RUN.name}, $$.State.RetryCount)")
 
 
-def neuron_compile_request(
+def compile_request(
     config: AppConfig,
     *,
     bucket: s3.IBucket,
@@ -71,8 +43,37 @@ def neuron_compile_request(
     placement: Placement | None,
 ) -> TrainingJobRequest:
     """The compile job; the trained model's job name and folder come from the Train step (TRAINING)."""
+    serving = config.serving
+    step = serving.spec.compile
+    return compile_job_request(
+        config,
+        bucket=bucket,
+        key=key,
+        role=role,
+        image_uri=image_uri,
+        placement=placement,
+        folder=step.folder(serving),
+        entrypoint=step.entrypoint(),
+        arguments=step.arguments(serving),
+        environment=step.environment(serving, config.source),
+    )
+
+
+def compile_job_request(
+    config: AppConfig,
+    *,
+    bucket: s3.IBucket,
+    key: kms.IKey,
+    role: iam.IRole,
+    image_uri: str,
+    placement: Placement | None,
+    folder: str,
+    entrypoint: tuple[str, ...],
+    arguments: tuple[str, ...],
+    environment: Mapping[str, str] | None,
+) -> TrainingJobRequest:
+    """The job around a backend's program: `folder` is its shape's folder under the merged model."""
     compile_config = config.training.neuron_compile
-    folder = config.serving.neuron.compiled_folder
     vpc = job_placement(config, placement)
     return TrainingJobRequest(
         job_name=compile_job_name(),
@@ -93,6 +94,7 @@ def neuron_compile_request(
         subnet_ids=vpc.subnet_ids if vpc else (),
         security_group_ids=vpc.security_group_ids if vpc else (),
         tags=dict(config.all_tags),
-        container_entrypoint=export_entrypoint(),
-        container_arguments=export_arguments(config),
+        container_entrypoint=entrypoint,
+        container_arguments=arguments,
+        environment=environment,
     )

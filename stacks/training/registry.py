@@ -35,7 +35,6 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..code_contract.qlora import model_facts_schema
-from ..config.serving import backend_named
 from ..shared.bucket_layout import DATASETS_PREFIX, MODELS_PREFIX
 from .outcomes import MARKER_VERSION_KEY, MODEL_REJECTED, NO_MARKER_VERSION
 from .state_paths import APPROVAL, COMPILE, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
@@ -114,11 +113,6 @@ class ServingSpec:
             "SupportedContentTypes": ["application/json"],
             "SupportedResponseMIMETypes": ["application/json"],
         }
-
-
-def model_environment(backend: str) -> dict[str, str]:
-    """The model location each backend's container reads (README-serving): LMI option.model_id, vLLM SM_ON_MODEL."""
-    return dict(backend_named(backend).model_environment)
 
 
 @dataclass(frozen=True)

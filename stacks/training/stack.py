@@ -31,10 +31,9 @@ from ..shared.container_images import ContainerImages
 from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
 from .base_access import hub_token_statements
-from .compile_job import neuron_compile_request
+from .compile_job import compile_request
 from .job import job_placement, runs_offline, training_job_request
-from .partition_job import lmi_compile_request
-from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, RegistrationSettings, ServingSpec, model_environment
+from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, RegistrationSettings, ServingSpec
 from .state_paths import RUN
 from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, NeuronCompile, TrainingWorkflow, max_job_name_length
@@ -42,9 +41,6 @@ from .workflow import MAX_JOB_NAME, NeuronCompile, TrainingWorkflow, max_job_nam
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
 # What script mode finds offline: `pip install -r` of a file without requirements installs nothing, needs no index.
 BAKED_REQUIREMENTS = b"# Baked into the training image (training.image_repository or image_uri; README, Training).\n"
-COMPILE_IMAGE = "vllm_neuronx"  # the serving image compiles: same optimum-neuron and neuronx-cc versions
-# Each backend's compile step (both run the serving image's own program, stacks/serving/backends/<name>).
-COMPILE_REQUESTS = {"vllm_neuronx": neuron_compile_request, "lmi_neuronx": lmi_compile_request}
 
 
 # Why the registry's statements (by Sid) reach their first resource, a wildcard (cdk-nag's IAM5).
@@ -61,8 +57,8 @@ REGISTRY_WILDCARDS = {
 
 
 def compile_image(config: AppConfig) -> str:
-    """The image the compile job runs: the serving image (vLLM's compile always runs vllm_neuronx)."""
-    return COMPILE_IMAGE if config.serving.backend == "vllm_neuronx" else config.serving.image_name
+    """The image the compile job runs, as the backend's compile step names it (stacks/serving/backends/<name>)."""
+    return config.serving.spec.compile.image(config.serving)
 
 
 def training_code_tarball(*, offline: bool) -> Path:
@@ -96,10 +92,11 @@ def job_name_prefix(config: AppConfig) -> str:
 
 
 def _compiled_folder_with_facts(config: AppConfig) -> str | None:
-    """Where the compile step writes a model whose config.json records its compiled shape: LMI's partition."""
-    if not config.compiles_for_neuron or config.serving.spec.compiled_shape is None:
+    """Where the compile step writes a model whose config.json records its compiled shape (LMI's partition)."""
+    step = config.serving.spec.compile if config.compiles_for_neuron else None
+    if step is None or step.recorded_shape(config.serving) is None:
         return None
-    return config.serving.spec.compiled_folder(config.serving)
+    return step.folder(config.serving)
 
 
 class TrainingStack(Stack):
@@ -143,7 +140,7 @@ class TrainingStack(Stack):
         if compiles:
             compile_role = self._compile_role(config, bucket=bucket, key=key, images=images, placement=placement)
             self.compiled_model_parameter = self._model_parameter(config, compiled=True)
-            self.compile_request = COMPILE_REQUESTS[config.serving.backend](
+            self.compile_request = compile_request(
                 config,
                 bucket=bucket,
                 key=key,
@@ -262,7 +259,7 @@ class TrainingStack(Stack):
         placement: Placement | None,
     ) -> SageMakerJobRole:
         """The compile job reads merged models and writes the compiled one beside them (models/); no code."""
-        compile_program = config.serving.spec.compile_program
+        compile_program = config.serving.spec.compile.program
         return SageMakerJobRole(
             self,
             "CompileRole",
@@ -306,14 +303,14 @@ class TrainingStack(Stack):
                 backend=serving.backend,
                 image_uri=images.uri(serving.image_name, serving.image_uri),
                 instance_types=(serving.instance_type,),
-                environment=model_environment(serving.backend),
+                environment=dict(serving.spec.model_environment),
             )
             if config.compiles_for_neuron:
                 compiled = ServingSpec(
                     backend=serving.backend,
                     image_uri=images.uri(compile_image(config), serving.image_uri),
                     instance_types=(serving.instance_type,),
-                    environment=model_environment(serving.backend),
+                    environment=dict(serving.spec.model_environment),
                 )
         base_key = config.training.base_model_key
         return RegistrationSettings(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.import_reader import imported_names
+from tests.import_reader import imported_names, run_time_imported_names
 from tests.synth import ROOT
 
 STACKS = ROOT / "stacks"
@@ -58,14 +58,28 @@ def test_config_imports_no_construct_or_stack_module():
         assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
 
 
+def _run_time_imports(path: Path) -> list[str]:
+    """What importing a backend module imports: its `endpoint()` method imports the construct when a stack asks."""
+    return run_time_imported_names(path, ROOT, deferred_functions=("endpoint",))
+
+
 def test_a_backend_imports_aws_cdk_only_in_its_endpoint_module():
-    """Config validation imports every backend's record, config and contract: they stay CDK-free."""
+    """Config validation imports every backend's record, config, contract and compile program: they stay
+    CDK-free; the record names its construct in annotations and imports it only when `endpoint()` is called."""
     cdk = ("aws_cdk", "constructs", "stacks.shared", "stacks.nag", "stacks.application", "stacks.serving.stack")
     modules = [p for p in _modules("serving", "backends") if p.name != "endpoint.py"]
     assert len(modules) >= 7, modules  # the registry, and a record, config and contract per backend
     for path in modules:
-        bad = [m for m in _imports(path) if m.startswith(cdk) or m.endswith(".endpoint")]
+        bad = [m for m in _run_time_imports(path) if m.startswith(cdk) or m.endswith(".endpoint")]
         assert bad == [], f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def test_the_run_time_import_reader_skips_annotations_and_the_endpoint_method():
+    found = _run_time_imports(STACKS / "serving" / "backends" / "vllm_neuronx" / "__init__.py")
+    assert "stacks.serving.backends.vllm_neuronx.config" in found
+    assert not [m for m in found if m.endswith(".endpoint") or m.startswith("stacks.config.serving")]
+    every = _imports(STACKS / "serving" / "backends" / "vllm_neuronx" / "__init__.py")
+    assert "stacks.serving.backends.vllm_neuronx.endpoint" in every and "stacks.config.serving" in every
 
 
 def test_shared_pieces_import_no_unit():

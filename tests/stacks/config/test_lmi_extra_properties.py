@@ -11,8 +11,8 @@ import pytest
 
 from stacks.config import ConfigError, load_config
 from stacks.config.serving_properties import as_environment
+from stacks.serving.backends.lmi_neuronx.compile_step import partition_environment
 from stacks.serving.backends.lmi_neuronx.config import LmiOptions, render_properties
-from stacks.training.partition_job import partition_environment
 from tests.stacks.config.test_app_config_errors import PROD_VALID, VALID, _with, write_case
 from tests.synth import ROOT
 
@@ -133,7 +133,7 @@ def test_a_served_environments_file_carries_its_extra_lines(tmp_path, monkeypatc
     assert rendered.endswith("option.fuse_qkv=true\noption.revision=main\noption.trust_remote_code=true\n")
     template = (ROOT / "stacks/serving/backends/lmi_neuronx/serving.properties").read_text()
     assert rendered.splitlines()[0] == template.splitlines()[0]
-    assert partition_environment(dev)["OPTION_TRUST_REMOTE_CODE"] == "true"
+    assert partition_environment(dev.serving, dev.source)["OPTION_TRUST_REMOTE_CODE"] == "true"
     prod = _load(tmp_path / "prod", monkeypatch, _with("serving.lmi.extra_properties", extras, PROD_VALID), "prod")
     assert as_environment(render_properties(prod.serving))["OPTION_FUSE_QKV"] == "true"
 

@@ -1,11 +1,12 @@
-"""Extension cost: a third serving backend lands as one folder, one config file and at most 3 other files.
+"""Extension cost: a third serving backend lands as one folder, its images and its config files, nothing else.
 
 A throw-away backend (`toy_neuronx`) is written into a copy of the repository: its folder under
-stacks/serving/backends/, its images in stacks/images.json, its local server in local/servers/, and an environment
-file that serves with it. In that copy the config validates with the backend's own section and rule, the Serving
-stack builds the backend's endpoint with its image from the region table, the Training stack registers models for
-it, local/servers/llm_endpoint starts its local server and tools/invoke.py speaks its contract, all found
-through the registry (stacks/serving/backends/__init__.py) without another edit.
+stacks/serving/backends/ (its `Backend` subclass with a compile step, settings, contract, endpoint construct and
+local server), its images in stacks/images.json, and an environment file that serves with it. In that copy the
+config validates with the backend's own section and rule, the Serving stack builds the backend's endpoint with its
+image from the region table, the Training stack runs its compile step in its image and registers models for it,
+local/servers/llm_endpoint starts its local server and tools/invoke.py speaks its contract, all found through the
+registry (stacks/serving/backends/__init__.py) without another edit.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.stacks.training.test_training_stack import definition
 from tests.synth import ROOT, cli_context, lock_document
 
 NAME = "toy_neuronx"
@@ -30,7 +32,8 @@ CONFIG_FILE = "config/toy.yaml"
 LOCK_FILE = "config/toy.model.json"  # the promoted version it serves (tools/promote_model writes it)
 IMAGE = "123456789012.dkr.ecr.{region}.amazonaws.com/toy-inference-neuronx:1.0.0"
 REGIONS = ("eu-west-1", "us-east-1")
-MAX_OTHER_FILES = 3
+OUTSIDE = ["stacks/images.json"]  # the only file it touches outside its folder and config/
+COMPILED_PREFIX = "models/toy/toy/s5/toy-n-0/output/model/"  # the compile step's folder for max_tokens 5
 
 BACKEND_FILES = {
     "__init__.py": '''
@@ -38,26 +41,54 @@ BACKEND_FILES = {
 
         from __future__ import annotations
 
-        from .. import Backend
+        from ..backend import Backend, CompileStep
         from .config import ToyOptions, check
         from .contract import build_request, parse_response
 
-        BACKEND = Backend(
-            name="toy_neuronx",
-            label="Toy Neuron",
-            architectures=("llama",),
-            images=("toy_neuronx",),
-            model_name_hint="the echoed model name",
-            check=check,
-            endpoint="stacks.serving.backends.toy_neuronx.endpoint:ToyNeuronxEndpoint",
-            model_environment={"TOY_MODEL": "/opt/ml/model"},
-            build_request=build_request,
-            parse_response=parse_response,
-            local_server="local.servers.toy_server",
-            section="toy",
-            options=ToyOptions,
-            section_hint="toy_neuronx only",
-        )
+
+        class ToyCompile(CompileStep):
+            program = "Toy compile"
+
+            def folder(self, serving):
+                return f"toy/s{serving.toy.max_tokens}/"
+
+            def entrypoint(self):
+                return ("/bin/bash", "-c", 'toy-compile "$@"', "toy-compile")
+
+            def arguments(self, serving):
+                return ("--max-tokens", str(serving.toy.max_tokens), "/opt/ml/model")
+
+
+        class ToyNeuronx(Backend):
+            name = "toy_neuronx"
+            label = "Toy Neuron"
+            model_name_hint = "the echoed model name"
+            section = "toy"
+            options = ToyOptions
+            section_hint = "toy_neuronx only"
+            images = ("toy_neuronx",)
+            model_environment = {"TOY_MODEL": "/opt/ml/model"}
+            local_server = "stacks.serving.backends.toy_neuronx.local_server"
+            compile = ToyCompile()
+            serves_compiled = True
+            architectures = ("llama",)
+
+            def check(self, serving, source, path):
+                check(serving, source, path)
+
+            def build_request(self, args):
+                return build_request(args)
+
+            def parse_response(self, body, status=200):
+                return parse_response(body, status)
+
+            def endpoint(self):
+                from .endpoint import ToyNeuronxEndpoint
+
+                return ToyNeuronxEndpoint
+
+
+        BACKEND = ToyNeuronx()
     ''',
     "config.py": """
         from __future__ import annotations
@@ -118,8 +149,7 @@ BACKEND_FILES = {
                 self.hosting = llm_hosting(self, props, container=container, revision="toy")
                 self.endpoint_name = self.hosting.endpoint_name
     """,
-}
-LOCAL_SERVER = '''
+    "local_server.py": '''
     """The toy backend's local server: echoes `text`, cut to `max_tokens` characters."""
 
     from __future__ import annotations
@@ -145,7 +175,8 @@ LOCAL_SERVER = '''
         Path(args.port_file).write_text(str(server.server_address[1]), encoding="utf-8")
         server.serve_forever()
         return 0
-'''
+    ''',
+}
 CONFIG = """
     training:
       hyperparameters:
@@ -202,13 +233,14 @@ def _write(tree: Path, name: str, text: str) -> None:
 def _add_third_backend(tree: Path) -> None:
     for file, text in BACKEND_FILES.items():
         _write(tree, f"{FOLDER}/{file}", text)
-    _write(tree, "local/servers/toy_server.py", LOCAL_SERVER)
     table = json.loads((tree / "stacks/images.json").read_text())  # what `make images` writes for its pin
     table["images"][NAME] = {"pin": {"toy": "1.0.0"}, "uris": {r: IMAGE.format(region=r) for r in REGIONS}}
     (tree / "stacks/images.json").write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     _write(tree, CONFIG_FILE, CONFIG)
-    # a backend that serves the merged model: no compiled folder or shape in its lock
-    lock = lock_document("dev", model_prefix="models/toy/", compiled_prefix=None, compiled=None, serving__backend=NAME)
+    # it serves the compiled model: the lock names its compile step's folder, and no recorded shape
+    lock = lock_document(
+        "dev", model_prefix="models/toy/", compiled_prefix=COMPILED_PREFIX, compiled=None, serving__backend=NAME
+    )
     lock["serving"]["image"] = IMAGE.format(region="us-east-1")
     (tree / LOCK_FILE).write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
 
@@ -227,17 +259,22 @@ def toy_tree(tmp_path_factory) -> tuple[Path, list[str]]:
     return tree, others
 
 
-def test_a_third_backend_touches_at_most_three_files_outside_its_folder_and_config(toy_tree):
+def test_a_third_backend_touches_only_its_folder_the_image_table_and_config(toy_tree):
     _, others = toy_tree
-    assert others == ["local/servers/toy_server.py", "stacks/images.json"]
-    assert len(others) <= MAX_OTHER_FILES
+    assert others == OUTSIDE
 
 
-def test_its_endpoint_synthesizes_with_its_image_and_section(toy_tree):
+@pytest.fixture(scope="module")
+def toy_templates(toy_tree) -> dict[str, dict]:
+    """The copy's Serving and Training templates of config/toy.yaml."""
     tree, _ = toy_tree
     done = subprocess.run([sys.executable, "-c", SYNTH], cwd=tree, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_its_endpoint_synthesizes_with_its_image_and_section(toy_templates):
+    found = toy_templates
     serving = found["serving"]
     models = [r for r in serving["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
     assert len(models) == 1
@@ -249,8 +286,24 @@ def test_its_endpoint_synthesizes_with_its_image_and_section(toy_tree):
     assert {r: row["ToyNeuronxUri"] for r, row in mapping.items()} == {r: IMAGE.format(region=r) for r in REGIONS}
     roles = [r for r in serving["Resources"].values() if r["Type"] == "AWS::IAM::Role"]
     assert any("Toy Neuron endpoint execution role" in r["Properties"].get("Description", "") for r in roles)
+    assert container["ModelDataSource"]["S3DataSource"]["S3Uri"]["Fn::Join"][1][-1] == f"/{COMPILED_PREFIX}"
     packages = json.dumps(found["training"])
     assert "TOY_MODEL" in packages and "toy_neuronx" in packages  # Model Registry packages name the backend
+
+
+def test_its_compile_step_runs_its_program_in_its_image(toy_templates):
+    """The Training workflow's compile job: the toy's entrypoint and arguments, its folder, its image's row."""
+    training = toy_templates["training"]
+    params = definition(training)["States"]["CompileForNeuron"]["Parameters"]
+    algorithm = params["AlgorithmSpecification"]
+    assert algorithm["ContainerEntrypoint"] == ["/bin/bash", "-c", 'toy-compile "$@"', "toy-compile"]
+    assert algorithm["ContainerArguments"] == ["--max-tokens", "5", "/opt/ml/model"]
+    assert "ToyNeuronxUri" in algorithm["TrainingImage"]
+    assert params["OutputDataConfig"]["S3OutputPath.$"].endswith("/models/{}/toy/s5/', $.training.job_name)")
+    roles = [
+        r["Properties"].get("Description", "") for r in training["Resources"].values() if r["Type"] == "AWS::IAM::Role"
+    ]
+    assert "SageMaker execution role of the Neuron compile jobs (Toy compile)" in roles
 
 
 def test_its_config_section_and_rule_fail_with_one_line(toy_tree):

@@ -1,7 +1,7 @@
 """The LMI NeuronX ahead-of-time compile step of the Training workflow (dev and prod, backend lmi_neuronx).
 
-Expected values come from upstream, not from stacks/training/partition_job.py: the entry point and flags from
-djl-serving 0.30.0-dlc (serving/docker/dockerd-entrypoint.sh, serving/docker/partition/partition.py), the
+Expected values come from upstream, not from stacks/serving/backends/lmi_neuronx/compile_step.py: the entry point and
+flags from djl-serving 0.30.0-dlc (serving/docker/dockerd-entrypoint.sh, serving/docker/partition/partition.py), the
 compiler version from that branch's serving/docker/pytorch-inf2.Dockerfile, the limits from botocore.
 """
 

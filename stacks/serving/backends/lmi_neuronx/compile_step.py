@@ -25,21 +25,15 @@ endpoint's environment) and copies `generation_config.json`, which `--skip-copy`
 
 from __future__ import annotations
 
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
+from typing import TYPE_CHECKING
 
-from ..config import AppConfig
-from ..config.serving_properties import as_environment, render
-from ..shared.bucket_layout import MODELS_PREFIX
-from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
-from ..shared.placement import Placement
-from .compile_job import compile_job_name
-from .job import job_placement, runs_offline
-from .state_paths import TRAINING
+from stacks.config.serving_properties import as_environment, render
 
-MODEL_CHANNEL = "/opt/ml/input/data/model"
-OUTPUT_DIR = "/opt/ml/model"
+from ..backend import MODEL_CHANNEL, OUTPUT_DIR
+
+if TYPE_CHECKING:
+    from stacks.config.serving import ServingConfig
+
 IMAGE_ENTRYPOINT = "/usr/local/bin/dockerd-entrypoint.sh"  # the LMI image's ENTRYPOINT (pytorch-inf2.Dockerfile L60)
 SCRIPT_NAME = "lmi-partition"  # the script's $0
 
@@ -79,46 +73,6 @@ def partition_arguments(compiler_version: str) -> tuple[str, ...]:
     )
 
 
-def partition_environment(config: AppConfig) -> dict[str, str]:
+def partition_environment(serving: ServingConfig, source: str) -> dict[str, str]:
     """OPTION_<KEY> for each line of the rendered serving.properties (the environment form LMI reads)."""
-    serving = config.serving
-    return as_environment(render(serving.lmi, source=config.source, path="serving.lmi"))
-
-
-def lmi_compile_request(
-    config: AppConfig,
-    *,
-    bucket: s3.IBucket,
-    key: kms.IKey,
-    role: iam.IRole,
-    image_uri: str,
-    placement: Placement | None,
-) -> TrainingJobRequest:
-    """The partition job; the trained model's job name and folder come from the Train step (TRAINING)."""
-    compile_config = config.training.neuron_compile
-    serving = config.serving
-    folder = serving.spec.compiled_folder(serving)
-    vpc = job_placement(config, placement)
-    return TrainingJobRequest(
-        job_name=compile_job_name(),
-        role_arn=role.role_arn,
-        image_uri=image_uri,
-        instance_type=compile_config.instance_type,
-        instance_count=1,
-        volume_size_gb=compile_config.volume_size_gb,
-        kms_key_arn=key.key_arn,
-        output_s3_uri=Ref(
-            f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', {TRAINING.job_name})"
-        ),
-        hyperparameters=None,
-        channels=[S3Channel("model", Ref(TRAINING.model_s3_uri))],
-        max_runtime_seconds=compile_config.max_runtime_hours * 3600,
-        metric_definitions=(),
-        network_isolation=runs_offline(config, placement),
-        subnet_ids=vpc.subnet_ids if vpc else (),
-        security_group_ids=vpc.security_group_ids if vpc else (),
-        tags=dict(config.all_tags),
-        container_entrypoint=partition_entrypoint(),
-        container_arguments=partition_arguments(serving.spec.compiler_version(serving)),
-        environment=partition_environment(config),
-    )
+    return as_environment(render(serving.lmi, source=source, path="serving.lmi"))
