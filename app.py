@@ -46,12 +46,16 @@ def run(cli_context: dict, **app_props) -> int:
     from aws_cdk import App
 
     from stacks.application import build_app
+    from stacks.shared.job_access import JobAccessError
 
     app = App(**app_props)
     try:
         build_app(app, config)  # cross-field checks that need the stacks raise ConfigError too
     except ConfigError as err:
         print(f"config error: {err}", file=sys.stderr)
+        return 2
+    except JobAccessError as err:  # a job step whose fixed role lacks what its request reads or writes
+        print(f"job access error: {err}", file=sys.stderr)
         return 2
     for warning in config.warnings():  # after every check: a failing config prints its one error line alone
         print(f"config warning: {warning}", file=sys.stderr)

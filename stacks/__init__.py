@@ -20,10 +20,12 @@ File map (the file for a concern in one guess):
         assets.py           deterministic, content-addressed tarball assets
         bucket_layout.py    the artifact bucket's prefixes (datasets/, pruning-datasets/, models/, ...), _READY
         container_images.py ContainerImages: the image table as a region mapping, ECR ARNs for grants
+        job_access.py       S3Scope, JobImage, JobSecret, JobAccess: what a job reads, writes, runs, opens
         job_request.py      TrainingJobRequest: typed CreateTrainingJob parameters for Step Functions
-        job_role.py         SageMakerJobRole: execution role of a SageMaker training-type job
+        job_role.py         SageMakerJobRole: execution role of SageMaker training-type jobs, derived from them
         sagemaker_job_step.py SageMakerJobStep: one .sync job state: request, result, retries, completed check,
-                            the state machine's grants for it
+                            its role extended (or refused) and the state machine's grants for it
+        state_grants.py     a state machine's statements, collected from the states its definition reaches
         placement.py        Placement: isolated mode's subnets and security groups
         sagemaker_endpoint.py SageMakerEndpoint: Model + EndpointConfig + Endpoint, rollout, scaling, alarms
         endpoint_runtime.py what every endpoint execution role needs (ECR login, logs, metrics) and why
@@ -37,6 +39,7 @@ File map (the file for a concern in one guess):
         workflow.py         the state machine (validate, train, capacity retries, register, record, notify)
         state_paths.py      the execution-state paths two of its parts share ($.training.job_name, $.run, ...)
         registry.py         the quality gate, model facts, lineage and package versions (the gate before RecordModel)
+        registry_grants.py  what the registry's states are allowed, and why its wildcards are acceptable
         outcomes.py         how an execution ends and what it records: names local/ and tools/ share (no CDK)
         input_checks.py     its hyperparameter value/name checks and the dataset marker -> folder step
         execution_input.py  the execution input's validation (shared with tools/start_training.py)

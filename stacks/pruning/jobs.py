@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from aws_cdk import Aws
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 
 from ..code_contract.nas import EXPORT_PROGRAM, SELECT_PROGRAM, SUPERNET_PROGRAM, TRIAL_PROGRAM, metric_definitions
 from ..config import AppConfig, PruningConfig
-from ..shared.bucket_layout import CHECKPOINTS_PREFIX, PRUNING_PREFIX
+from ..shared.bucket_layout import CHECKPOINTS_PREFIX, PRUNING_DATASETS_PREFIX, PRUNING_PREFIX
+from ..shared.job_access import JobImage, S3Scope
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.sagemaker_job_step import JobOutput
 from .run_names import job_name, run_uri
@@ -20,6 +20,14 @@ from .run_names import job_name, run_uri
 ENCODER_CODE_IN_JOB = "encoder_code"  # where the inference handler lands inside the job's code tarball
 # Where each job step's result lands in the execution state (the workflow writes them, later jobs read them).
 SUPERNET, TUNING, SELECTION, EXPORT = (JobOutput(p) for p in ("$.supernet", "$.tuning", "$.selection", "$.export"))
+PREFIX_REASONS = {  # why the jobs' roles reach every object under these prefixes
+    PRUNING_DATASETS_PREFIX: "The super-network and trial jobs read the dataset given per execution, any folder "
+    "under pruning-datasets/; read only.",
+    PRUNING_PREFIX: "Each run writes and reads back its jobs' outputs, trials, Pareto front and models under "
+    "pruning/<run>/; the run name is generated per execution.",
+    CHECKPOINTS_PREFIX: "Super-network checkpoints are written and read back on resume under checkpoints/<run>/; "
+    "the run name is generated per execution.",
+}
 
 
 class PruningJobs(NamedTuple):
@@ -35,27 +43,34 @@ def pruning_job_requests(
     bucket: s3.IBucket,
     key: kms.IKey,
     code: s3_assets.Asset,
-    image_uri: str,
-    job_role: iam.IRole,
-    select_role: iam.IRole,
+    image: JobImage,
+    job_role_arn: str,
+    select_role_arn: str,
 ) -> PruningJobs:
     """Every job runs `code` in script mode; outputs go under the run's prefix (the workflow replaces it)."""
     pruning = config.pruning
+
+    def scope(prefix: str) -> S3Scope:
+        return S3Scope.under(bucket, prefix, PREFIX_REASONS[prefix])
+
+    data = S3Channel("training", Ref("$.train_data"), scope(PRUNING_DATASETS_PREFIX))
+    supernet_model = S3Channel("model", Ref(SUPERNET.model_s3_uri), scope(PRUNING_PREFIX))
     script_mode = {"sagemaker_submit_directory": code.s3_object_url, "sagemaker_region": Aws.REGION}
-    supernet_uri = Ref(SUPERNET.model_s3_uri)
     common = {
-        "image_uri": image_uri,
+        "image": image,
         "instance_count": 1,
         "volume_size_gb": pruning.volume_size_gb,
         "kms_key_arn": key.key_arn,
         "output_s3_uri": f"s3://{bucket.bucket_name}/{PRUNING_PREFIX}",  # replaced per run
+        "output_scope": scope(PRUNING_PREFIX),
+        "code": S3Scope.asset(code),
         "metric_definitions": metric_definitions(),
         "tags": dict(config.all_tags),
     }
     bucket_name = bucket.bucket_name
     supernet = TrainingJobRequest(
         job_name=Ref(job_name("supernet")),
-        role_arn=job_role.role_arn,
+        role_arn=job_role_arn,
         instance_type=pruning.supernet_instance_type,
         hyperparameters={
             **pruning.supernet_hyperparameters,
@@ -63,14 +78,15 @@ def pruning_job_requests(
             "sagemaker_program": SUPERNET_PROGRAM,
             **script_mode,
         },
-        channels=[S3Channel("training", Ref("$.train_data"))],
+        channels=[data],
         max_runtime_seconds=pruning.supernet_max_runtime_hours * 3600,
         checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', $.run.name)"),
+        checkpoint_scope=scope(CHECKPOINTS_PREFIX),
         **common,
     )
     trial = TrainingJobRequest(
         job_name=Ref("$.unused"),  # the tuning job names its trials
-        role_arn=job_role.role_arn,
+        role_arn=job_role_arn,
         instance_type=pruning.trial_instance_type,
         hyperparameters={
             **pruning.trial_hyperparameters,
@@ -78,12 +94,21 @@ def pruning_job_requests(
             "sagemaker_program": TRIAL_PROGRAM,
             **script_mode,
         },
-        channels=[S3Channel("model", supernet_uri), S3Channel("training", Ref("$.train_data"))],
+        channels=[supernet_model, data],
         max_runtime_seconds=pruning.trial_max_runtime_minutes * 60,
         **common,
     )
     select, export = _result_jobs(
-        pruning, bucket_name, common=common, script_mode=script_mode, job_role=job_role, select_role=select_role
+        pruning,
+        bucket_name,
+        common=common,
+        script_mode=script_mode,
+        roles=(job_role_arn, select_role_arn),
+        channels=(
+            supernet_model,
+            data,
+            S3Channel("pareto", Ref(run_uri(bucket_name, "pareto.json")), scope(PRUNING_PREFIX)),
+        ),
     )
     return PruningJobs(supernet, trial, select, export)
 
@@ -94,14 +119,16 @@ def _result_jobs(
     *,
     common: dict,
     script_mode: dict,
-    job_role: iam.IRole,
-    select_role: iam.IRole,
+    roles: tuple[str, str],
+    channels: tuple[S3Channel, S3Channel, S3Channel],
 ) -> tuple[TrainingJobRequest, TrainingJobRequest]:
-    """(selection, export): the selection reads the trials through the SageMaker API, the export the front."""
-    supernet_uri = Ref(SUPERNET.model_s3_uri)
+    """(selection, export) with `roles` (job role, selection role) and `channels` (super-network, data, front):
+    the selection reads the trials through the SageMaker API, the export the front."""
+    job_role_arn, select_role_arn = roles
+    supernet_model, data, pareto = channels
     select = TrainingJobRequest(
         job_name=Ref(job_name("select")),
-        role_arn=select_role.role_arn,
+        role_arn=select_role_arn,
         instance_type=pruning.helper_instance_type,
         hyperparameters={
             "tuning-job-name.$": TUNING.field("name"),
@@ -111,13 +138,13 @@ def _result_jobs(
             "sagemaker_program": SELECT_PROGRAM,
             **script_mode,
         },
-        channels=[S3Channel("model", supernet_uri)],
+        channels=[supernet_model],
         max_runtime_seconds=3600,
         **common,
     )
     export = TrainingJobRequest(
         job_name=Ref(job_name("export")),
-        role_arn=job_role.role_arn,
+        role_arn=job_role_arn,
         instance_type=pruning.helper_instance_type,
         hyperparameters={
             "max-error-increase": str(pruning.max_error_increase),
@@ -130,11 +157,7 @@ def _result_jobs(
         },
         # training: the super-network's data, so the export re-measures the compressed model's validation
         # error on the split recorded in nas_supernet.json (export_subnetwork.py --data-dir)
-        channels=[
-            S3Channel("model", supernet_uri),
-            S3Channel("pareto", Ref(run_uri(bucket_name, "pareto.json"))),
-            S3Channel("training", Ref("$.train_data")),
-        ],
+        channels=[supernet_model, pareto, data],
         max_runtime_seconds=3600,
         **common,
     )

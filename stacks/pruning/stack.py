@@ -28,8 +28,8 @@ from ..config.pruning import MAX_PRUNING_PREFIX, PruningConfig
 from ..paths import ENCODER_CODE, NAS_CODE
 from ..shared.acknowledgments import Wildcard, acknowledge_wildcards
 from ..shared.assets import build_content_addressed
-from ..shared.bucket_layout import CHECKPOINTS_PREFIX, PRUNING_DATASETS_PREFIX, PRUNING_PREFIX
 from ..shared.container_images import ContainerImages
+from ..shared.job_access import JobImage
 from ..shared.job_role import SageMakerJobRole
 from ..shared.sagemaker_endpoint import SageMakerEndpoint
 from ..shared.sagemaker_job_step import job_arn
@@ -38,14 +38,6 @@ from .jobs import ENCODER_CODE_IN_JOB, pruning_job_requests
 from .workflow import PruningWorkflow
 
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
-PREFIX_REASONS = {  # why the jobs' roles reach every object under these prefixes
-    PRUNING_DATASETS_PREFIX: "The super-network and trial jobs read the dataset given per execution, any folder "
-    "under pruning-datasets/; read only.",
-    PRUNING_PREFIX: "Each run writes and reads back its jobs' outputs, trials, Pareto front and models under "
-    "pruning/<run>/; the run name is generated per execution.",
-    CHECKPOINTS_PREFIX: "Super-network checkpoints are written and read back on resume under checkpoints/<run>/; "
-    "the run name is generated per execution.",
-}
 
 
 def parameter_ranges(pruning: PruningConfig) -> dict:
@@ -102,7 +94,7 @@ class PruningStack(Stack):
         )
         images.require_region(config)
         code = s3_assets.Asset(self, "NasCode", path=str(code_tarball()))
-        job_role, select_role = self._job_roles(config, bucket=bucket, key=key, code=code, images=images)
+        job_role, select_role = self._job_roles()
         self.topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True)
         self.model_parameter = ssm.StringParameter(
             self,
@@ -116,9 +108,11 @@ class PruningStack(Stack):
             bucket=bucket,
             key=key,
             code=code,
-            image_uri=images.uri(TRAINING_IMAGE, pruning.image_uri),
-            job_role=job_role.role,
-            select_role=select_role.role,
+            image=JobImage(
+                images.uri(TRAINING_IMAGE, pruning.image_uri), images.repository_arn(TRAINING_IMAGE, pruning.image_uri)
+            ),
+            job_role_arn=job_role.role_arn,
+            select_role_arn=select_role.role_arn,
         )
         self.parameter_ranges = parameter_ranges(pruning)
         workflow = PruningWorkflow(
@@ -145,45 +139,23 @@ class PruningStack(Stack):
             )
         self._outputs()
 
-    def _job_roles(
-        self,
-        config: AppConfig,
-        *,
-        bucket: s3.IBucket,
-        key: kms.IKey,
-        code: s3_assets.Asset,
-        images: ContainerImages,
-    ) -> tuple[SageMakerJobRole, SageMakerJobRole]:
-        """(super-network/trial/export role, selection role); only the selection role may list the trials."""
+    def _job_roles(self) -> tuple[SageMakerJobRole, SageMakerJobRole]:
+        """(super-network/trial/export role, selection role), each extended by the steps that run as it; only
+        the selection role may list the trials."""
         prefix = self.job_name_prefix
-        image_repository_arn = images.repository_arn(TRAINING_IMAGE, config.pruning.image_uri)
-        common = {
-            "bucket": bucket,
-            "key": key,
-            "code": code,
-            "job_name_prefix": prefix,
-            "image_repository_arn": image_repository_arn,
-            "vpc": None,
-        }
         job_role = SageMakerJobRole(
             self,
             "JobRole",
-            read_prefixes=(PRUNING_DATASETS_PREFIX, PRUNING_PREFIX, CHECKPOINTS_PREFIX),
-            write_prefixes=(PRUNING_PREFIX, CHECKPOINTS_PREFIX),
-            prefix_reasons=PREFIX_REASONS,
+            job_name_prefix=prefix,
             description="SageMaker execution role of the NAS pruning jobs (super-network, trials, export)",
             policy_description="NAS pruning jobs: code, pruning-datasets/, pruning/, checkpoints/, data key",
-            **common,
         )
         select_role = SageMakerJobRole(
             self,
             "SelectRole",
-            read_prefixes=(PRUNING_PREFIX,),
-            write_prefixes=(PRUNING_PREFIX,),
-            prefix_reasons=PREFIX_REASONS,
+            job_name_prefix=prefix,
             description="SageMaker execution role of the NAS Pareto selection job",
             policy_description="NAS Pareto selection job: code, pruning/, data key",
-            **common,
         )
         select_api = iam.ManagedPolicy(
             self,

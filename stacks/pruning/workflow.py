@@ -18,10 +18,9 @@ its trials `<run>-<retry>-NNN-xxxxxxxx` (SageMaker's), so every job stays under 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
@@ -29,15 +28,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from ..shared.bucket_layout import PRUNING_DATASETS_PREFIX
+from ..shared.job_access import JobAccess
 from ..shared.job_request import TrainingJobRequest
-from ..shared.sagemaker_job_step import (
-    TRAINING_JOB,
-    TUNING_JOB,
-    JobOutput,
-    SageMakerJobStep,
-    job_step_statements,
-    job_step_wildcards,
-)
+from ..shared.sagemaker_job_step import TRAINING_JOB, TUNING_JOB, JobOutput, SageMakerJobStep
 from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
 from .jobs import EXPORT, SELECTION, SUPERNET, TUNING
 from .run_names import run_name_expression, run_uri, tuning_job_name
@@ -70,12 +63,19 @@ class RunJobRequest:
     compression: str = "NONE"
 
     @property
-    def role_arn(self) -> str:
+    def role_arn(self) -> str | None:
         return self.request.role_arn
 
     @property
     def kms_key_arn(self) -> str:
         return self.request.kms_key_arn
+
+    @property
+    def access(self) -> JobAccess:
+        return self.request.access
+
+    def with_role(self, role_arn: str) -> RunJobRequest:
+        return replace(self, request=self.request.with_role(role_arn))
 
     def to_asl(self) -> dict[str, Any]:
         return training_parameters(self.request, output=self.output, compression=self.compression)
@@ -93,12 +93,20 @@ class TuningJobRequest:
     max_parallel_jobs: int
 
     @property
-    def role_arn(self) -> str:
+    def role_arn(self) -> str | None:
         return self.trial.role_arn
 
     @property
     def kms_key_arn(self) -> str:
         return self.trial.kms_key_arn
+
+    @property
+    def access(self) -> JobAccess:
+        """The trials': every trial runs as the tuning job's definition says."""
+        return self.trial.access
+
+    def with_role(self, role_arn: str) -> TuningJobRequest:
+        return replace(self, trial=self.trial.with_role(role_arn))
 
     def to_asl(self) -> dict[str, Any]:
         trial = training_parameters(self.trial, output=self.output)
@@ -195,14 +203,11 @@ class PruningWorkflow(Construct):
         )
         done = self._done(bucket_name, model_parameter)
         in_order(start_time, prepare, supernet, tune, select, export, record, done)
-        steps = [supernet, tune, select, export]
         self.state_machine = logged_state_machine(
             self,
             start=start,
             purpose="NAS pruning",
             comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
-            role_statements=job_step_statements(Stack.of(self), steps),
-            wildcards=job_step_wildcards(Stack.of(self), steps),
             topic=topic,
             key=key,
             model_parameter=model_parameter,

@@ -2,14 +2,19 @@
 
 CDK's SageMakerCreateTrainingJob task cannot set OutputDataConfig.CompressionType, and LMI needs the
 merged model as plain files (`option.model_id` points at an S3 prefix), so the state is raw ASL built
-here from typed fields. Values that are only known at run time are `Ref`s (JSONPath or intrinsic).
+here from typed fields. Values that are only known at run time are `Ref`s (JSONPath or intrinsic). Every location,
+the image, the code and the secrets are typed with what the job does with them (`access`), which is what its
+execution role is made of (stacks/shared/job_role.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from .job_access import JobAccess, JobImage, JobSecret, Location, S3Scope
+from .placement import Placement
 
 CREATE_TRAINING_JOB_SYNC = "arn:{partition}:states:::sagemaker:createTrainingJob.sync"
 
@@ -35,10 +40,12 @@ def _put(target: dict[str, Any], key: str, value: Any) -> None:
 
 @dataclass(frozen=True)
 class S3Channel:
-    """An input channel; the container sees it as /opt/ml/input/data/<name> (SM_CHANNEL_<NAME>)."""
+    """An input channel, read by the job; the container sees it as /opt/ml/input/data/<name> (SM_CHANNEL_<NAME>).
+    `scope`: the objects its URI may name (the prefix an execution's JSONPath is confined to)."""
 
     name: str
     s3_uri: str | Ref
+    scope: S3Scope
 
     def to_asl(self) -> dict[str, Any]:
         source: dict[str, Any] = {"S3DataType": "S3Prefix", "S3DataDistributionType": "FullyReplicated"}
@@ -46,24 +53,31 @@ class S3Channel:
         return {"ChannelName": self.name, "DataSource": {"S3DataSource": source}, "InputMode": "File"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainingJobRequest:
-    """Everything CreateTrainingJob needs for one QLoRA run; `to_asl()` gives the state's Parameters."""
+    """Everything CreateTrainingJob needs for one job; `to_asl()` gives the state's Parameters. `role_arn`: the
+    execution role (None: the job step makes one from `access`); `output_scope`/`checkpoint_scope`: the objects
+    the output and checkpoint URIs may name; `code`: the source the toolkit downloads (None: the image's own
+    program); `secrets`: what the job reads from Secrets Manager itself."""
 
     job_name: Ref
-    role_arn: str
-    image_uri: str
+    role_arn: str | None = None
+    image: JobImage
     instance_type: str
     instance_count: int
     volume_size_gb: int
     kms_key_arn: str
     output_s3_uri: str | Ref
+    output_scope: S3Scope
     hyperparameters: Ref | Mapping[str, str] | None
     channels: Sequence[S3Channel]
     max_runtime_seconds: int
     metric_definitions: Sequence[Mapping[str, str]]
     max_wait_seconds: int | None = None  # set: managed spot training
     checkpoint_s3_uri: str | Ref | None = None
+    checkpoint_scope: S3Scope | None = None
+    code: S3Scope | None = None
+    secrets: Sequence[JobSecret] = ()
     network_isolation: bool = False
     subnet_ids: Sequence[str] = ()
     security_group_ids: Sequence[str] = ()
@@ -77,6 +91,8 @@ class TrainingJobRequest:
             raise ValueError("max_wait_seconds must be >= max_runtime_seconds")
         if self.max_wait_seconds is not None and self.checkpoint_s3_uri is None:
             raise ValueError("managed spot training needs a checkpoint location to resume after an interruption")
+        if (self.checkpoint_s3_uri is None) != (self.checkpoint_scope is None):
+            raise ValueError("a checkpoint location needs its scope, and a scope its location")
         if bool(self.subnet_ids) != bool(self.security_group_ids):
             raise ValueError("a VPC config needs subnets and security groups")
         names = [c.name for c in self.channels]
@@ -87,12 +103,36 @@ class TrainingJobRequest:
     def spot(self) -> bool:
         return self.max_wait_seconds is not None
 
+    @property
+    def access(self) -> JobAccess:
+        """What the job's role must allow: read each channel, write the output, read and write the checkpoints."""
+        checkpoint = (
+            [Location("checkpoint", str(self.checkpoint_s3_uri), self.checkpoint_scope)]
+            if self.checkpoint_scope is not None
+            else []
+        )
+        vpc = Placement(subnet_ids=self.subnet_ids, security_group_ids=self.security_group_ids)
+        return JobAccess(
+            reads=(*(Location(f"channel '{c.name}'", str(c.s3_uri), c.scope) for c in self.channels), *checkpoint),
+            writes=(Location("output", str(self.output_s3_uri), self.output_scope), *checkpoint),
+            key_arn=self.kms_key_arn,
+            images=(self.image,),
+            code=(self.code,) if self.code is not None else (),
+            placement=vpc if self.subnet_ids else None,
+            secrets=tuple(self.secrets),
+        )
+
+    def with_role(self, role_arn: str) -> TrainingJobRequest:
+        return replace(self, role_arn=role_arn)
+
     def to_asl(self) -> dict[str, Any]:
         params: dict[str, Any] = {}
         _put(params, "TrainingJobName", self.job_name)
+        if self.role_arn is None:
+            raise ValueError("no execution role: a job step renders the request with its role (with_role)")
         params["RoleArn"] = self.role_arn
         params["AlgorithmSpecification"] = {
-            "TrainingImage": self.image_uri,
+            "TrainingImage": self.image.uri,
             "TrainingInputMode": "File",
             "MetricDefinitions": [dict(d) for d in self.metric_definitions],
         }

@@ -1,50 +1,38 @@
-"""The execution role of a SageMaker training-type job (QLoRA training, NAS jobs), scoped to what one run touches."""
+"""The execution role of SageMaker training-type jobs (QLoRA, compile, NAS jobs), derived from their requests."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from aws_cdk import ArnFormat, Aws, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from .acknowledgments import AWS_REQUIRES_STAR, ENI_REASON, Wildcard, acknowledge_wildcards
+from .job_access import JobAccess, JobAccessError, S3Scope, ordered_prefixes, refusals
 from .placement import Placement
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 
 class SageMakerJobRole(Construct):
-    """Reads the code and `read_prefixes`, writes `write_prefixes`, pulls one image, writes its own log streams."""
+    """The execution role of the job steps that name it: each step extends it with what its request reads and
+    writes (`extend`), and the state machine that runs the steps renders its one policy (`finish`). Built with
+    `fixed`, the role holds that access only, and a step needing more is refused at synth."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        bucket: s3.IBucket,
-        key: kms.IKey,
-        code: s3_assets.Asset | None,
         job_name_prefix: str,
-        read_prefixes: Sequence[str],
-        write_prefixes: Sequence[str],
-        prefix_reasons: Mapping[str, str],
-        image_repository_arn: str,
-        vpc: Placement | None,
         description: str,
         policy_description: str,
-        code_channel: bool = False,
-        extra_statements: Sequence[iam.PolicyStatement] = (),
+        fixed: JobAccess | None = None,
     ) -> None:
-        """`vpc`: the subnets and security groups the jobs run in (None: no VPC config);
-        `prefix_reasons`: why the jobs need every object under each read or write prefix (cdk-nag's IAM5);
-        `code_channel`: isolated mode, SageMaker downloads the code as an S3Prefix channel (lists, then gets);
-        `extra_statements`: what the jobs need beyond these, derived by their stack (no wildcards to acknowledge)."""
+        """`job_name_prefix`: every job running as this role is named `<prefix>-...` (its log streams' scope)."""
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
+        self._prefix = job_name_prefix
         self.role = iam.Role(
             self,
             "Role",
@@ -53,39 +41,95 @@ class SageMakerJobRole(Construct):
             ),
             description=description,
         )
+        self.policy = iam.ManagedPolicy(self, "Policy", description=policy_description, roles=[self.role])
+        self._fixed = fixed
+        self._accesses: list[JobAccess] = [fixed] if fixed is not None else []
+        self._finished = False
+
+    @property
+    def role_arn(self) -> str:
+        return self.role.role_arn
+
+    def extend(self, step: str, access: JobAccess) -> None:
+        """`step` (its construct path) runs as this role and needs `access`; a fixed role that lacks part of it
+        refuses the step in one line naming the step, the location and the missing action."""
+        if self._finished:
+            raise ValueError(f"{step}: {self.node.path} was rendered before this step named it")
+        if self._fixed is None:
+            self._accesses.append(access)
+            return
+        held_reads = [loc.scope for loc in self._fixed.reads] + list(self._fixed.code)
+        lines = refusals(
+            step, self.node.path, access, reads=held_reads, writes=[loc.scope for loc in self._fixed.writes]
+        )
+        if lines:
+            raise JobAccessError(lines[0])
+
+    def finish(self) -> None:
+        """Write the policy from every access declared so far (once; the state machine calls it)."""
+        if self._finished:
+            return
+        self._finished = True
+        stack = Stack.of(self)
+        reads = ordered_prefixes(loc.scope for a in self._accesses for loc in a.reads)
+        writes = ordered_prefixes(loc.scope for a in self._accesses for loc in a.writes)
+        objects = _unique(
+            [*(s for a in self._accesses for s in a.code), *(loc.scope for a in self._accesses for loc in a.reads)],
+            exact_only=True,
+        )
+        listed = _unique([loc.scope for a in self._accesses for loc in a.reads], exact_only=True)
+        placement = _placement(a.placement for a in self._accesses)
         statements = [
             *_storage_statements(
-                bucket=bucket, key=key, code=code, read_prefixes=read_prefixes, write_prefixes=write_prefixes
+                objects=objects, reads=reads, writes=writes, keys=_first_seen(a.key_arn for a in self._accesses)
             ),
-            *_runtime_statements(stack, job_name_prefix=job_name_prefix, image_repository_arn=image_repository_arn),
+            *_runtime_statements(
+                stack,
+                job_name_prefix=self._prefix,
+                image_repository_arns=_first_seen(i.repository_arn for a in self._accesses for i in a.images),
+            ),
         ]
-        if code_channel:
+        if listed:
             statements.append(
                 iam.PolicyStatement(
                     sid="ListTrainingCode",
                     actions=["s3:ListBucket"],
-                    resources=[code.bucket.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": [code.s3_object_key]}},
+                    resources=_first_seen(s.bucket_arn for s in listed),
+                    conditions={"StringLike": {"s3:prefix": [s.key for s in listed]}},
                 )
             )
-        if vpc is not None:
-            statements += vpc_statements(stack, vpc)
-        self.policy = iam.ManagedPolicy(
-            self,
-            "Policy",
-            description=policy_description,
-            statements=[*statements, *extra_statements],
-            roles=[self.role],
-        )
-        prefixes = dict.fromkeys([*read_prefixes, *write_prefixes])
+        if placement is not None:
+            statements += vpc_statements(stack, placement)
+        secrets = {(s.name, s.arn): s for a in self._accesses for s in a.secrets}
+        statements += [st for secret in secrets.values() for st in secret.statements()]
+        self.policy.add_statements(*statements)
         acknowledge_wildcards(
             self.policy,
             [
-                *(Wildcard(bucket.arn_for_objects(f"{p}*"), prefix_reasons[p]) for p in prefixes),
-                *_runtime_wildcards(stack, job_name_prefix=job_name_prefix, vpc=vpc is not None),
-                *(vpc_wildcards(stack) if vpc is not None else []),
+                *(Wildcard(s.objects, s.reason) for s in ordered_prefixes([*reads, *writes])),
+                *_runtime_wildcards(stack, job_name_prefix=self._prefix, vpc=placement is not None),
+                *(vpc_wildcards(stack) if placement is not None else []),
             ],
         )
+
+
+def _first_seen(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _unique(scopes: Iterable[S3Scope], *, exact_only: bool) -> list[S3Scope]:
+    return list(dict.fromkeys(s for s in scopes if not (exact_only and s.is_prefix)))
+
+
+def _placement(placements: Iterable[Placement | None]) -> Placement | None:
+    """The subnets and security groups of every step's VPC config (None: no step has one)."""
+    given = [p for p in placements if p is not None]
+    if not given:
+        return None
+    return Placement(
+        subnet_ids=_first_seen(i for p in given for i in p.subnet_ids),
+        security_group_ids=_first_seen(i for p in given for i in p.security_group_ids),
+    )
 
 
 def _runtime_wildcards(stack: Stack, *, job_name_prefix: str, vpc: bool) -> list[Wildcard]:
@@ -115,65 +159,60 @@ def _log_group_arn(stack: Stack, name: str) -> str:
 
 
 def _storage_statements(
-    *,
-    bucket: s3.IBucket,
-    key: kms.IKey,
-    code: s3_assets.Asset | None,
-    read_prefixes: Sequence[str],
-    write_prefixes: Sequence[str],
+    *, objects: Sequence[S3Scope], reads: Sequence[S3Scope], writes: Sequence[S3Scope], keys: Sequence[str]
 ) -> list[iam.PolicyStatement]:
-    """The code (a job running the image's own program has none), the inputs under `read_prefixes`, the
-    outputs under `write_prefixes`, the data key."""
-    code_statements = (
-        []
-        if code is None
-        else [
+    """The code objects (a job running the image's own program has none), the inputs under the read prefixes,
+    the outputs under the write prefixes, the data key."""
+    statements = []
+    if objects:
+        statements.append(
             iam.PolicyStatement(
-                sid="ReadTrainingCode",
-                actions=["s3:GetObject"],
-                resources=[code.bucket.arn_for_objects(code.s3_object_key)],
+                sid="ReadTrainingCode", actions=["s3:GetObject"], resources=[s.objects for s in objects]
+            )
+        )
+    if reads:
+        statements += [
+            iam.PolicyStatement(sid="ReadInputs", actions=["s3:GetObject"], resources=[s.objects for s in reads]),
+            iam.PolicyStatement(
+                sid="ListInputs",
+                actions=["s3:ListBucket"],
+                resources=_first_seen(s.bucket_arn for s in reads),
+                conditions={"StringLike": {"s3:prefix": [s.pattern for s in reads]}},
             ),
         ]
-    )
+    if writes:
+        statements.append(
+            iam.PolicyStatement(
+                sid="WriteOutputs",
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[s.objects for s in writes],
+            )
+        )
     return [
-        *code_statements,
-        iam.PolicyStatement(
-            sid="ReadInputs",
-            actions=["s3:GetObject"],
-            resources=[bucket.arn_for_objects(f"{p}*") for p in read_prefixes],
-        ),
-        iam.PolicyStatement(
-            sid="ListInputs",
-            actions=["s3:ListBucket"],
-            resources=[bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in read_prefixes]}},
-        ),
-        iam.PolicyStatement(
-            sid="WriteOutputs",
-            actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-            resources=[bucket.arn_for_objects(f"{p}*") for p in write_prefixes],
-        ),
+        *statements,
         iam.PolicyStatement(
             sid="UseDataKey",
             actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
-            resources=[key.key_arn],
+            resources=list(keys),
         ),
         iam.PolicyStatement(
             sid="GrantVolumeKey",
             actions=["kms:CreateGrant"],
-            resources=[key.key_arn],
+            resources=list(keys),
             conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
         ),
     ]
 
 
-def _runtime_statements(stack: Stack, *, job_name_prefix: str, image_repository_arn: str) -> list[iam.PolicyStatement]:
-    """The image, the job's own log streams, its metrics namespace."""
+def _runtime_statements(
+    stack: Stack, *, job_name_prefix: str, image_repository_arns: Sequence[str]
+) -> list[iam.PolicyStatement]:
+    """The images, the jobs' own log streams, their metrics namespace."""
     return [
         iam.PolicyStatement(
             sid="PullTrainingImage",
             actions=["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
-            resources=[image_repository_arn],
+            resources=list(image_repository_arns),
         ),
         iam.PolicyStatement(
             sid="EcrToken",  # GetAuthorizationToken has no resource-level permissions

@@ -2,9 +2,11 @@
 
 A step renders its request as the `.sync` task's Parameters, keeps what the next states read of the job's
 description (ResultSelector at its `JobOutput`), retries SageMaker API errors, sends any other failure to the
-workflow's Notify, checks the job ended Completed, and says what its state machine must be allowed
-(`job_step_statements`). aws-cdk's SageMakerCreateTrainingJob task does the same for one job, but cannot set
-OutputDataConfig.CompressionType or a ContainerEntrypoint, and there is no task for tuning jobs.
+workflow's Notify, checks the job ended Completed, and owns both sides of the job's access: its execution role
+is extended with what the request reads and writes (or refused, where the role is fixed), and its state machine
+is allowed what `job_step_statements` lists. aws-cdk's SageMakerCreateTrainingJob task does the same for one
+job, but cannot set OutputDataConfig.CompressionType or a ContainerEntrypoint, and there is no task for tuning
+jobs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from .acknowledgments import Wildcard
+from .job_access import JobAccess
+from .job_role import SageMakerJobRole
 
 # Raised by the Create*/Describe* calls themselves: worth retrying with backoff.
 API_RETRY_ERRORS = (
@@ -31,13 +35,19 @@ NOT_COMPLETED = "JobNotCompleted"
 
 
 class JobRequest(Protocol):
-    """What a step sends: `to_asl()` is the task's Parameters; the role it passes to SageMaker, the data key."""
+    """What a step sends: `to_asl()` is the task's Parameters; the role it passes to SageMaker (None: the step
+    makes one), the data key, what the job reads and writes (`access`)."""
 
     @property
-    def role_arn(self) -> str: ...
+    def role_arn(self) -> str | None: ...
 
     @property
     def kms_key_arn(self) -> str: ...
+
+    @property
+    def access(self) -> JobAccess: ...
+
+    def with_role(self, role_arn: str) -> JobRequest: ...
 
     def to_asl(self) -> dict[str, Any]: ...
 
@@ -189,7 +199,10 @@ def job_arn(stack: Stack, resource_type: str, prefix: str) -> str:
 class SageMakerJobStep(Construct):
     """A `.sync` job task (the state named as the construct), its API retries, its catches (`catch`, then any
     error to `notify`) and the `Completed` check named `completed_check`; `then(next_state)` continues a job that
-    completed. With `variant`, `start` is the Choice `chooser` between the two tasks, which share the check."""
+    completed. With `variant`, `start` is the Choice `chooser` between the two tasks, which share the check.
+
+    The role: the SageMakerJobRole whose ARN the request names, extended with the request's access (a fixed one
+    refuses the step instead), or, for a request without a role, one made from the request (`Role`)."""
 
     def __init__(
         self,
@@ -214,7 +227,13 @@ class SageMakerJobStep(Construct):
         self.kind, self.output, self.name_prefix = kind, output, name_prefix
         if (variant is None) != (chooser is None):
             raise ValueError(f"{construct_id}: a variant needs a chooser state, and a chooser a variant")
-        self.requests = {construct_id: request, **({variant.state: variant.request} if variant else {})}
+        requests = {construct_id: request, **({variant.state: variant.request} if variant else {})}
+        self.role = self._role(request, name_prefix)
+        for each in requests.values():
+            if each.role_arn not in (None, request.role_arn):
+                raise ValueError(f"{self.node.path}: a variant runs as the same role as its job")
+            self.role.extend(self.node.path, each.access)
+        self.requests = {name: each.with_role(self.role.role_arn) for name, each in requests.items()}
         selector = {**kind.name, **(identity or {}), **kind.outcome, **(values or {})}
         self.tasks = {
             name: self._task(name, each, selector, [*catch, JobCatch(("States.ALL",), notify)])
@@ -227,6 +246,21 @@ class SageMakerJobStep(Construct):
         if variant is not None:
             choice = sfn.Choice(self, chooser).when(variant.when, self.tasks[variant.state])
             self.start = choice.otherwise(self.tasks[construct_id])
+
+    def _role(self, request: JobRequest, name_prefix: str) -> SageMakerJobRole:
+        """The stack's SageMakerJobRole the request names, or a new one for a request that names none."""
+        if request.role_arn is None:
+            return SageMakerJobRole(
+                self,
+                "Role",
+                job_name_prefix=name_prefix,
+                description=f"SageMaker execution role of the {self.node.id} jobs",
+                policy_description=f"{self.node.id} job: what its request reads, writes and runs",
+            )
+        for construct in Stack.of(self).node.find_all():
+            if isinstance(construct, SageMakerJobRole) and construct.role_arn == request.role_arn:
+                return construct
+        raise ValueError(f"{self.node.path}: its request's role is no SageMakerJobRole of this stack")
 
     def then(self, next_state: sfn.IChainable) -> sfn.IChainable:
         """A job that ended Completed goes on to `next_state`; returns it, to chain on."""

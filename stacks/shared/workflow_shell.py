@@ -19,6 +19,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from .acknowledgments import AWS_REQUIRES_STAR, CFN_GUARD, IMPORTED_KEY, Wildcard, acknowledge, acknowledge_wildcards
+from .state_grants import StateGrants, definition_grants
 
 LOG_DELIVERY_AND_TRACING_ACTIONS = [
     "logs:CreateLogDelivery",
@@ -62,18 +63,16 @@ def logged_state_machine(
     start: sfn.IChainable,
     purpose: str,
     comment: str,
-    role_statements: Sequence[iam.PolicyStatement],
     topic: sns.ITopic,
     key: kms.IKey,
     model_parameter: ssm.IStringParameter,
     log_retention_days: int,
     log_retention_setting: str,
-    wildcards: Sequence[Wildcard] = (),
 ) -> sfn.StateMachine:
     """The state machine (`purpose`, e.g. "QLoRA training") with its KMS-encrypted log group (ALL, with
     execution data), X-Ray tracing, and a role whose every permission sits in one customer-managed policy
-    (`role_statements` + the shell's), created before the state machine; `wildcards`: why `role_statements`
-    grant what they grant on wildcards; `log_retention_setting`: the config field of `log_retention_days`."""
+    (what the states reachable from `start` need, state_grants.py, + the shell's), created before the state
+    machine; `log_retention_setting`: the config field of `log_retention_days`."""
     log_group = logs.LogGroup(scope, "Logs")
     cfn_log_group = log_group.node.default_child
     cfn_log_group.retention_in_days = log_retention_days  # validated against the allowed values in config
@@ -96,17 +95,19 @@ def logged_state_machine(
         ),
         description=f"Step Functions role of the {purpose} state machine",
     )
+    shell = shell_statements(topic=topic, key=key, model_parameter=model_parameter)
+    grants = definition_grants(start)
     policy = iam.ManagedPolicy(
         scope,
         "Policy",
         description=f"{purpose} state machine: its SageMaker jobs, the failure topic, the model parameter",
         roles=[role],
-        statements=[*role_statements, *shell_statements(topic=topic, key=key, model_parameter=model_parameter)],
+        statements=[*_not_in(grants.statements, shell), *shell],
     )
     logs_and_traces = Wildcard(
         "*", f"{AWS_REQUIRES_STAR} (CloudWatch Logs vended-log delivery and X-Ray tracing of the state machine)."
     )
-    acknowledge_wildcards(policy, [logs_and_traces, *wildcards])
+    acknowledge_wildcards(policy, [logs_and_traces, *grants.wildcards])
     state_machine = sfn.StateMachine(
         scope,
         "StateMachine",
@@ -124,6 +125,28 @@ def logged_state_machine(
     return state_machine
 
 
+def _not_in(
+    statements: Sequence[iam.PolicyStatement], shell: Sequence[iam.PolicyStatement]
+) -> list[iam.PolicyStatement]:
+    """The collected statements the shell does not already hold (the shell records the machine's own model
+    parameter, which its RecordModel state grants too): a Sid appears once in a policy."""
+    held = {s.sid for s in shell}
+    return [s for s in statements if s.sid not in held]
+
+
+class RecordModelTask(tasks.CallAwsService):
+    """A CallAwsService ssm:PutParameter state that owns its grant (a Sid named as the state)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, parameter: ssm.IStringParameter, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self._parameter_arn = parameter.parameter_arn
+
+    def state_machine_grants(self) -> StateGrants:
+        return StateGrants(
+            [iam.PolicyStatement(sid=self.node.id, actions=["ssm:PutParameter"], resources=[self._parameter_arn])]
+        )
+
+
 def record_model_task(
     scope: Construct,
     *,
@@ -133,9 +156,10 @@ def record_model_task(
     construct_id: str = "RecordModel",
 ) -> tasks.CallAwsService:
     """`RecordModel`: write the S3 URI at `value_path` to the environment's model parameter; failures notify."""
-    record = tasks.CallAwsService(
+    record = RecordModelTask(
         scope,
         construct_id,
+        parameter=model_parameter,
         service="ssm",
         action="putParameter",
         parameters={

@@ -14,13 +14,12 @@ only.
 
 from __future__ import annotations
 
-from aws_cdk import aws_iam as iam
-
 from ..code_contract.qlora import base_record_environment, hub_token_variable
 from ..config import AppConfig, ConfigError
 from ..config import aws_limits as aws
 from ..config.base_model_record import MODELS_DIR, record_dict
 from ..config.training import TrainingConfig
+from ..shared.job_access import JobSecret
 
 
 def job_environment(config: AppConfig) -> dict[str, str] | None:
@@ -48,28 +47,9 @@ def job_environment(config: AppConfig) -> dict[str, str] | None:
     return found or None
 
 
-def hub_token_statements(training: TrainingConfig) -> list[iam.PolicyStatement]:
-    """Read the hub token's secret (its ARN exactly); decrypt it with its customer-managed key, only as Secrets
-    Manager decrypts this secret (kms:ViaService, and the SecretARN encryption context Secrets Manager sets)."""
-    secret = training.hub_token_secret
-    if secret is None:
-        return []
-    statements = [
-        iam.PolicyStatement(sid="ReadHubTokenSecret", actions=["secretsmanager:GetSecretValue"], resources=[secret])
-    ]
-    if training.hub_token_kms_key is not None:
-        region = secret.split(":")[3]
-        statements.append(
-            iam.PolicyStatement(
-                sid="DecryptHubTokenSecret",
-                actions=["kms:Decrypt"],
-                resources=[training.hub_token_kms_key],
-                conditions={
-                    "StringEquals": {
-                        "kms:ViaService": f"secretsmanager.{region}.amazonaws.com",
-                        "kms:EncryptionContext:SecretARN": secret,
-                    }
-                },
-            )
-        )
-    return statements
+def hub_token_secrets(training: TrainingConfig) -> tuple[JobSecret, ...]:
+    """The hub token's secret (its ARN exactly), and its customer-managed key: the job role may read that one
+    secret, and decrypt it only as Secrets Manager decrypts it (kms:ViaService, the SecretARN context)."""
+    if training.hub_token_secret is None:
+        return ()
+    return (JobSecret("HubToken", training.hub_token_secret, training.hub_token_kms_key),)

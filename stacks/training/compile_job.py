@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
 from ..config import AppConfig
 from ..shared.bucket_layout import MODELS_PREFIX
+from ..shared.job_access import JobImage
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.placement import Placement
-from .job import job_placement, runs_offline
+from .job import bucket_scope, job_placement, runs_offline
 from .state_paths import RUN, TRAINING
 
 
@@ -38,8 +38,8 @@ def compile_request(
     *,
     bucket: s3.IBucket,
     key: kms.IKey,
-    role: iam.IRole,
-    image_uri: str,
+    role_arn: str,
+    image: JobImage,
     placement: Placement | None,
 ) -> TrainingJobRequest:
     """The compile job; the trained model's job name and folder come from the Train step (TRAINING)."""
@@ -49,8 +49,8 @@ def compile_request(
         config,
         bucket=bucket,
         key=key,
-        role=role,
-        image_uri=image_uri,
+        role_arn=role_arn,
+        image=image,
         placement=placement,
         folder=step.folder(serving),
         entrypoint=step.entrypoint(),
@@ -64,8 +64,8 @@ def compile_job_request(
     *,
     bucket: s3.IBucket,
     key: kms.IKey,
-    role: iam.IRole,
-    image_uri: str,
+    role_arn: str,
+    image: JobImage,
     placement: Placement | None,
     folder: str,
     entrypoint: tuple[str, ...],
@@ -77,8 +77,8 @@ def compile_job_request(
     vpc = job_placement(config, placement)
     return TrainingJobRequest(
         job_name=compile_job_name(),
-        role_arn=role.role_arn,
-        image_uri=image_uri,
+        role_arn=role_arn,
+        image=image,
         instance_type=compile_config.instance_type,
         instance_count=1,
         volume_size_gb=compile_config.volume_size_gb,
@@ -86,8 +86,9 @@ def compile_job_request(
         output_s3_uri=Ref(
             f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', {TRAINING.job_name})"
         ),
+        output_scope=bucket_scope(bucket, MODELS_PREFIX),
         hyperparameters=None,
-        channels=[S3Channel("model", Ref(TRAINING.model_s3_uri))],
+        channels=[S3Channel("model", Ref(TRAINING.model_s3_uri), bucket_scope(bucket, MODELS_PREFIX))],
         max_runtime_seconds=compile_config.max_runtime_hours * 3600,
         metric_definitions=(),
         network_isolation=runs_offline(config, placement),

@@ -36,7 +36,9 @@ from constructs import Construct
 
 from ..code_contract.qlora import model_facts_schema
 from ..shared.bucket_layout import DATASETS_PREFIX, MODELS_PREFIX
+from ..shared.state_grants import StateGrants
 from .outcomes import MARKER_VERSION_KEY, MODEL_REJECTED, NO_MARKER_VERSION
+from .registry_grants import PENDING, REJECTED, registry_grants
 from .state_paths import APPROVAL, COMPILE, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
 
 GATE_METRIC = "eval_loss_improvement"
@@ -44,7 +46,6 @@ EVALUATION_FILE = "evaluation.json"  # written by train.py into the model folder
 FACTS_FILE, FACT_TYPES = model_facts_schema()  # written by train.py beside it
 LINEAGE_FILE = "lineage.json"
 MAX_LISTED_VERSIONS = 500  # keeps the listing well under Step Functions' 256 KiB state payload
-PENDING, REJECTED = "PendingManualApproval", "Rejected"
 
 
 def facts_key(job_name_path: str) -> str:
@@ -120,10 +121,12 @@ class RegistrationSettings:
     """What ModelRegistration is told at synth. `base_model`: where the base model came from (the model channel's
     S3 URI, or a JSONPath such as `$.run.hyperparameters.model_id`), recorded as `base_model_source` beside the
     facts' own `base_model`; `compiled_folder`: the compile step writes a model whose config.json records its
-    compiled shape (LMI's partition), read into the compiled version's metadata."""
+    compiled shape (LMI's partition), read into the compiled version's metadata; `bucket_arn`: the bucket's ARN,
+    the scope of the registry's grants."""
 
     group_name: str
     bucket_name: str
+    bucket_arn: str
     min_improvement: float
     serving: ServingSpec | None
     compiled_serving: ServingSpec | None
@@ -134,12 +137,14 @@ class RegistrationSettings:
 
 class ModelRegistration(Construct):
     """The states after the training job (`start`; `then(next_state)` continues a version that passed the gate)
-    and, for the compile step, `register_compiled`."""
+    and, for the compile step, `register_compiled`; what they call, granted to the state machine that reaches
+    them (`state_machine_grants`, registry_grants.py)."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, settings: RegistrationSettings, notify: sfn.IChainable
     ) -> None:
         super().__init__(scope, construct_id)
+        self._settings = settings
         self._group, self._bucket, self._notify = settings.group_name, settings.bucket_name, notify
         self._base_model, self._code_hash = settings.base_model, settings.code_asset_hash
         self._register_model = self._register(
@@ -150,6 +155,16 @@ class ModelRegistration(Construct):
         self.register_compiled = None
         if settings.compiled_serving is not None:
             self.register_compiled = self._registered_compiled(settings)
+
+    def state_machine_grants(self) -> StateGrants:
+        return registry_grants(
+            Stack.of(self),
+            bucket_arn=self._settings.bucket_arn,
+            group_name=self._group,
+            facts_file=FACTS_FILE,
+            lineage_file=LINEAGE_FILE,
+            compiled_folder=self._settings.compiled_folder,
+        )
 
     def _registered_compiled(self, settings: RegistrationSettings) -> sfn.IChainable:
         """`[ReadCompiledFacts ->] RegisterCompiledModel`: the compiled model as its own package version."""
@@ -184,7 +199,7 @@ class ModelRegistration(Construct):
             parameters=parameters,
             result_selector=result_selector,
             result_path=result_path,
-            iam_resources=iam_resources,  # the statements are the stack's (registry_statements)
+            iam_resources=iam_resources,  # the statements: state_machine_grants
         )
         task.add_catch(self._notify, errors=["States.ALL"], result_path="$.error")
         return task

@@ -24,16 +24,14 @@ from ..code_contract.qlora import ENTRY_POINT
 from ..config import AppConfig, ConfigError
 from ..config.training import PREFIX_LIMIT, TORCH_DISTRIBUTED, TrainingConfig
 from ..paths import QLORA_CODE
-from ..shared.acknowledgments import Wildcard
 from ..shared.assets import build_content_addressed
-from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATASETS_PREFIX, MODELS_PREFIX
 from ..shared.container_images import ContainerImages
+from ..shared.job_access import JobImage
 from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
-from .base_access import hub_token_statements
 from .compile_job import compile_request
-from .job import job_placement, runs_offline, training_job_request
-from .registry import FACTS_FILE, LINEAGE_FILE, PENDING, REJECTED, RegistrationSettings, ServingSpec
+from .job import runs_offline, training_job_request
+from .registry import RegistrationSettings, ServingSpec
 from .state_paths import RUN
 from .trigger import dataset_upload_rule
 from .workflow import MAX_JOB_NAME, NeuronCompile, TrainingWorkflow, max_job_name_length
@@ -41,19 +39,6 @@ from .workflow import MAX_JOB_NAME, NeuronCompile, TrainingWorkflow, max_job_nam
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
 # What script mode finds offline: `pip install -r` of a file without requirements installs nothing, needs no index.
 BAKED_REQUIREMENTS = b"# Baked into the training image (training.image_repository or image_uri; README, Training).\n"
-
-
-# Why the registry's statements (by Sid) reach their first resource, a wildcard (cdk-nag's IAM5).
-REGISTRY_WILDCARDS = {
-    "RegisterModelPackages": "SageMaker numbers the versions of a package group itself; only versions in this "
-    "environment's group, and only as PendingManualApproval or Rejected (condition sagemaker:ModelApprovalStatus).",
-    "ReadModelFacts": "The facts train.py writes into each model folder, models/<job>/output/model/model_facts.json; "
-    "job names are generated per execution, and the state machine can read no other object.",
-    "ReadCompiledFacts": "The compiled model's own config.json (its shape and compiler), models/<job>/<shape folder>/"
-    "<compile job>/output/model/; job names are generated per execution, and only that file of the folder is read.",
-    "WriteLineage": "One lineage manifest per training job, models/<job>/lineage.json; job names are generated per "
-    "execution, and the state machine can write no other object.",
-}
 
 
 def compile_image(config: AppConfig) -> str:
@@ -129,24 +114,35 @@ class TrainingStack(Stack):
         images.require_region(config)
         offline = runs_offline(config, placement)
         code = s3_assets.Asset(self, "TrainingCode", path=str(training_code_tarball(offline=offline)))
-        image_uri, image_repository_arn = self._training_image(training, images)
-        role = self._job_role(
-            config, bucket=bucket, key=key, code=code, image_repository_arn=image_repository_arn, placement=placement
+        role = SageMakerJobRole(
+            self,
+            "TrainingRole",
+            job_name_prefix=prefix,
+            description="SageMaker execution role of the QLoRA training jobs",
+            policy_description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
         )
         self.topic = sns.Topic(self, "FailureTopic", master_key=key, enforce_ssl=True)
         self.model_parameter = self._model_parameter(config)
         self.compile_request = self.compiled_model_parameter = None
         compile_step = None
         if compiles:
-            compile_role = self._compile_role(config, bucket=bucket, key=key, images=images, placement=placement)
+            compile_role = SageMakerJobRole(
+                self,
+                "CompileRole",
+                job_name_prefix=prefix,
+                description="SageMaker execution role of the Neuron compile jobs "
+                f"({config.serving.spec.compile.program})",
+                policy_description="Neuron compile job: models/ (merged in, compiled out), data key",
+            )
             self.compiled_model_parameter = self._model_parameter(config, compiled=True)
+            name, override = compile_image(config), config.serving.image_uri
             self.compile_request = compile_request(
                 config,
                 bucket=bucket,
                 key=key,
-                role=compile_role.role,
+                role_arn=compile_role.role_arn,
                 placement=placement,
-                image_uri=images.uri(compile_image(config), config.serving.image_uri),
+                image=JobImage(images.uri(name, override), images.repository_arn(name, override)),
             )
             compile_step = NeuronCompile(request=self.compile_request, model_parameter=self.compiled_model_parameter)
         self.request, submit_directory = training_job_request(
@@ -154,11 +150,10 @@ class TrainingStack(Stack):
             bucket=bucket,
             key=key,
             code=code,
-            role=role.role,
-            image_uri=image_uri,
+            role_arn=role.role_arn,
+            image=self._training_image(training, images),
             placement=placement,
         )
-        registry = self._registry_statements(bucket=bucket, group_name=model_package_group_name)
         workflow = TrainingWorkflow(
             self,
             "Workflow",
@@ -176,10 +171,6 @@ class TrainingStack(Stack):
             registration=self._registration(
                 config, bucket=bucket, images=images, code=code, group_name=model_package_group_name
             ),
-            role_statements=[*self._record_statements(), *registry],
-            role_wildcards=[
-                Wildcard(s.resources[0], REGISTRY_WILDCARDS[s.sid]) for s in registry if s.sid in REGISTRY_WILDCARDS
-            ],
             compile_step=compile_step,
             distributed=training.distributed,
         )
@@ -187,54 +178,17 @@ class TrainingStack(Stack):
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
         self._outputs(config, role=role.role)
 
-    def _job_role(
-        self,
-        config: AppConfig,
-        *,
-        bucket: s3.IBucket,
-        key: kms.IKey,
-        code: s3_assets.Asset,
-        image_repository_arn: str,
-        placement: Placement | None,
-    ) -> SageMakerJobRole:
-        return SageMakerJobRole(
-            self,
-            "TrainingRole",
-            bucket=bucket,
-            key=key,
-            code=code,
-            job_name_prefix=self.job_name_prefix,
-            read_prefixes=(DATASETS_PREFIX, BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX),
-            write_prefixes=(MODELS_PREFIX, CHECKPOINTS_PREFIX),
-            prefix_reasons={
-                DATASETS_PREFIX: "The training job reads the dataset it is given, any object under datasets/ (the "
-                "channel is chosen per execution); nothing else in the bucket.",
-                BASE_MODELS_PREFIX: "Network-isolated jobs read the base model from a `model` channel under "
-                "base-models/; read only.",
-                CHECKPOINTS_PREFIX: "Checkpoints are written and read back on resume under checkpoints/<run>/; the "
-                "run name is generated per execution.",
-                MODELS_PREFIX: "The merged model is written under models/<job-name>/; job names are generated per "
-                "execution, so the prefix is the narrowest fixed scope.",
-            },
-            image_repository_arn=image_repository_arn,
-            vpc=job_placement(config, placement),
-            description="SageMaker execution role of the QLoRA training jobs",
-            policy_description="QLoRA training job: code, datasets/, base-models/, models/, checkpoints/, data key",
-            code_channel=placement is not None,
-            extra_statements=hub_token_statements(config.training),
-        )
-
-    def _training_image(self, training: TrainingConfig, images: ContainerImages) -> tuple[str, str]:
-        """(image URI, repository ARN): `image_repository` lives in the deploying account's ECR, so the URI is
+    def _training_image(self, training: TrainingConfig, images: ContainerImages) -> JobImage:
+        """The image and its repository: `image_repository` lives in the deploying account's ECR, so the URI is
         built from the stack's account and region (prod stays account-agnostic); else image_uri or the table."""
         if training.image_repository is None:
-            return (
+            return JobImage(
                 images.uri(TRAINING_IMAGE, training.image_uri),
                 images.repository_arn(TRAINING_IMAGE, training.image_uri),
             )
         name = re.split(r"[:@]", training.image_repository, maxsplit=1)[0]
         uri = f"{Aws.ACCOUNT_ID}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{training.image_repository}"
-        return uri, self.format_arn(service="ecr", resource="repository", resource_name=name)
+        return JobImage(uri, self.format_arn(service="ecr", resource="repository", resource_name=name))
 
     def _model_parameter(self, config: AppConfig, *, compiled: bool = False) -> ssm.StringParameter:
         """A well-known name per environment (the lookup handle for people and the serving side). Name is the
@@ -248,48 +202,6 @@ class TrainingStack(Stack):
             string_value="none",  # RecordModel / RecordCompiledModel overwrite it with the model's S3 prefix
             description=f"{config.app_name}-{config.env_name}: S3 prefix of the latest {what}",
         )
-
-    def _compile_role(
-        self,
-        config: AppConfig,
-        *,
-        bucket: s3.IBucket,
-        key: kms.IKey,
-        images: ContainerImages,
-        placement: Placement | None,
-    ) -> SageMakerJobRole:
-        """The compile job reads merged models and writes the compiled one beside them (models/); no code."""
-        compile_program = config.serving.spec.compile.program
-        return SageMakerJobRole(
-            self,
-            "CompileRole",
-            bucket=bucket,
-            key=key,
-            code=None,
-            job_name_prefix=self.job_name_prefix,
-            read_prefixes=(MODELS_PREFIX,),
-            write_prefixes=(MODELS_PREFIX,),
-            prefix_reasons={
-                MODELS_PREFIX: "The compile job reads the merged model under models/<training job>/ and writes the "
-                "compiled one beside it; job names are generated per execution."
-            },
-            image_repository_arn=images.repository_arn(compile_image(config), config.serving.image_uri),
-            vpc=job_placement(config, placement),
-            description=f"SageMaker execution role of the Neuron compile jobs ({compile_program})",
-            policy_description="Neuron compile job: models/ (merged in, compiled out), data key",
-        )
-
-    def _record_statements(self) -> list[iam.PolicyStatement]:
-        """RecordModel's is the shell's; the compiled model's parameter is this stack's."""
-        if self.compiled_model_parameter is None:
-            return []
-        return [
-            iam.PolicyStatement(
-                sid="RecordCompiledModel",
-                actions=["ssm:PutParameter"],
-                resources=[self.compiled_model_parameter.parameter_arn],
-            )
-        ]
 
     def _registration(
         self, config: AppConfig, *, bucket: s3.IBucket, images: ContainerImages, code: s3_assets.Asset, group_name: str
@@ -316,6 +228,7 @@ class TrainingStack(Stack):
         return RegistrationSettings(
             group_name=group_name,
             bucket_name=bucket.bucket_name,
+            bucket_arn=bucket.bucket_arn,
             min_improvement=config.training.quality_gate.min_improvement,
             serving=spec,
             compiled_serving=compiled,
@@ -323,49 +236,6 @@ class TrainingStack(Stack):
             compiled_folder=_compiled_folder_with_facts(config),
             code_asset_hash=code.asset_hash,
         )
-
-    def _compiled_facts_statements(self, bucket: s3.IBucket) -> list[iam.PolicyStatement]:
-        """ReadCompiledFacts (LMI): only the compiled model's config.json, in its shape's folder."""
-        folder = _compiled_folder_with_facts(self._config)
-        if folder is None:
-            return []
-        objects = bucket.arn_for_objects(f"{MODELS_PREFIX}*/{folder}*/output/model/config.json")
-        return [iam.PolicyStatement(sid="ReadCompiledFacts", actions=["s3:GetObject"], resources=[objects])]
-
-    def _registry_statements(self, *, bucket: s3.IBucket, group_name: str) -> list[iam.PolicyStatement]:
-        """Register versions in this environment's group only, never as Approved (a person approves);
-        read only the model facts train.py writes into each model folder; list the dataset's versions under
-        datasets/; write only the lineage manifests beside the models. DescribeRun's DescribeTrainingJob is in
-        OwnTrainingJobs; the data key's Decrypt (reading the facts) and GenerateDataKey (writing the manifest)
-        in the shell's EncryptNotification."""
-        return [
-            iam.PolicyStatement(
-                sid="RegisterModelPackages",
-                actions=["sagemaker:CreateModelPackage"],
-                resources=[
-                    self.format_arn(service="sagemaker", resource="model-package", resource_name=f"{group_name}/*"),
-                    self.format_arn(service="sagemaker", resource="model-package-group", resource_name=group_name),
-                ],
-                conditions={"StringEquals": {"sagemaker:ModelApprovalStatus": [PENDING, REJECTED]}},
-            ),
-            iam.PolicyStatement(
-                sid="ReadModelFacts",
-                actions=["s3:GetObject"],
-                resources=[bucket.arn_for_objects(f"{MODELS_PREFIX}*/output/model/{FACTS_FILE}")],
-            ),
-            *self._compiled_facts_statements(bucket),
-            iam.PolicyStatement(
-                sid="ListDatasetVersions",
-                actions=["s3:ListBucketVersions"],
-                resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{DATASETS_PREFIX}*"]}},
-            ),
-            iam.PolicyStatement(
-                sid="WriteLineage",
-                actions=["s3:PutObject"],
-                resources=[bucket.arn_for_objects(f"{MODELS_PREFIX}*/{LINEAGE_FILE}")],
-            ),
-        ]
 
     def _outputs(self, config: AppConfig, *, role: iam.IRole) -> None:
         CfnOutput(self, "StateMachineArn", value=self.state_machine.state_machine_arn)

@@ -12,8 +12,9 @@ that passed the quality gate, or notify.
     GatePassed --registered Rejected--> ModelRejected -> Notify -> Failed (nothing recorded, nothing compiled)
 
 Each SageMaker job is a SageMakerJobStep (stacks/shared/sagemaker_job_step.py: request, result, API retries,
-completed check, grants); the happy path is `in_order(...)` below, and every state path two parts share is named
-in state_paths.py.
+completed check, both sides of its access); the state machine's role holds what the states reachable from
+ValidateInput need (stacks/shared/state_grants.py); the happy path is `in_order(...)` below, and every state
+path two parts share is named in state_paths.py.
 
 Job names are `<prefix>-<md5(execution id)>-<capacity attempt>-<API retry>`: unique per try (SageMaker
 never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Checkpoints go to
@@ -22,11 +23,9 @@ never reuses a name), under the `<prefix>*` IAM scope, at most 63 characters. Ch
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from aws_cdk import Stack
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
@@ -35,17 +34,9 @@ from constructs import Construct
 
 from ..code_contract.qlora import bool_spellings, hyperparameter_names
 from ..config.training import TORCH_DISTRIBUTED
-from ..shared.acknowledgments import Wildcard
 from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
-from ..shared.sagemaker_job_step import (
-    TRAINING_JOB,
-    JobCatch,
-    JobVariant,
-    SageMakerJobStep,
-    job_step_statements,
-    job_step_wildcards,
-)
+from ..shared.sagemaker_job_step import TRAINING_JOB, JobCatch, JobVariant, SageMakerJobStep
 from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
 from .input_checks import dataset_marker, hyperparameter_checks
 from .registry import ModelRegistration, RegistrationSettings
@@ -97,15 +88,11 @@ class TrainingWorkflow(Construct):
         log_retention_days: int,
         key: kms.IKey,
         registration: RegistrationSettings,
-        role_statements: Sequence[iam.PolicyStatement],
-        role_wildcards: Sequence[Wildcard],
         compile_step: NeuronCompile | None = None,
         distributed: bool = False,
     ) -> None:
-        """`role_statements`: what the states other than the job steps call (registry, records), beside the
-        steps' own, and `role_wildcards` why they reach the wildcards they reach; `compile_step`: the Neuron
-        compile after RecordModel; `distributed`: the job has several GPUs (torchrun), which ValidateInput's
-        method / fsdp rules follow."""
+        """`compile_step`: the Neuron compile after RecordModel; `distributed`: the job has several GPUs
+        (torchrun), which ValidateInput's method / fsdp rules follow."""
         super().__init__(scope, construct_id)
         self._prefix = job_name_prefix
         invalid, notify = failure_path(
@@ -137,10 +124,9 @@ class TrainingWorkflow(Construct):
         record = record_model_task(
             self, model_parameter=model_parameter, value_path=TRAINING.model_s3_uri, notify=notify
         )
-        steps, compiled = [train], []
+        compiled = []
         if compile_step is not None:
             compile_job, record_compiled = self._compile(compile_step, notify=notify)
-            steps.append(compile_job)
             compiled = [compile_job, record_compiled, *filter(None, [registry.register_compiled])]
         done = sfn.Pass(self, "Done", parameters=self._output(model_parameter, registry, compile_step))
         in_order(checks, marker, defaults, prepare, train, registry, record, *compiled, done)
@@ -149,8 +135,6 @@ class TrainingWorkflow(Construct):
             start=start,
             purpose="QLoRA training",
             comment="QLoRA training: SageMaker createTrainingJob.sync, model prefix to SSM, failures to SNS",
-            role_statements=[*job_step_statements(Stack.of(self), steps), *role_statements],
-            wildcards=[*job_step_wildcards(Stack.of(self), steps), *role_wildcards],
             topic=topic,
             key=key,
             model_parameter=model_parameter,
@@ -179,9 +163,10 @@ class TrainingWorkflow(Construct):
     ) -> SageMakerJobStep:
         """`EvalData`? -> `Train` | `TrainWithEval` -> `TrainCompleted`? CreateTrainingJob's channel list is one
         value: an execution with eval_data runs the twin whose list ends with an `eval` channel (same data type
-        and distribution as `training`). A capacity failure of either retries through `EvalData`."""
+        and distribution as `training`, under its prefix). A capacity failure of either retries through `EvalData`."""
         capacity = sfn.Choice(self, "CapacityRetry")  # the catch target, built before the job it catches for
-        evaluated = replace(request, channels=[*request.channels, S3Channel("eval", Ref(EVAL_DATA))])
+        [training] = [c for c in request.channels if c.name == "training"]
+        evaluated = replace(request, channels=[*request.channels, S3Channel("eval", Ref(EVAL_DATA), training.scope)])
         train = SageMakerJobStep(
             self,
             "Train",

@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import pytest
 
+from stacks.shared.job_access import JobImage, S3Scope
 from stacks.shared.job_request import Ref, S3Channel, TrainingJobRequest
 from stacks.training.workflow import MAX_JOB_NAME, max_job_name_length
+
+BUCKET = "arn:aws:s3:::bucket"
+DATASETS = S3Scope(BUCKET, "datasets/", "the dataset is chosen per execution")
+MODELS = S3Scope(BUCKET, "models/", "job names are generated per execution")
+BASE_MODELS = S3Scope(BUCKET, "base-models/", "an uploaded base model")
+CHECKPOINTS = S3Scope(BUCKET, "checkpoints/", "the run name is generated per execution")
 
 
 def _request(**overrides) -> TrainingJobRequest:
     fields = {
         "job_name": Ref("$.run.job_name"),
         "role_arn": "arn:aws:iam::123456789012:role/training",
-        "image_uri": "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:x",
+        "image": JobImage(
+            "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:x",
+            "arn:aws:ecr:us-east-1:763104351884:repository/huggingface-pytorch-training",
+        ),
         "instance_type": "ml.g5.2xlarge",
         "instance_count": 1,
         "volume_size_gb": 100,
         "kms_key_arn": "arn:aws:kms:us-east-1:123456789012:key/k",
         "output_s3_uri": "s3://bucket/models/",
+        "output_scope": MODELS,
         "hyperparameters": Ref("$.run.hyperparameters"),
-        "channels": [S3Channel("training", Ref("$.train_data"))],
+        "channels": [S3Channel("training", Ref("$.train_data"), DATASETS)],
         "max_runtime_seconds": 3600,
         "metric_definitions": [{"Name": "train_loss", "Regex": "train_loss=([0-9.]+)"}],
     }
@@ -60,7 +71,9 @@ def test_on_demand_job_has_kms_everywhere_and_no_spot():
 
 def test_spot_job_waits_and_checkpoints():
     asl = _request(
-        max_wait_seconds=7200, checkpoint_s3_uri=Ref("States.Format('s3://b/checkpoints/{}/', $.run.name)")
+        max_wait_seconds=7200,
+        checkpoint_s3_uri=Ref("States.Format('s3://b/checkpoints/{}/', $.run.name)"),
+        checkpoint_scope=CHECKPOINTS,
     ).to_asl()
     assert asl["EnableManagedSpotTraining"] is True
     assert asl["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200}
@@ -73,7 +86,10 @@ def test_spot_job_waits_and_checkpoints():
 def test_isolated_job_in_a_vpc_with_a_model_channel():
     asl = _request(
         network_isolation=True,
-        channels=[S3Channel("training", Ref("$.train_data")), S3Channel("model", "s3://b/base-models/llama/")],
+        channels=[
+            S3Channel("training", Ref("$.train_data"), DATASETS),
+            S3Channel("model", "s3://b/base-models/llama/", BASE_MODELS),
+        ],
         subnet_ids=["subnet-0123456789abcdef0"],
         security_group_ids=["sg-0123456789abcdef0"],
         tags={"env": "dev"},
@@ -90,7 +106,10 @@ def test_isolated_job_in_a_vpc_with_a_model_channel():
         ({"max_wait_seconds": 60}, "max_wait_seconds must be >= max_runtime_seconds"),
         ({"max_wait_seconds": 7200}, "needs a checkpoint location"),
         ({"subnet_ids": ["subnet-1"]}, "needs subnets and security groups"),
-        ({"channels": [S3Channel("training", "s3://a/"), S3Channel("training", "s3://b/")]}, "duplicate channel"),
+        (
+            {"channels": [S3Channel("training", "s3://a/", DATASETS), S3Channel("training", "s3://b/", DATASETS)]},
+            "duplicate channel",
+        ),
     ],
 )
 def test_invalid_requests_are_refused(overrides, message):
@@ -135,8 +154,12 @@ def _as_sent(node):
         {
             "max_wait_seconds": 7200,
             "checkpoint_s3_uri": Ref("States.Format('s3://b/checkpoints/{}/', $.run.name)"),
+            "checkpoint_scope": CHECKPOINTS,
             "network_isolation": True,
-            "channels": [S3Channel("training", Ref("$.train_data")), S3Channel("model", "s3://b/base-models/llama/")],
+            "channels": [
+                S3Channel("training", Ref("$.train_data"), DATASETS),
+                S3Channel("model", "s3://b/base-models/llama/", BASE_MODELS),
+            ],
             "subnet_ids": ["subnet-0123456789abcdef0"],
             "security_group_ids": ["sg-0123456789abcdef0"],
             "tags": {"env": "dev", "app": "llm-inf2"},
@@ -210,7 +233,9 @@ def test_the_container_environment_is_sent_as_given():
 
 def test_a_spot_wait_as_long_as_the_runtime_is_accepted():
     """CreateTrainingJob needs MaxWaitTimeInSeconds >= MaxRuntimeInSeconds: equal is allowed."""
-    asl = _request(max_wait_seconds=3600, checkpoint_s3_uri="s3://b/checkpoints/").to_asl()
+    asl = _request(
+        max_wait_seconds=3600, checkpoint_s3_uri="s3://b/checkpoints/", checkpoint_scope=CHECKPOINTS
+    ).to_asl()
     assert asl["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 3600}
 
 
@@ -224,7 +249,7 @@ def test_a_spot_wait_as_long_as_the_runtime_is_accepted():
         ),
         ({"security_group_ids": ["sg-1"]}, "a VPC config needs subnets and security groups"),
         (
-            {"channels": [S3Channel("training", "s3://a/"), S3Channel("training", "s3://b/")]},
+            {"channels": [S3Channel("training", "s3://a/", DATASETS), S3Channel("training", "s3://b/", DATASETS)]},
             "duplicate channel names ['training', 'training']",
         ),
     ],

@@ -8,13 +8,17 @@ for AWS resources, kms:DescribeKey), which CreateTrainingJob checks for VolumeKm
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import pytest
 from aws_cdk import App, Stack
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 
+from stacks.shared.job_access import JobAccess, JobImage, S3Scope
 from stacks.shared.job_request import Ref, S3Channel, TrainingJobRequest
+from stacks.shared.job_role import SageMakerJobRole
 from stacks.shared.sagemaker_job_step import (
     TRAINING_JOB,
     TUNING_JOB,
@@ -28,11 +32,26 @@ from tests.stacks.test_task_grants import TUNING_SYNC, cdk_grants
 DATA_KEY_ACTIONS = {"kms:creategrant", "kms:describekey"}
 
 
+@dataclass(frozen=True)
 class _Tuning:
-    """The smallest tuning request: the step only reads its role, key and Parameters."""
+    """The smallest tuning request: the step reads its role, key, access and Parameters."""
 
-    def __init__(self, trial: TrainingJobRequest) -> None:
-        self.role_arn, self.kms_key_arn = trial.role_arn, trial.kms_key_arn
+    trial: TrainingJobRequest
+
+    @property
+    def role_arn(self) -> str | None:
+        return self.trial.role_arn
+
+    @property
+    def kms_key_arn(self) -> str:
+        return self.trial.kms_key_arn
+
+    @property
+    def access(self) -> JobAccess:
+        return self.trial.access
+
+    def with_role(self, role_arn: str) -> _Tuning:
+        return replace(self, trial=self.trial.with_role(role_arn))
 
     def to_asl(self) -> dict:
         return {"HyperParameterTuningJobName.$": "$.run.name"}
@@ -40,19 +59,21 @@ class _Tuning:
 
 def _stack() -> tuple[Stack, TrainingJobRequest, sfn.Pass]:
     stack = Stack(App(), "Steps")
-    role = iam.Role(stack, "JobRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    role = SageMakerJobRole(stack, "JobRole", job_name_prefix="p", description="jobs", policy_description="jobs")
     key = kms.Key(stack, "Key")
+    bucket = s3.Bucket(stack, "Bucket")
     request = TrainingJobRequest(
         job_name=Ref("States.Format('p-{}', $.run.name)"),
         role_arn=role.role_arn,
-        image_uri="image",
+        image=JobImage("image", "arn:aws:ecr:us-east-1:123456789012:repository/image"),
         instance_type="ml.g5.xlarge",
         instance_count=1,
         volume_size_gb=50,
         kms_key_arn=key.key_arn,
         output_s3_uri="s3://bucket/models/",
+        output_scope=S3Scope.under(bucket, "models/", "job names are generated per execution"),
         hyperparameters=None,
-        channels=[S3Channel("training", Ref("$.train_data"))],
+        channels=[S3Channel("training", Ref("$.train_data"), S3Scope.under(bucket, "datasets/", "chosen per run"))],
         max_runtime_seconds=3600,
         metric_definitions=(),
         tags={"project": "x"},

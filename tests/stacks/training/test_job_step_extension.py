@@ -5,6 +5,10 @@ the repository: its unit, stacks/training/evaluation_job.py (the request and the
 place it, in the workflow's happy path and in the stack that builds its request. In that copy the Training
 stack synthesizes with cdk-nag on, the state machine runs Train -> Evaluate -> the registry, and its role may
 create the new job and pass its role, all from the job-step construct (stacks/shared/sagemaker_job_step.py).
+
+The step reads the merged model under models/, which the training role only writes. Its request names no role, so
+the step makes one that reads what its channels name; handed a fixed role that cannot read models/ instead, the
+synth stops on one line naming the step, the location and the missing action.
 """
 
 from __future__ import annotations
@@ -40,13 +44,20 @@ EVALUATION_JOB = '''
 
 
     def evaluation_request(training: TrainingJobRequest) -> TrainingJobRequest:
-        """The training job's image and role on the merged model and the dataset, under the run's name."""
+        """The training job's image on the merged model (under its output's prefix) and the dataset, under the
+        run's name; no role: the step makes one from these channels."""
+        [data] = [c for c in training.channels if c.name == "training"]
         return replace(
             training,
+            role_arn=None,
             job_name=Ref(f"States.Format('{{}}-e-{{}}', {RUN.name}, $$.State.RetryCount)"),
-            channels=[S3Channel("model", Ref(TRAINING.model_s3_uri)), S3Channel("training", Ref(TRAIN_DATA))],
+            channels=[
+                S3Channel("model", Ref(TRAINING.model_s3_uri), training.output_scope),
+                S3Channel("training", Ref(TRAIN_DATA), data.scope),
+            ],
             max_wait_seconds=None,
             checkpoint_s3_uri=None,
+            checkpoint_scope=None,
         )
 
 
@@ -81,13 +92,12 @@ EDITS = (
         "stacks/training/workflow.py",
         "        in_order(checks, marker, defaults, prepare, train, registry,",
         "        evaluate = evaluation_step(self, request=evaluation, name_prefix=self._prefix, notify=notify)\n"
-        "        steps.append(evaluate)\n"
         "        in_order(checks, marker, defaults, prepare, train, evaluate, registry,",
     ),
     (
         "stacks/training/stack.py",
-        "from .job import job_placement",
-        "from .evaluation_job import evaluation_request\nfrom .job import job_placement",
+        "from .job import ",
+        "from .evaluation_job import evaluation_request\nfrom .job import ",
     ),
     (
         "stacks/training/stack.py",
@@ -109,7 +119,33 @@ with tempfile.TemporaryDirectory() as out:
 [definition] = [d for k, d in resolved_definitions(found).items() if k.startswith("Training/")]
 policies = [r["Properties"]["PolicyDocument"] for r in found["Training"]["Resources"].values()
             if r["Type"] == "AWS::IAM::ManagedPolicy" and "state machine" in r["Properties"].get("Description", "")]
-print(json.dumps({"states": definition["States"], "policies": policies}))
+roles = {k: r["Properties"]["PolicyDocument"] for k, r in found["Training"]["Resources"].items()
+         if r["Type"] == "AWS::IAM::ManagedPolicy" and k.startswith(("TrainingRole", "WorkflowEvaluateRole"))}
+print(json.dumps({"states": definition["States"], "policies": policies, "roles": roles}))
+"""
+# The same copy, the step handed a fixed role that reads the dataset but not the model: app.py's one line.
+HANDED_A_FIXED_ROLE = """
+import sys, tempfile
+from dataclasses import replace
+sys.path.insert(0, ".")
+from aws_cdk import Stack
+import stacks.training.evaluation_job as unit
+from stacks.shared.job_role import SageMakerJobRole
+
+made = unit.evaluation_step
+
+def handed(scope, *, request, name_prefix, notify):
+    access = request.access
+    reads = tuple(loc for loc in access.reads if loc.what != "channel 'model'")
+    role = SageMakerJobRole(Stack.of(scope), "EvaluationRole", job_name_prefix=name_prefix, description="fixed",
+                            policy_description="fixed", fixed=replace(access, reads=reads))
+    return made(scope, request=replace(request, role_arn=role.role_arn), name_prefix=name_prefix, notify=notify)
+
+unit.evaluation_step = handed
+import app
+from tests.synth import cli_context
+with tempfile.TemporaryDirectory() as out:
+    sys.exit(app.run({"env": "dev"}, outdir=out, context=cli_context()))
 """
 
 
@@ -141,11 +177,17 @@ def test_a_new_job_step_touches_at_most_three_files_outside_its_unit(evaluation_
     assert len(others) <= MAX_OTHER_FILES
 
 
-def test_the_new_step_runs_between_training_and_registration_with_its_grants(evaluation_tree):
+@pytest.fixture(scope="module")
+def synthesized(evaluation_tree) -> dict:
+    """The copy's dev Training stack: the definition's states, the state machine's and the job roles' policies."""
     tree, _ = evaluation_tree
     done = subprocess.run([sys.executable, "-c", SYNTH], cwd=tree, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_new_step_runs_between_training_and_registration_with_its_grants(synthesized):
+    found = synthesized
     states = found["states"]
     evaluate = states["Evaluate"]
     assert evaluate["Resource"].endswith(":states:::sagemaker:createTrainingJob.sync")
@@ -160,4 +202,35 @@ def test_the_new_step_runs_between_training_and_registration_with_its_grants(eva
     [policy] = found["policies"]
     statements = {s.get("Sid"): s for s in policy["Statement"]}
     assert "sagemaker:CreateTrainingJob" in statements["OwnTrainingJobs"]["Action"]
-    assert statements["PassJobRoles"]["Resource"]  # the evaluation job's role is the training job's
+    passed = json.dumps(statements["PassJobRoles"]["Resource"])
+    assert "WorkflowEvaluateRole" in passed and "TrainingRole" in passed  # the step's own role, collected
+
+
+def _reads(document: dict) -> list[str]:
+    [reads] = [s for s in document["Statement"] if s.get("Sid") == "ReadInputs"]
+    resources = reads["Resource"] if isinstance(reads["Resource"], list) else [reads["Resource"]]
+    return sorted(r["Fn::Join"][1][-1] for r in resources)
+
+
+def test_the_new_step_gets_a_role_that_reads_the_model_and_the_training_role_stays_as_it_was(synthesized):
+    roles = synthesized["roles"]
+    [evaluation] = [d for k, d in roles.items() if k.startswith("WorkflowEvaluateRole")]
+    [training] = [d for k, d in roles.items() if k.startswith("TrainingRole")]
+    assert _reads(evaluation) == ["/datasets/*", "/models/*"]
+    assert _reads(training) == ["/checkpoints/*", "/datasets/*"]  # dev: no base-models/ channel
+
+
+def test_the_new_step_handed_a_role_that_cannot_read_the_model_stops_the_synth_in_one_line(evaluation_tree):
+    tree, _ = evaluation_tree
+    done = subprocess.run(
+        [sys.executable, "-c", HANDED_A_FIXED_ROLE], cwd=tree, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    [line] = [each for each in done.stderr.splitlines() if each.startswith("job access error:")]
+    assert line == (
+        "job access error: llm-inf2-dev-Training/Workflow/Evaluate: its role llm-inf2-dev-Training/EvaluationRole "
+        "lacks s3:GetObject on "
+        "channel 'model' $.training.model_s3_uri (under models/*); give the step a role that allows it, or a "
+        "request without a role so the step derives one"
+    )
+    assert "Traceback" not in done.stderr

@@ -99,19 +99,26 @@ def test_no_aws_managed_or_inline_policies(templates, env):
             assert "RoleName" not in props, "role names are generated"
 
 
-def test_training_role_reads_and_writes_only_its_prefixes(templates):
-    template = templates["dev"]["Training"]
+@pytest.mark.parametrize(
+    ("env", "read"),
+    [("dev", ["datasets/*", "checkpoints/*"]), ("prod", ["datasets/*", "base-models/*", "checkpoints/*"])],
+)
+def test_training_role_reads_only_what_its_channels_and_checkpoints_name(templates, env, read):
+    """dev downloads its base from the hub: no channel reads base-models/; prod's `model` channel does."""
+    template = templates[env]["Training"]
     reads = statement(template, "TrainingRolePolicy", "ReadInputs")
     assert reads["Action"] == "s3:GetObject"
-    read_text = _text(reads["Resource"])
-    for prefix in ("datasets/*", "base-models/*", "checkpoints/*"):
-        assert f'"/{prefix}"' in read_text and BUCKET_ARN in read_text
-    assert len(reads["Resource"]) == 3
+    assert sorted(r["Fn::Join"][1][1] for r in reads["Resource"]) == sorted(f"/{p}" for p in read)
+    assert all(BUCKET_ARN in _text(r) for r in reads["Resource"])
+    listing = statement(template, "TrainingRolePolicy", "ListInputs")
+    assert sorted(listing["Condition"]["StringLike"]["s3:prefix"]) == sorted(read)
+
+
+def test_training_role_reads_and_writes_only_its_prefixes(templates):
+    template = templates["dev"]["Training"]
     writes = statement(template, "TrainingRolePolicy", "WriteOutputs")
     assert sorted(_list(writes["Action"])) == ["s3:AbortMultipartUpload", "s3:PutObject"]
     assert sorted(r["Fn::Join"][1][1] for r in writes["Resource"]) == ["/checkpoints/*", "/models/*"]
-    listing = statement(template, "TrainingRolePolicy", "ListInputs")
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*", "base-models/*", "checkpoints/*"]}}
     code = statement(template, "TrainingRolePolicy", "ReadTrainingCode")
     assert code["Action"] == "s3:GetObject" and code["Resource"]["Fn::Join"][1][-1].endswith(".gz")
     key = statement(template, "TrainingRolePolicy", "UseDataKey")
