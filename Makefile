@@ -30,7 +30,7 @@ NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
 .PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest \
-	promote deploy-chain preflight pre-deploy mutation mutation-sample base-model profile
+	promote deploy-chain preflight pre-deploy mutation mutation-sample base-model eval-data profile
 TARGET ?= local
 
 help:
@@ -61,6 +61,10 @@ help:
 	@echo "                             write config/models/<name>.yaml, the model's facts (config.json, safetensors"
 	@echo "                             headers; your hub token for a gated model); UPLOAD=: copy it into ENV's bucket"
 	@echo "                             (base-models/, SSE-KMS) and set training.base_model_key in config/ENV.yaml"
+	@echo "make eval-data TASK=<lm-eval task> [ENV=<env>] [OUT=<dir>] [SOURCE=<local copy of the dataset>]"
+	@echo "                             stage a benchmark task's splits (hub dataset at one commit) as <task>.yaml +"
+	@echo "                             <split>.jsonl in OUT (default build/eval-data) or, with ENV, in ENV's bucket"
+	@echo "                             (training.benchmark.staged_prefix<task>/, SSE-KMS): the benchmark job reads no hub"
 	@echo "make promote TO=<env> VERSION=<model package ARN> [FROM=<env>]"
 	@echo "                             check an Approved version against TO's serving profile, copy it from FROM's bucket"
 	@echo "                             (SSE-KMS, TO's key), register it in TO's group, write config/TO.model.json"
@@ -207,6 +211,12 @@ test: lint $(CHECKOV_STAMP) $(VLLM_STAMP)
 base-model: $(VENV_STAMP)
 	$(PY) -m tools.base_model "$(MODEL)" $(if $(HUB_ID),--hub-id "$(HUB_ID)") $(if $(REVISION),--revision "$(REVISION)") \
 		$(if $(GATED),--gated) $(if $(UPLOAD),--upload "$(UPLOAD)") $(if $(FORCE),--force)
+
+# Reads lm-eval's task definitions and the dataset with huggingface_hub and datasets: the full venv. ENV uploads (an
+# environment the lean tools can reach); without it the folder stays local. Exit 0 staged, 2 refused, 1 hub/AWS error.
+eval-data: $(VENV_STAMP)
+	$(PY) -m tools.eval_data "$(TASK)" $(if $(filter command line,$(origin ENV)),--upload "$(ENV)") $(if $(OUT),--out "$(OUT)") \
+		$(if $(SOURCE),--source "$(SOURCE)") $(if $(REVISION),--revision "$(REVISION)")
 
 # Promotion needs only the lean venv (boto3 is an app requirement): exit 0 promoted, 2 refused (one line), 1 AWS error.
 promote: app-deps

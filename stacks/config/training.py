@@ -143,6 +143,39 @@ class QualityGateConfig:
     registry."""
 
     min_improvement: float = setting(0.01, ge=-10.0, le=10.0, hint="eval loss (nats) the merged model must gain")
+    # The benchmark job's `benchmark_max_drop_points` (training.benchmark): base minus merged score of each task's
+    # primary metric, in points (percentage points for accuracies); a larger drop registers the version Rejected.
+    max_benchmark_drop: float | None = setting(
+        None,
+        ge=0.0,
+        le=100.0,
+        hint="points a benchmark task's score may fall below the base's; null when benchmark.tasks is empty",
+    )
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """The benchmark job after the merge: lm-evaluation-harness on the merged model and its base, on tasks whose
+    files are staged in the artifact bucket under `staged_prefix`<task>/ (make eval-data TASK=<task> ENV=<env>);
+    the job has no internet in isolated environments, so it reads no hub."""
+
+    tasks: list[str] = setting(
+        [], pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]*", hint="lm-eval task names, each staged; []: no benchmark job"
+    )
+    staged_prefix: str = setting(
+        "eval-data/", pattern=r"([A-Za-z0-9!_.*'()=-]+/)+", hint="the bucket folder make eval-data writes tasks to"
+    )
+    instance_type: str = setting("ml.g5.xlarge", pattern=r"ml\.[a-z0-9]+\.[a-z0-9]+", hint="holds both models")
+    max_runtime_hours: int = setting(4, le=72, aws=aws.MAX_RUNTIME_HOURS)  # project: the merge's bound
+    volume_size_gb: int = setting(
+        100, ge=5, le=16384, hint="the merged model and the base", aws=aws.TRAINING_VOLUME_SIZE
+    )
+
+    def check(self, source: str, path: str) -> None:
+        check_instance_type(self.instance_type, TRAINING, source, f"{path}.instance_type")
+        repeated = sorted({task for task in self.tasks if self.tasks.count(task) > 1})
+        if repeated:
+            raise ConfigError(source, f"{path}.tasks", f"lists {repeated[0]!r} twice; name each task once")
 
 
 @dataclass(frozen=True)
@@ -194,6 +227,7 @@ class TrainingConfig:
     hyperparameters: dict[str, str] = setting(dict(SEED_HYPERPARAMETERS))
     neuron_compile: NeuronCompileConfig = setting(NeuronCompileConfig())
     quality_gate: QualityGateConfig = setting(QualityGateConfig())
+    benchmark: BenchmarkConfig = setting(BenchmarkConfig())
 
     def check(self, source: str, path: str) -> None:
         def fail(name: str, problem: str) -> None:
@@ -233,6 +267,25 @@ class TrainingConfig:
         found = self.distribution_problem(self.hyperparameters)
         if found:
             fail(f"hyperparameters.{found[0]}", found[1])
+        found = self.benchmark_problem()
+        if found:
+            fail(*found)
+
+    def benchmark_problem(self) -> tuple[str, str] | None:
+        """(name, problem) when the benchmark and its gate are not set together: scores nobody judges, or a
+        limit on scores nobody computes."""
+        drop = self.quality_gate.max_benchmark_drop
+        if self.benchmark.tasks and drop is None:
+            return "quality_gate.max_benchmark_drop", (
+                f"missing; benchmark.tasks runs {', '.join(self.benchmark.tasks)} for the gate: set the points a "
+                "task's score may fall below the base's (e.g. 2.0)"
+            )
+        if not self.benchmark.tasks and drop is not None:
+            return "quality_gate.max_benchmark_drop", (
+                f"got {drop:g} with no benchmark.tasks; name tasks staged under benchmark.staged_prefix "
+                "(make eval-data TASK=<task> ENV=<env>) or set it to null"
+            )
+        return None
 
     def hub_token_problem(self) -> tuple[str, str] | None:
         """(name, problem) when the hub token's settings cannot work together."""

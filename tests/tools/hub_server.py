@@ -1,6 +1,8 @@
 """A Hugging Face hub on 127.0.0.1 for huggingface_hub's own client (HF_ENDPOINT=http://127.0.0.1:<port>).
 
-It answers the routes huggingface_hub 2.4 calls for what tools/base_model reads, in the hub's shapes:
+It answers the routes huggingface_hub 2.4 calls for what tools/base_model and tools/eval_data read, in the hub's
+shapes (a dataset repository's routes are the same with `datasets` for `models`, and `/datasets/` before its id
+in file URLs; `serve` takes it as `datasets/<org>/<name>`):
 - GET /api/models/<org>/<name>[/revision/<rev>]: the repository's recorded model_info JSON (tests/data/hub), its
   `sha` and `gated` as published; metadata of a gated repository is public, as on the hub.
 - GET /api/models/<org>/<name>/tree/<rev>: the file list snapshot_download reads (path, size, oid), one page.
@@ -27,9 +29,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 TOKEN = "hf_loopbackTokenWithAccess"  # the token the loopback hub grants access to gated repositories
-_API = re.compile(r"/api/models/(?P<repo>[^/]+/[^/]+?)(?:/revision/(?P<rev>[^/]+))?$")
-_TREE = re.compile(r"/api/models/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/]+)$")
-_RESOLVE = re.compile(r"/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
+_API = re.compile(r"/api/(?P<kind>models|datasets)/(?P<repo>[^/]+/[^/]+?)(?:/revision/(?P<rev>[^/]+))?$")
+_TREE = re.compile(r"/api/(?P<kind>models|datasets)/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/]+)$")
+_RESOLVE = re.compile(r"/(?:(?P<kind>datasets)/)?(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 
 
@@ -92,6 +94,11 @@ class Hub:
     url: str = ""
 
 
+def _repo_key(match: re.Match) -> str:
+    """`serve`'s key of the repository a route names: its id, after `datasets/` for a dataset."""
+    return f"datasets/{match['repo']}" if match["kind"] == "datasets" else match["repo"]
+
+
 class _Handler(BaseHTTPRequestHandler):
     hub: Hub
 
@@ -127,11 +134,11 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         self.hub.requests.append((self.command, path, self.headers.get("Range")))
         if match := _TREE.match(path):
-            return self._tree(match["repo"], match["rev"], body)
+            return self._tree(_repo_key(match), match["rev"], body)
         if match := _API.match(path):
-            return self._info(match["repo"], match["rev"], body)
+            return self._info(_repo_key(match), match["rev"], body)
         if match := _RESOLVE.match(path):
-            return self._file(match["repo"], match["rev"], match["file"], body)
+            return self._file(_repo_key(match), match["rev"], match["file"], body)
         return self._error(404, "RepoNotFound", "Repository not found", body)
 
     def _repo(self, repo_id: str, body: bool) -> Repo | None:

@@ -194,6 +194,32 @@ CASES = [
         "training.quality_gate.min_loss: unknown setting",
     ),
     (
+        "benchmark-drop-range",
+        "dev",
+        _changed(VALID, training__quality_gate__max_benchmark_drop=101, training__benchmark={"tasks": ["arc_easy"]}),
+        "dev.yaml: training.quality_gate.max_benchmark_drop: got 101.0; expected a number in 0.0..100.0",
+    ),
+    (
+        "benchmark-without-gate",
+        "dev",
+        _with("training.benchmark", {"tasks": ["arc_easy", "hellaswag"]}),
+        "dev.yaml: training.quality_gate.max_benchmark_drop: missing; benchmark.tasks runs arc_easy, hellaswag "
+        "for the gate: set the points a task's score may fall below the base's (e.g. 2.0)",
+    ),
+    (
+        "benchmark-gate-without-tasks",
+        "dev",
+        _with("training.quality_gate.max_benchmark_drop", 2.5),
+        "dev.yaml: training.quality_gate.max_benchmark_drop: got 2.5 with no benchmark.tasks; name tasks "
+        "staged under benchmark.staged_prefix (make eval-data TASK=<task> ENV=<env>) or set it to null",
+    ),
+    (
+        "benchmark-task-twice",
+        "dev",
+        _changed(VALID, training__quality_gate__max_benchmark_drop=2, training__benchmark={"tasks": ["piqa", "piqa"]}),
+        "dev.yaml: training.benchmark.tasks: lists 'piqa' twice; name each task once",
+    ),
+    (
         "training-instance-type",
         "dev",
         _with("training.instance_type", "g5.2xlarge"),

@@ -486,6 +486,20 @@ EDGES: dict[str, Range | Choice | Listed | Text] = {
     ),
     "NeuronCompileConfig.volume_size_gb": Range(5, 16384, "5 GB to the 16 TiB of one EBS gp2 volume", JOB_VOLUME),
     "QualityGateConfig.min_improvement": Range(-10.0, 10.0, "eval loss in nats: far beyond any real change"),
+    "QualityGateConfig.max_benchmark_drop": Range(0.0, 100.0, "points of a score in 0..1: none of it to all of it"),
+    "BenchmarkConfig.tasks": Text(
+        (["arc_easy", "hellaswag", "mmlu_high_school_physics"], ["everyday_facts"]),
+        ((["arc easy"], MUST_MATCH), (["../arc_easy"], MUST_MATCH)),
+        "lm-eval task names, each a folder name under the staged prefix",
+    ),
+    "BenchmarkConfig.staged_prefix": Text(
+        ("eval-data/", "benchmarks/staged/"), (("eval-data", MUST_MATCH), ("/eval-data/", MUST_MATCH)), "an S3 folder"
+    ),
+    "BenchmarkConfig.instance_type": Text(("ml.g5.xlarge",), (("ml.g5.5xlarge", "not a SageMaker"),), "enum"),
+    "BenchmarkConfig.max_runtime_hours": Range(
+        RUNTIME_HOURS.low, 72, "project: two models on a few benchmarks take hours", RUNTIME_HOURS
+    ),
+    "BenchmarkConfig.volume_size_gb": Range(5, 16384, "5 GB to the 16 TiB of one EBS gp2 volume", JOB_VOLUME),
     # ServingConfig (dev: LMI NeuronX)
     "ServingConfig.model_name": Text(
         ("tinyllama-1.1b-chat", "mistral-7b-instruct"), (("Tiny", MUST_MATCH),), "a name; no folder of its own"

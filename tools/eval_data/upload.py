@@ -1,0 +1,28 @@
+"""--upload ENV: the staged folder into the environment's artifact bucket, under training.benchmark.staged_prefix
+<task>/, encrypted with the environment's key (SSE-KMS) as every object there; a stale file of an earlier staging
+is removed, so the prefix holds exactly this folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools.base_model.s3 import listed
+from tools.base_model.upload import Target
+
+
+def upload(folder: Path, to: Target) -> tuple[str, int]:
+    """(s3://bucket/<prefix><task>/, objects written); each object's key checked after the writes."""
+    s3 = to.env.client("s3")
+    bucket = to.data.bucket
+    prefix = f"{to.env.config.training.benchmark.staged_prefix}{folder.name}/"
+    files = sorted(path for path in folder.rglob("*") if path.is_file())
+    keys = {prefix + path.relative_to(folder).as_posix(): path for path in files}
+    for key, path in keys.items():
+        s3.upload_file(str(path), bucket, key, ExtraArgs=to.extra)
+    for stale in sorted(set(listed(s3, bucket, prefix)) - set(keys)):
+        s3.delete_object(Bucket=bucket, Key=stale)
+    for key in keys:
+        head = s3.head_object(Bucket=bucket, Key=key)
+        if head.get("SSEKMSKeyId") != to.data.key_arn:
+            raise RuntimeError(f"s3://{bucket}/{key} is encrypted with {head.get('SSEKMSKeyId')}")
+    return f"s3://{bucket}/{prefix}", len(keys)
