@@ -1,6 +1,9 @@
-"""What the pruning stack hands training_code/nas: entry points, the tuning job's ranges, metric definitions."""
+"""What the pruning stack hands training_code/nas: entry points, the scripts' flags, the tuning job's ranges,
+metric definitions."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from ..paths import NAS_CODE
 from .loader import load_code_module
@@ -10,6 +13,14 @@ TRIAL_PROGRAM = "evaluate_subnetwork.py"
 SELECT_PROGRAM = "select_tuning_job.py"
 EXPORT_PROGRAM = "export_models.py"
 OBJECTIVE_METRIC = "validation_error"
+
+
+def script_flags(program: str) -> tuple[str, ...]:
+    """The `--flag` names (without dashes in front) a script's parser accepts, read from the settings dataclass it
+    is built from (training_code/nas/pruning/settings.py); evaluate_subnetwork.py's sub-network flags come from the
+    search space instead (parameter_ranges)."""
+    settings = load_code_module(NAS_CODE, "pruning/settings.py").SCRIPT_SETTINGS[program]
+    return tuple(sorted(f.name.replace("_", "-") for f in dataclasses.fields(settings) if f.init))
 
 
 def parameter_ranges(search_space: str, num_layers: int, num_heads: int, intermediate_size: int) -> dict:

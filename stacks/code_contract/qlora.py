@@ -1,15 +1,21 @@
 """What the QLoRA training code accepts, read from the code itself (standard library only).
 
-Config validation, the Training stack and tools/start_training.py all ask this module, so a renamed flag in
-training_code/qlora/finetune/args.py fails the synth instead of a training job hours later.
+Config validation, the Training stack and tools/start_training.py all ask this module, which reads the settings'
+dataclasses train.py's parser is built from (training_code/qlora/finetune/config.py), so a renamed flag fails the
+synth instead of a training job hours later.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cache
+from types import ModuleType
 
 from ..paths import QLORA_CODE
 from .loader import load_code_module
@@ -18,7 +24,7 @@ ENTRY_POINT = "train.py"
 
 # Flags SageMaker fills from SM_* variables and channels; a hyperparameter must never point them elsewhere.
 RESERVED = frozenset({"train_data", "eval_data", "output_dir", "model_dir", "checkpoint_dir", "model_channel"})
-_KINDS = {"int": "an integer", "float": "a number", "parse_bool": "a boolean (true/false)"}
+_KINDS = {"int": "an integer", "float": "a number"}
 # The workflow records the model folder as the servable model; `merge` false leaves an adapter there.
 NO_MERGE_PROBLEM = (
     "the workflow records the job's model folder as the servable model and merge false leaves "
@@ -26,20 +32,39 @@ NO_MERGE_PROBLEM = (
 )
 
 
+@dataclass(frozen=True)
+class _Setting:
+    """How train.py reads one `--name value`: the converter its parser applies, the values it allows."""
+
+    convert: Callable[[str], object]
+    kind: str  # what the refusal says train.py expects
+    choices: tuple[str, ...] | None
+
+
+def _settings_module() -> ModuleType:
+    return load_code_module(QLORA_CODE, "finetune/config.py")
+
+
+def _setting(hint: object) -> _Setting:
+    """The converter and choices train.py's parser (transformers' HfArgumentParser over finetune/config.py, booleans
+    through its parse_bool) derives from a field's type: Optional[X] reads as X, a Literal as its choices."""
+    arguments = [a for a in typing.get_args(hint) if a is not type(None)]
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        (hint,) = arguments
+    if typing.get_origin(hint) is typing.Literal:
+        return _Setting(str, "another value", tuple(typing.get_args(hint)))
+    if hint is bool:
+        return _Setting(_settings_module().parse_bool, "a boolean (true/false)", None)
+    return _Setting(hint, _KINDS.get(hint.__name__, "another value"), None)
+
+
 @cache
-def _options() -> dict[str, argparse.Action]:
-    """{hyperparameter name: argparse action} for every `--name` flag of train.py but the reserved paths and
-    `--help` (a hyperparameter `help` would make the job print its usage and exit 0 without training)."""
-    parser = load_code_module(QLORA_CODE, "finetune/args.py").build_parser({})
-    options = {}
-    for action in parser._actions:  # noqa: SLF001 - argparse has no public listing of its actions
-        if isinstance(action, argparse._HelpAction):  # noqa: SLF001 - the only way to recognise --help
-            continue
-        for flag in action.option_strings:
-            name = flag[2:]
-            if flag.startswith("--") and name == action.dest and name not in RESERVED:
-                options[name] = action
-    return options
+def _options() -> dict[str, _Setting]:
+    """{hyperparameter name: how train.py reads it} for every field of finetune/config.py's TrainConfig (each is a
+    `--name` flag of train.py) but the reserved paths."""
+    config = _settings_module().TrainConfig
+    hints = typing.get_type_hints(config)
+    return {f.name: _setting(hints[f.name]) for f in dataclasses.fields(config) if f.name not in RESERVED}
 
 
 def hyperparameter_names() -> list[str]:
@@ -47,20 +72,32 @@ def hyperparameter_names() -> list[str]:
     return sorted(_options())
 
 
+@cache
+def hyperparameter_defaults() -> dict[str, str]:
+    """{name: train.py's default as a hyperparameter spells it} (booleans `true`/`false`; a setting without a
+    default, None, is left out)."""
+    config = _settings_module().TrainConfig
+    spelled = {
+        f.name: str(f.default).lower() if isinstance(f.default, bool) else str(f.default)
+        for f in dataclasses.fields(config)
+        if f.default is not None
+    }
+    return {name: value for name, value in spelled.items() if name in _options()}
+
+
 def hyperparameter_problem(name: str, value: str) -> str | None:
     """Why train.py would reject `--name value`, or None when it accepts it."""
     if name in RESERVED:
         return "is set by SageMaker from the job's channels and paths; it cannot be a hyperparameter"
-    action = _options().get(name)
-    if action is None:
+    setting = _options().get(name)
+    if setting is None:
         return "unknown hyperparameter; train.py accepts: " + ", ".join(hyperparameter_names())
     try:
-        converted = action.type(value) if action.type else value
+        converted = setting.convert(value)
     except (TypeError, ValueError, argparse.ArgumentTypeError):
-        kind = _KINDS.get(getattr(action.type, "__name__", ""), "another value")
-        return f"got {value!r}; train.py expects {kind}"
-    if action.choices and converted not in action.choices:
-        return f"got {value!r}; allowed: {', '.join(map(str, action.choices))}"
+        return f"got {value!r}; train.py expects {setting.kind}"
+    if setting.choices and converted not in setting.choices:
+        return f"got {value!r}; allowed: {', '.join(map(str, setting.choices))}"
     return None
 
 
@@ -74,15 +111,15 @@ def merge_problem(value: str) -> str | None:
 def parse_bool(value: str) -> bool:
     """train.py's boolean parsing; a value it rejects counts as false (hyperparameter_problem reports it)."""
     try:
-        return bool(load_code_module(QLORA_CODE, "finetune/args.py").parse_bool(value))
+        return bool(_settings_module().parse_bool(value))
     except argparse.ArgumentTypeError:
         return False
 
 
 def bool_spellings(truth: bool) -> tuple[str, ...]:
     """train.py's true (or false) booleans as lower, Capitalized and UPPER case: what a Choice can compare."""
-    module = load_code_module(QLORA_CODE, "finetune/args.py")
-    words = module._TRUE if truth else module._FALSE  # noqa: SLF001 - the parser's own tables
+    module = _settings_module()
+    words = module.TRUE_WORDS if truth else module.FALSE_WORDS
     return tuple(sorted({form for word in words for form in (word, word.capitalize(), word.upper())}))
 
 

@@ -168,12 +168,15 @@ class PruningConfig:
                 f"got {self.num_layers}; the per_layer space tunes 1 + 2 x num_layers parameters and "
                 f"a tuning job allows {MAX_TUNED_PARAMETERS}: use the uniform space or at most 14 layers",
             )
+        from ..code_contract.nas import SUPERNET_PROGRAM
+
         for name in self.supernet_hyperparameters:
             if not HYPERPARAMETER_NAME.fullmatch(name):
                 fail(
                     f"supernet_hyperparameters.{name}",
                     "expected a train_supernetwork.py flag name (lower-case, dashes), e.g. learning-rate",
                 )
+            _check_known_flag(fail, f"supernet_hyperparameters.{name}", SUPERNET_PROGRAM, name)
         reserved = {"output-dir", "checkpoint-dir", "data-dir", "search-space"}
         clash = sorted(reserved & set(self.supernet_hyperparameters))
         if clash:
@@ -195,7 +198,7 @@ class PruningConfig:
 
     def _check_trial_hyperparameters(self, fail) -> None:
         """Trial flags: the split comes from nas_supernet.json, the tuned values and paths from the tuning job."""
-        from ..code_contract.nas import parameter_ranges
+        from ..code_contract.nas import TRIAL_PROGRAM, parameter_ranges
 
         ranges = parameter_ranges(self.search_space, self.num_layers, self.num_heads, self.intermediate_size)
         tuned = {r["Name"] for kind in ranges.values() for r in kind}
@@ -220,3 +223,14 @@ class PruningConfig:
                     f"trial_hyperparameters.{name}",
                     "expected an evaluate_subnetwork.py flag name (lower-case, dashes), e.g. latency-repeats",
                 )
+            _check_known_flag(fail, f"trial_hyperparameters.{name}", TRIAL_PROGRAM, name)
+
+
+def _check_known_flag(fail, field: str, program: str, name: str) -> None:
+    """A hyperparameter becomes `--name value` on the script's command line: a name its parser lacks would end
+    the job with a usage error."""
+    from ..code_contract.nas import script_flags
+
+    flags = script_flags(program)
+    if name not in flags:
+        fail(field, f"unknown flag; {program} accepts: {', '.join(flags)}")

@@ -43,15 +43,6 @@ LOGIT_BYTES = 10
 CUDA_ALLOWANCE_GIB = 2.0
 HOST_COPIES = 2
 MERGE_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
-DEFAULTS = {  # train.py's own defaults (training_code/qlora/finetune/args.py)
-    "per_device_batch_size": "4",
-    "max_seq_length": "512",
-    "lora_r": "64",
-    "target_modules": "auto",
-    "gradient_checkpointing": "true",
-    "double_quant": "true",
-    "merge_dtype": "float16",
-}
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -83,20 +74,20 @@ def lora_parameters(record: BaseModelRecord, r: int, target_modules: str) -> int
     return total
 
 
-def _flag(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")
-
-
 def qlora_need(record: BaseModelRecord, hyperparameters: Mapping[str, str]) -> QloraNeed:
     """The rule's figures for `record` trained with `hyperparameters` (strings, as the job gets them)."""
-    hp = {**DEFAULTS, **hyperparameters}
+    from ..code_contract.qlora import hyperparameter_defaults, parse_bool
+
+    hp = {**hyperparameter_defaults(), **hyperparameters}
     tokens = int(hp["per_device_batch_size"]) * int(hp["max_seq_length"])
     embeddings = record.vocab_size * record.hidden_size * (1 if record.tie_word_embeddings else 2)
     quantized = max(record.parameters - embeddings, 0)
-    weights = quantized * (NF4_BITS + CONSTANT_BITS[_flag(hp["double_quant"])]) / 8 + embeddings * UNQUANTIZED_BYTES
+    weights = (
+        quantized * (NF4_BITS + CONSTANT_BITS[parse_bool(hp["double_quant"])]) / 8 + embeddings * UNQUANTIZED_BYTES
+    )
     lora = lora_parameters(record, int(hp["lora_r"]), hp["target_modules"]) * LORA_STATE_BYTES
     layers = record.num_hidden_layers
-    if _flag(hp["gradient_checkpointing"]):
+    if parse_bool(hp["gradient_checkpointing"]):
         kept = layers * 2 * tokens * record.hidden_size + CHECKPOINTED_LAYER_BYTES * tokens * record.hidden_size
     else:
         kept = layers * CHECKPOINTED_LAYER_BYTES * tokens * record.hidden_size

@@ -21,43 +21,28 @@ from dataclasses import asdict
 from pathlib import Path
 
 from pruning.cli import (
-    add_data_arguments,
-    add_runtime_arguments,
     apply_runtime,
+    defer_split_to_metadata,
     load_data,
     read_json,
     resolve_split,
-    sm_default,
+    settings_from,
+    settings_parser,
     supernet_metadata,
     write_json,
 )
 from pruning.metrics import format_metrics
-from pruning.search_space import SPACES, ModelDims, config_from_hyperparameters, parameter_specs
+from pruning.search_space import ModelDims, config_from_hyperparameters, parameter_specs
+from pruning.settings import TrialSettings
 
 # bert-base-cased: only used to list the per_layer flags in --help when no --model-dir is readable.
 HELP_DIMS = ModelDims(12, 12, 3072)
 
 
 def base_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument(
-        "--model-dir",
-        default=sm_default("SM_CHANNEL_MODEL", None),
-        help="trained super-network folder, or one holding model.tar.gz ($SM_CHANNEL_MODEL)",
-    )
-    parser.add_argument("--output-data-dir", default=sm_default("SM_OUTPUT_DATA_DIR", None))
-    parser.add_argument(
-        "--search-space",
-        choices=SPACES,
-        default=None,
-        help="default: the space the super-network was trained for",
-    )
-    parser.add_argument("--max-length", type=int, default=None, help="default: the training max length")
-    parser.add_argument("--split", choices=("validation", "test"), default="validation")
-    parser.add_argument("--latency-batch-size", type=int, default=8)
-    parser.add_argument("--latency-repeats", type=int, default=20)
-    add_data_arguments(parser, split_from_metadata=True)
-    add_runtime_arguments(parser)
+    """The flags of every trial; parse_args adds the sub-network's, which depend on the space and the model."""
+    parser = settings_parser(TrialSettings, None, add_help=False)
+    defer_split_to_metadata(parser)
     return parser
 
 
@@ -79,7 +64,7 @@ def model_dims_from(model_dir: Path | None) -> ModelDims:
     return ModelDims.from_config(read_json(model_dir / "config.json"))
 
 
-def parse_args(argv=None):
+def parse_args(argv=None) -> tuple[TrialSettings, ModelDims]:
     known, _ = base_parser().parse_known_args(argv)
     model_dir = unpack_model_dir(known.model_dir) if known.model_dir else None
     metadata = supernet_metadata(model_dir) if model_dir else {}
@@ -89,7 +74,8 @@ def parse_args(argv=None):
         parents=[base_parser()], description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     group = parser.add_argument_group(f"sub-network ({space} space)")
-    for spec in parameter_specs(space, dims):
+    specs = parameter_specs(space, dims)
+    for spec in specs:
         allowed = f"one of {list(spec.choices)}" if spec.is_categorical else f"{spec.low}..{spec.high}"
         group.add_argument(
             f"--{spec.name}",
@@ -99,9 +85,11 @@ def parse_args(argv=None):
             required=True,
             help=allowed,
         )
-    args = parser.parse_args(argv)
+    namespace = parser.parse_args(argv)
+    args = settings_from(namespace, TrialSettings)
     args.model_dir, args.search_space = model_dir, space
     args.max_length = args.max_length or metadata.get("max_length", 128)
+    args.subnetwork = {spec.name: getattr(namespace, spec.name) for spec in specs}
     resolve_split(args, metadata)
     return args, dims
 
@@ -114,8 +102,7 @@ def main(argv=None) -> int:
     from pruning.cli import load_classifier
     from pruning.evaluation import evaluate_subnetwork, latency_batch, mean_tokens
 
-    specs = parameter_specs(args.search_space, dims)
-    hyperparameters = {spec.name: getattr(args, spec.name) for spec in specs}
+    hyperparameters = args.subnetwork
     subnet = config_from_hyperparameters(args.search_space, hyperparameters, dims)
     pairs = load_data(args)[args.split]
     model, tokenizer = load_classifier(args.model_dir)

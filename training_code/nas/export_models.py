@@ -15,7 +15,6 @@ $SM_CHANNEL_TRAINING, so with --quantize dynamic_int8 the pruned export re-measu
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tarfile
@@ -23,17 +22,15 @@ import tempfile
 from pathlib import Path
 
 import export_subnetwork
-from pruning.cli import read_json, sm_default
+from pruning.cli import read_json, settings_from, settings_parser
 from pruning.search_space import ModelDims, largest_config
+from pruning.settings import ExportModelsSettings
 
 
-def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base-output-dir", default=None, help="default: a temporary folder")
-    parser.add_argument("--base-output-s3-uri", default=None, help="s3://bucket/key/model.tar.gz")
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None))
-    parser.add_argument("--inference-code-dir", default=None)
-    return parser.parse_known_args(argv)
+def parse_args(argv=None) -> tuple[ExportModelsSettings, list[str]]:
+    parser = settings_parser(ExportModelsSettings, __doc__)
+    known, rest = parser.parse_known_args(argv)
+    return settings_from(known, ExportModelsSettings), rest
 
 
 def base_front(model_dir: str, folder: Path) -> Path:

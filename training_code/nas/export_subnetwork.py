@@ -22,54 +22,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from pruning.cli import SPLIT_DEFAULTS, read_json, sm_default, supernet_metadata
+from pruning.cli import SPLIT_DEFAULTS, parse_settings, read_json, settings_parser, sm_default, supernet_metadata
 from pruning.data import LABELS
 from pruning.metrics import format_metrics
 from pruning.pareto import select_from_front
 from pruning.search_space import SubnetConfig
+from pruning.settings import ExportSettings
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
-    parser.add_argument(
-        "--pareto-file",
-        default=None,
-        help="pareto.json of search_subnetworks.py or select_pareto.py (default: $SM_CHANNEL_PARETO/pareto.json)",
-    )
-    parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/export"))
-    choice = parser.add_mutually_exclusive_group(required=True)
-    choice.add_argument("--index", type=int, help="position in the front sorted by parameters")
-    choice.add_argument("--max-error", type=float, help="smallest sub-network with at most this error")
-    choice.add_argument(
-        "--max-error-increase",
-        type=float,
-        help="smallest sub-network with at most the unpruned error plus this",
-    )
-    parser.add_argument(
-        "--minimise",
-        choices=("num_parameters", "latency_ms", "macs", "latency_ms_final"),
-        default="num_parameters",
-        help="what the error-budget pick minimises (latency_ms / macs: search with it as an objective; "
-        "latency_ms_final: the front re-timed by search_subnetworks.py)",
-    )
-    parser.add_argument(
-        "--quantize",
-        choices=("none", "dynamic_int8"),
-        default="none",
-        help="dynamic_int8: the handler serves the Linear layers in int8 (accuracy re-measured with --data-dir)",
-    )
-    parser.add_argument(
-        "--data-dir",
-        default=sm_default("SM_CHANNEL_TRAINING", None),
-        help="the super-network's data: re-measures the validation error after compression",
-    )
-    parser.add_argument(
-        "--inference-code-dir",
-        default=None,
-        help="copied to <output-dir>/code (serving_artifacts/encoder_classifier/code)",
-    )
-    args = parser.parse_args(argv)
+def parse_args(argv=None) -> ExportSettings:
+    parser = settings_parser(ExportSettings, __doc__)
+    args = parse_settings(parser, ExportSettings, argv)
     if args.pareto_file is None and sm_default("SM_CHANNEL_PARETO", None):
         args.pareto_file = str(Path(sm_default("SM_CHANNEL_PARETO", "")) / "pareto.json")
     if not args.model_dir or not args.pareto_file:

@@ -12,55 +12,33 @@ interleaved round by round on the same batch.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from pruning.cli import (
-    add_data_arguments,
-    add_runtime_arguments,
     apply_runtime,
+    defer_split_to_metadata,
     load_classifier,
     load_data,
+    parse_settings,
     resolve_split,
-    sm_default,
+    settings_parser,
     supernet_metadata,
 )
-from pruning.pareto import OBJECTIVES, parse_objectives
+from pruning.pareto import parse_objectives
 from pruning.report import PARETO_JSON, write_pareto, write_trials
-from pruning.search import SEARCHERS, run_search
-from pruning.search_space import SPACES, SubnetConfig, largest_config
+from pruning.search import run_search
+from pruning.search_space import SubnetConfig, largest_config
+from pruning.settings import SearchSettings
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
-    parser.add_argument("--output-dir", default=sm_default("SM_OUTPUT_DATA_DIR", "out/search"))
-    parser.add_argument("--search-space", choices=SPACES, default=None, help="default: the training space")
-    parser.add_argument("--searcher", choices=SEARCHERS, default="morea")
-    parser.add_argument("--num-samples", type=int, default=100)
-    parser.add_argument(
-        "--objectives", default="validation_error,num_parameters", help=f"comma-separated, from {OBJECTIVES}"
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-length", type=int, default=None, help="default: the training max length")
-    parser.add_argument("--latency-batch-size", type=int, default=8)
-    parser.add_argument(
-        "--latency-repeats", type=int, default=10, help="per trial; 0: no latency_ms (e.g. with the macs objective)"
-    )
-    parser.add_argument(
-        "--final-latency-repeats",
-        type=int,
-        default=30,
-        help="re-times the front and the unpruned network, interleaved, as latency_ms_final (0: skip)",
-    )
-    parser.add_argument("--no-test-rescore", action="store_true", help="skip re-scoring the front on test")
-    add_data_arguments(parser, split_from_metadata=True)
-    add_runtime_arguments(parser)
-    args = parser.parse_args(argv)
+def parse_args(argv=None) -> SearchSettings:
+    parser = settings_parser(SearchSettings, __doc__)
+    defer_split_to_metadata(parser)
+    args = parse_settings(parser, SearchSettings, argv)
     try:
-        args.objectives = list(parse_objectives(args.objectives))
+        parse_objectives(args.objectives)
     except ValueError as error:
         parser.error(str(error))
     if not args.model_dir:
@@ -69,14 +47,48 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def retime_front(summary: dict, model, timing, repeats: int) -> None:
+    """latency_ms_final of the front and the unpruned network, timed interleaved round by round on one batch."""
+    from pruning.evaluation import interleaved_latency_ms
+    from pruning.export import build_pruned_model
+
+    members = [summary["unpruned"], *summary["pareto"]]
+    networks = [build_pruned_model(model, SubnetConfig.from_dict(r["subnet"])) for r in members]
+    for row, p50 in zip(members, interleaved_latency_ms(networks, timing, repeats), strict=True):
+        row["latency_ms_final"] = p50
+
+
+def rescore_front_on_test(summary: dict, model, tokenizer, test: list, max_length: int) -> None:
+    """test_error of each front member and of the unpruned network (the search saw validation rows only)."""
+    from pruning.export import build_pruned_model
+    from pruning.training import error_rate
+
+    for row in summary["pareto"]:
+        pruned = build_pruned_model(model, SubnetConfig.from_dict(row["subnet"]))
+        row["test_error"] = error_rate(pruned, tokenizer, test, max_length)
+    summary["unpruned"]["test_error"] = error_rate(model, tokenizer, test, max_length)
+
+
+def refine_front(args: SearchSettings, summary: dict, networks: tuple, test: list, measured: dict, output_dir: Path):
+    """Re-times the front (--final-latency-repeats) and re-scores it on test (unless --no-test-rescore), rewriting
+    pareto.json after each; `measured` holds the search's timing batch, mean tokens and max length."""
+    model, tokenizer = networks
+    if args.final_latency_repeats:
+        retime_front(summary, model, measured["timing"], args.final_latency_repeats)
+        summary["macs_tokens"] = measured["tokens"]
+        (output_dir / PARETO_JSON).write_text(json.dumps(summary, indent=2))
+    if not args.no_test_rescore:
+        rescore_front_on_test(summary, model, tokenizer, test, measured["max_length"])
+        (output_dir / PARETO_JSON).write_text(json.dumps(summary, indent=2))
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     apply_runtime(args)
-    from pruning.evaluation import evaluate_subnetwork, interleaved_latency_ms, latency_batch, mean_tokens
-    from pruning.export import build_pruned_model
+    from pruning.evaluation import evaluate_subnetwork, latency_batch, mean_tokens
     from pruning.masks import model_dims
-    from pruning.training import error_rate
 
+    objectives = list(parse_objectives(args.objectives))
     metadata = supernet_metadata(args.model_dir)
     space = args.search_space or metadata.get("search_space", "uniform")
     max_length = args.max_length or metadata.get("max_length", 128)
@@ -89,15 +101,9 @@ def main(argv=None) -> int:
 
     def evaluate(subnet: SubnetConfig) -> dict:
         if subnet not in cache:  # e.g. 0 layers: every head/unit value is the same network
+            latency, repeats = (timing if args.latency_repeats else None), args.latency_repeats
             cache[subnet] = evaluate_subnetwork(
-                model,
-                tokenizer,
-                subnet,
-                splits["validation"],
-                max_length,
-                timing if args.latency_repeats else None,
-                repeats=args.latency_repeats,
-                tokens=tokens,
+                model, tokenizer, subnet, splits["validation"], max_length, latency, repeats=repeats, tokens=tokens
             )
         return dict(cache[subnet])
 
@@ -112,7 +118,7 @@ def main(argv=None) -> int:
         dims,
         args.searcher,
         args.num_samples,
-        args.objectives,
+        objectives,
         seed=args.seed,
         log=lambda message: print(message, flush=True),
     )
@@ -120,26 +126,14 @@ def main(argv=None) -> int:
     write_trials(rows, output_dir)
     summary = write_pareto(
         rows,
-        args.objectives,
+        objectives,
         unpruned,
         output_dir,
         title=f"{args.searcher} search, {space} space, {args.num_samples} samples",
         num_labels=model.config.num_labels,
     )
-    if args.final_latency_repeats:
-        members = [summary["unpruned"], *summary["pareto"]]
-        networks = [build_pruned_model(model, SubnetConfig.from_dict(r["subnet"])) for r in members]
-        for row, p50 in zip(members, interleaved_latency_ms(networks, timing, args.final_latency_repeats), strict=True):
-            row["latency_ms_final"] = p50
-        summary["macs_tokens"] = tokens
-        (output_dir / PARETO_JSON).write_text(json.dumps(summary, indent=2))
-    if not args.no_test_rescore:
-        test = splits["test"]
-        for row in summary["pareto"]:
-            pruned = build_pruned_model(model, SubnetConfig.from_dict(row["subnet"]))
-            row["test_error"] = error_rate(pruned, tokenizer, test, max_length)
-        unpruned["test_error"] = error_rate(model, tokenizer, test, max_length)
-        (output_dir / PARETO_JSON).write_text(json.dumps(summary, indent=2))
+    measured = {"timing": timing, "tokens": tokens, "max_length": max_length}
+    refine_front(args, summary, (model, tokenizer), splits["test"], measured, output_dir)
     print(
         f"hypervolume={summary['hypervolume']:.6f} (reference point {summary['reference_point']}); "
         f"{len(summary['pareto'])} sub-networks on the front; results in {output_dir}",

@@ -14,37 +14,23 @@ configuration and config.json (SageMaker metrics are 32-bit floats: 108,311,810 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from pruning.cli import read_json, sm_default, supernet_metadata
+from pruning.cli import parse_settings, read_json, settings_parser, supernet_metadata
 from pruning.params import EncoderShape, count_macs, count_parameters
 from pruning.pareto import OBJECTIVES, parse_objectives
 from pruning.report import write_pareto, write_trials
 from pruning.results import complete_rows, read_trials
-from pruning.search_space import SPACES, ModelDims, largest_config
+from pruning.search_space import ModelDims, largest_config
+from pruning.settings import ParetoSettings
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--trials",
-        default=sm_default("SM_CHANNEL_TRIALS", None),
-        help="results file or folder ($SM_CHANNEL_TRIALS)",
-    )
-    parser.add_argument("--output-dir", default=sm_default("SM_OUTPUT_DATA_DIR", "out/pareto"))
-    parser.add_argument(
-        "--model-dir",
-        default=sm_default("SM_CHANNEL_MODEL", None),
-        help="super-network folder (config.json, nas_supernet.json)",
-    )
-    parser.add_argument("--unpruned-json", default=None, help="metrics of the unpruned model")
-    parser.add_argument("--search-space", choices=SPACES, default=None)
-    parser.add_argument("--objectives", default="validation_error,num_parameters")
-    args = parser.parse_args(argv)
+def parse_args(argv=None) -> ParetoSettings:
+    parser = settings_parser(ParetoSettings, __doc__)
+    args = parse_settings(parser, ParetoSettings, argv)
     try:
-        args.objectives = parse_objectives(args.objectives)
+        parse_objectives(args.objectives)
     except ValueError as error:
         parser.error(str(error))
     if not args.trials:
@@ -90,7 +76,7 @@ def unpruned_reference(args, rows: list[dict], config: dict | None, metadata: di
         if tokens is not None:  # the full network's MACs at the length the trials were counted at
             reference["macs"] = count_macs(shape, largest, tokens)
     done = [r for r in rows if r.get("status") == "completed"]
-    for name in args.objectives:
+    for name in parse_objectives(args.objectives):
         if name not in reference and name != "validation_error":
             reference[name] = max(float(r[name]) for r in done)
     return reference
@@ -109,7 +95,8 @@ def main(argv=None) -> int:
     space = args.search_space or metadata.get("search_space", "uniform")
     dims = ModelDims.from_config(config) if config is not None else None
     shape = EncoderShape.from_config(config) if config is not None else None
-    rows = complete_rows(read_trials(args.trials), space, dims, args.objectives, shape)
+    objectives = list(parse_objectives(args.objectives))
+    rows = complete_rows(read_trials(args.trials), space, dims, objectives, shape)
     if not any(r.get("status") == "completed" for r in rows):
         raise SystemExit("no completed trial with all objectives")
     unpruned = unpruned_reference(args, rows, config, metadata)
@@ -117,7 +104,7 @@ def main(argv=None) -> int:
     write_trials(rows, output_dir)
     summary = write_pareto(
         rows,
-        list(args.objectives),
+        objectives,
         unpruned,
         output_dir,
         title="Pareto front of the trials",

@@ -13,15 +13,15 @@ and pareto_front.png, which go to --output-dir and, with --output-s3-uri, to S3 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
 import select_pareto
-from pruning.cli import sm_default
+from pruning.cli import parse_settings, settings_parser
 from pruning.pareto import parse_objectives
+from pruning.settings import TuningJobSettings
 
 TRIALS_FILE = "tuning_trials.json"
 SKIPPED_FILE = "skipped.json"
@@ -29,16 +29,9 @@ UPLOADED = ("trials.json", "trials.csv", "pareto.json", "pareto_front.png", SKIP
 HYPERPARAMETERS_JSON = "/opt/ml/input/config/hyperparameters.json"
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tuning-job-name", required=True)
-    parser.add_argument("--model-dir", default=sm_default("SM_CHANNEL_MODEL", None), help="super-network folder")
-    parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/pareto"))
-    parser.add_argument("--output-s3-uri", default=None, help="s3://bucket/prefix/ to copy the results to")
-    parser.add_argument("--search-space", default=None)
-    parser.add_argument("--objectives", default="validation_error,num_parameters")
-    parser.add_argument("--region", default=None, help="default: AWS_REGION or the job's sagemaker_region")
-    args = parser.parse_args(argv)
+def parse_args(argv=None) -> TuningJobSettings:
+    parser = settings_parser(TuningJobSettings, __doc__)
+    args = parse_settings(parser, TuningJobSettings, argv)
     try:  # refused here, before any API call, rather than by select_pareto.py after listing every trial
         parse_objectives(args.objectives)
     except ValueError as error:

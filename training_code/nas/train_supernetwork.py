@@ -10,92 +10,32 @@ The result in --output-dir is a ``save_pretrained`` folder plus ``nas_supernet.j
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from pruning.cli import (
-    CHECKPOINT_DIR,
     SUPERNET_METADATA,
-    add_data_arguments,
-    add_runtime_arguments,
     apply_runtime,
     load_classifier,
     load_data,
+    parse_settings,
     read_json,
     sagemaker_checkpoint_dir,
-    sm_default,
+    settings_parser,
     write_json,
 )
 from pruning.metrics import format_metrics
-from pruning.search_space import SPACES
-from pruning.training import STRATEGIES, TrainSettings, train_supernetwork, training_phases
+from pruning.settings import SupernetSettings
+from pruning.training import TrainSettings, train_supernetwork, training_phases
 
 TRAINER_STATE = "trainer_state.pt"
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--model-name-or-path",
-        default="bert-base-cased",
-        help="pre-trained encoder: a hub id (cloud) or a local folder",
-    )
-    parser.add_argument("--output-dir", default=sm_default("SM_MODEL_DIR", "out/supernet"))
-    parser.add_argument(
-        "--checkpoint-dir",
-        default=sagemaker_checkpoint_dir(),
-        help=f"per-epoch checkpoints, resumed from (default in a SageMaker job: {CHECKPOINT_DIR}, the folder "
-        "beside $SM_MODEL_DIR, if present; none outside a job)",
-    )
-    parser.add_argument("--strategy", choices=STRATEGIES, default="kd")
-    parser.add_argument("--search-space", choices=SPACES, default="uniform")
-    parser.add_argument("--num-random-subnets", type=int, default=2, help="random sub-networks per step")
-    parser.add_argument(
-        "--min-subnet-layers",
-        type=int,
-        default=1,
-        help="fewest layers of a sub-network trained per step (0: the space's 0-layer smallest network, "
-        "whose [CLS] vector ignores the input)",
-    )
-    parser.add_argument(
-        "--classifier-pooling",
-        choices=("cls", "mean"),
-        default="cls",
-        help="what the fresh classifier head reads: [CLS] through the pooler (BERT) or the mean of the token "
-        "vectors (models trained with mean pooling, such as MiniLM-L6 sentence-transformers)",
-    )
-    parser.add_argument("--temperature", type=float, default=1.0, help="distillation temperature (kd)")
-    parser.add_argument("--epochs", type=int, default=5, help="all epochs, the teacher epochs included")
-    parser.add_argument(
-        "--teacher-epochs",
-        type=int,
-        default=1,
-        help="sandwich/kd: the first N epochs fine-tune the full network alone (the teacher)",
-    )
-    parser.add_argument(
-        "--rewire",
-        type=str.lower,  # SageMaker's toolkit JSON-decodes "true" and passes it on as "True"
-        choices=("true", "false"),
-        default="true",
-        help="after the teacher epochs, order each layer's heads and FFN units by importance, so the "
-        "prefixes sub-networks keep are the important ones",
-    )
-    parser.add_argument(
-        "--importance-rows",
-        type=int,
-        default=None,
-        help="rewiring scores heads/units on the first N training rows (default: all of them)",
-    )
-    parser.add_argument("--learning-rate", type=float, default=2e-5)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--max-steps", type=int, default=None, help="cap on optimizer steps per epoch")
-    add_data_arguments(parser)
-    add_runtime_arguments(parser)
-    return parser.parse_args(argv)
+def parse_args(argv=None) -> SupernetSettings:
+    parser = settings_parser(SupernetSettings, __doc__)
+    parser.set_defaults(checkpoint_dir=sagemaker_checkpoint_dir())
+    return parse_settings(parser, SupernetSettings, argv)
 
 
 def settings_from_args(args) -> TrainSettings:
@@ -151,6 +91,24 @@ def save_supernet(model, tokenizer, folder: Path, metadata: dict) -> None:
     write_json(folder / SUPERNET_METADATA, metadata)
 
 
+def supernet_record(args: SupernetSettings, settings: TrainSettings, dims, num_parameters: int) -> dict:
+    """nas_supernet.json: what later jobs reuse (space, max length, pooling, the train/validation cut)."""
+    return {
+        "base_model": args.model_name_or_path,
+        "search_space": args.search_space,
+        "strategy": args.strategy,
+        "teacher_epochs": settings.teacher_epochs,
+        "rewired": any(phase.rewire_after for phase in training_phases(settings)),
+        "max_length": args.max_length,
+        "classifier_pooling": args.classifier_pooling,
+        "dims": asdict(dims),
+        "num_parameters": num_parameters,
+        "dataset": args.dataset,
+        "split_seed": args.split_seed,
+        "validation_fraction": args.validation_fraction,
+    }
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     apply_runtime(args)
@@ -168,21 +126,7 @@ def main(argv=None) -> int:
         resume_folder or args.model_name_or_path, args.seed, None if resume_folder else args.classifier_pooling
     )
     num_parameters = count_model_parameters(model)
-    dims = model_dims(model.config)
-    metadata = {
-        "base_model": args.model_name_or_path,
-        "search_space": args.search_space,
-        "strategy": args.strategy,
-        "teacher_epochs": settings.teacher_epochs,
-        "rewired": any(phase.rewire_after for phase in training_phases(settings)),
-        "max_length": args.max_length,
-        "classifier_pooling": args.classifier_pooling,
-        "dims": asdict(dims),
-        "num_parameters": num_parameters,
-        "dataset": args.dataset,
-        "split_seed": args.split_seed,
-        "validation_fraction": args.validation_fraction,
-    }
+    metadata = supernet_record(args, settings, model_dims(model.config), num_parameters)
     if resume_folder is not None:
         metadata.update(read_json(resume_folder / SUPERNET_METADATA))
         print(f"resuming from {resume_folder} at epoch {start_epoch}", flush=True)

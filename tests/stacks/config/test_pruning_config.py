@@ -77,6 +77,16 @@ def test_endpoint_image_follows_the_instance_type():
         ({"trial_hyperparameters": {"split-seed": "1"}}, "pruning.trial_hyperparameters.split-seed: is set per trial"),
         ({"trial_hyperparameters": {"num_layers": "2"}}, "pruning.trial_hyperparameters.num_layers: is set per trial"),
         ({"trial_hyperparameters": {"Repeats": "2"}}, "pruning.trial_hyperparameters.Repeats: expected"),
+        (
+            {"supernet_hyperparameters": {"learning-rat": "1e-4"}},
+            "dev.yaml: pruning.supernet_hyperparameters.learning-rat: unknown flag; train_supernetwork.py accepts: "
+            "batch-size, checkpoint-dir, classifier-pooling, data-dir, dataset, epochs, importance-rows,",
+        ),
+        (
+            {"trial_hyperparameters": {"latency-repeat": "5"}},
+            "dev.yaml: pruning.trial_hyperparameters.latency-repeat: unknown flag; evaluate_subnetwork.py accepts: "
+            "data-dir, dataset, latency-batch-size, latency-repeats, max-length, max-rows, model-dir, num-threads,",
+        ),
     ],
 )
 def test_bad_values_fail_with_one_line(data, fragment):

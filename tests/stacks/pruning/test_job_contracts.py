@@ -23,6 +23,7 @@ from pruning.contract import check_command_line, tuned_values  # noqa: E402
 
 from stacks.code_contract.nas import EXPORT_PROGRAM as EXPORT  # noqa: E402
 from stacks.code_contract.nas import SELECT_PROGRAM as SELECT  # noqa: E402
+from stacks.code_contract.nas import SUPERNET_PROGRAM as SUPERNET  # noqa: E402
 from stacks.code_contract.nas import TRIAL_PROGRAM as TRIAL  # noqa: E402
 
 SAMPLE = {  # what the JSONPath/intrinsic fields resolve to in an execution
@@ -183,3 +184,24 @@ def test_every_configurable_objective_and_minimise_parses_in_its_job(channels):
     for minimise in typing.get_args(hints["minimise"]):
         (_, export) = check_command_line(EXPORT, {"max-error-increase": "0.01", "minimise": minimise}, channels)
         assert export.minimise == minimise
+
+
+@pytest.mark.parametrize("program", [SUPERNET, TRIAL])
+def test_the_flags_config_may_set_are_the_scripts_own(program):
+    """Config refuses a hyperparameter name the script's parser lacks; the names it allows are what --help lists."""
+    import re
+    import subprocess
+
+    from stacks.code_contract.nas import script_flags
+
+    result = subprocess.run(
+        [sys.executable, str(NAS_CODE / program), "--help"], capture_output=True, text=True, check=True, timeout=60
+    )
+    listed = set(re.findall(r"--([a-z][a-z0-9_-]*)[\s,\]]", result.stdout)) - {"help"}
+    assert set(script_flags(program)) <= listed
+    # the rest are the uniform space's sub-network flags (--help without a model), which the tuning job sets
+    assert {flag.replace("-", "_") for flag in listed - set(script_flags(program))} <= {
+        "num_layers",
+        "num_heads",
+        "num_units",
+    }

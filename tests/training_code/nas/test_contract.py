@@ -46,7 +46,7 @@ def test_trial_command_line_reads_the_model_channel(supernet, sample_data_dir):
     hyperparameters = {"search-space": "uniform", "sagemaker_program": "evaluate_subnetwork.py", **tuned_values(ranges)}
     channels = {"model": str(supernet), "training": str(sample_data_dir)}
     ((args, dims),) = check_command_line("evaluate_subnetwork.py", hyperparameters, channels)
-    assert (args.num_layers, args.num_heads, args.num_units) == (6, 12, 1536)
+    assert args.subnetwork == {"num_layers": 6, "num_heads": 12, "num_units": 1536}
     assert str(args.model_dir) == str(supernet) and args.data_dir == str(sample_data_dir)
 
 

@@ -70,7 +70,7 @@ def test_range_names_are_the_evaluation_script_flags(space, tmp_path):
         argv += [f"--{r['Name']}", r["Values"][-1]]
     args, dims = evaluate_subnetwork.parse_args(argv)
     assert dims == MINILM
-    values = {r["Name"]: getattr(args, r["Name"]) for r in ranges["IntegerParameterRanges"]}
+    values = {r["Name"]: args.subnetwork[r["Name"]] for r in ranges["IntegerParameterRanges"]}
     config = config_from_hyperparameters(space, {**values, "num_heads": 12}, dims)
     assert config == SubnetConfig((12,) * 6, (1536,) * 6)
     with pytest.raises(SystemExit):  # a missing sub-network hyperparameter is an error, not a default
@@ -177,3 +177,13 @@ def test_typed_model_dimensions_are_checked_against_config_json():
     check_model_dims(MINILM, config)
     with pytest.raises(ValueError, match="intermediate_size is 3072, the model's config.json says 1536"):
         check_model_dims(ModelDims(6, 12, 3072), config)
+
+
+def test_the_scripts_offer_the_search_spaces_the_code_defines():
+    """pruning/settings.py and pruning/search_space.py are each loaded alone by the stacks, so each names them."""
+    from typing import get_args
+
+    from pruning.search_space import SPACES
+    from pruning.settings import SearchSpace
+
+    assert get_args(SearchSpace) == SPACES

@@ -187,11 +187,10 @@ def test_outside_a_sagemaker_job_a_stale_checkpoint_folder_is_not_resumed(
 ):
     """A dev box with /opt/ml/checkpoints left by another run: without SM_MODEL_DIR nothing is resumed."""
     import train_supernetwork
-    from pruning import cli as nas_cli
+    from pruning import settings as nas_settings
 
     stale = _stale_checkpoint(minilm_path, tmp_path / "opt-ml-checkpoints")
-    monkeypatch.setattr(nas_cli, "CHECKPOINT_DIR", str(stale))
-    monkeypatch.setattr(train_supernetwork, "CHECKPOINT_DIR", str(stale))
+    monkeypatch.setattr(nas_settings, "CHECKPOINT_DIR", str(stale))
     monkeypatch.delenv("SM_MODEL_DIR", raising=False)
     assert train_supernetwork.parse_args(["--data-dir", str(sample_data_dir)]).checkpoint_dir is None
     assert _start_epoch(monkeypatch, minilm_path, sample_data_dir, tmp_path) == 1

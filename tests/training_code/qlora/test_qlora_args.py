@@ -100,3 +100,23 @@ def test_help_runs_without_loading_torch():
         "--gradient_accumulation_steps",
     ):
         assert flag in result.stdout
+
+
+def test_the_stacks_accept_a_hyperparameter_value_exactly_when_train_py_parses_it():
+    """stacks/code_contract reads finetune/config.py's dataclasses; train.py's parser is HfArgumentParser over the
+    same fields: both must agree on every name and value (spellings SageMaker sends included)."""
+    from finetune.args import build_parser
+
+    from stacks.code_contract.qlora import RESERVED, hyperparameter_names, hyperparameter_problem
+
+    parser = build_parser({})
+    flags = {a.dest for a in parser._actions if a.option_strings and a.option_strings[0] == f"--{a.dest}"}
+    assert set(hyperparameter_names()) == flags - RESERVED - {"help"}
+    for name in hyperparameter_names():
+        for value in ("True", "false", "on", "maybe", "3", "0.5", "-1", "1e-4", "auto", "drop", "bfloat16", "fp4"):
+            try:
+                parser.parse_args([f"--{name}", value])
+                parsed = True
+            except SystemExit:
+                parsed = False
+            assert (hyperparameter_problem(name, value) is None) is parsed, (name, value)

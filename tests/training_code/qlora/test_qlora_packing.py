@@ -125,8 +125,8 @@ def test_pack_length_flag_is_auto_or_bounded_by_max_seq_length(capsys):
     from finetune.args import parse_args
 
     local = ["--model_id", "m", "--train_data", "d", "--output_dir", "o", "--max_seq_length", "256"]
-    assert parse_args(local, env={}).pack_length is None
-    assert parse_args([*local, "--pack_length", "128"], env={}).pack_length == 128
+    assert parse_args(local, env={}).pack_tokens is None
+    assert parse_args([*local, "--pack_length", "128"], env={}).pack_tokens == 128
     with pytest.raises(SystemExit):
         parse_args([*local, "--pack_length", "512"], env={})
     assert "--pack_length must be `auto` or an integer from 16 to --max_seq_length (256)" in capsys.readouterr().err

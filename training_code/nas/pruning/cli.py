@@ -1,14 +1,17 @@
-"""Shared command-line plumbing: SageMaker defaults from SM_* variables, model loading, metadata files."""
+"""Shared command-line plumbing: parsers built from pruning.settings (SageMaker defaults from SM_* variables),
+model loading, metadata files."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from pathlib import Path
 
+from .settings import SplitSettings
+
 SUPERNET_METADATA = "nas_supernet.json"
-CHECKPOINT_DIR = "/opt/ml/checkpoints"  # CheckpointConfig.LocalPath in a SageMaker job (its default)
 
 
 def sm_default(variable: str, fallback: str | None) -> str | None:
@@ -16,8 +19,8 @@ def sm_default(variable: str, fallback: str | None) -> str | None:
 
 
 def sagemaker_checkpoint_dir() -> str | None:
-    """The job's checkpoint folder: ``checkpoints`` beside SM_MODEL_DIR (CHECKPOINT_DIR on SageMaker, the
-    emulated job's folder under local/emulator, as training_code/qlora derives it), when it exists
+    """The job's checkpoint folder: ``checkpoints`` beside SM_MODEL_DIR (pruning.settings.CHECKPOINT_DIR on
+    SageMaker, the emulated job's folder under local/emulator, as training_code/qlora derives it), when it exists
     (SageMaker creates it for a job with a CheckpointConfig). None outside a job (SM_MODEL_DIR unset), so a
     run on a dev box never resumes from what another run left in /opt/ml/checkpoints."""
     model_dir = os.environ.get("SM_MODEL_DIR")
@@ -27,45 +30,34 @@ def sagemaker_checkpoint_dir() -> str | None:
     return folder if os.path.isdir(folder) else None
 
 
-# The train/validation cut: chosen when the super-network is trained and recorded in nas_supernet.json;
-# every later job (trials, search, export) must reuse it or its validation rows overlap training rows.
-SPLIT_DEFAULTS = {"dataset": "jsonl", "validation_fraction": 0.3, "split_seed": 42}
+# The train/validation cut's defaults, for a super-network whose nas_supernet.json does not record it.
+SPLIT_DEFAULTS = {name: getattr(SplitSettings, name) for name in ("dataset", "validation_fraction", "split_seed")}
 
 
-def add_data_arguments(parser: argparse.ArgumentParser, split_from_metadata: bool = False) -> None:
-    """Data flags. With ``split_from_metadata`` the split flags default to None and ``resolve_split``
-    fills them from the super-network's metadata (a differing value is an error, not an override)."""
+def settings_parser(settings: type, description: str | None, **kwargs) -> argparse.ArgumentParser:
+    """The parser of one script's settings dataclass (pruning.settings), its module docstring as the description
+    (transformers is imported here, so select_pareto.py and the modules it uses import without it)."""
+    from .arguments import SageMakerArgumentParser
 
-    def default(name):
-        return None if split_from_metadata else SPLIT_DEFAULTS[name]
+    return SageMakerArgumentParser(
+        settings, description=description, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs
+    )
 
-    recorded = " (default: the value in nas_supernet.json)" if split_from_metadata else ""
-    parser.add_argument(
-        "--dataset",
-        choices=("jsonl", "glue_rte"),
-        default=default("dataset"),
-        help="jsonl: train.jsonl/test.jsonl in --data-dir; glue_rte: GLUE RTE (HF hub)" + recorded,
-    )
-    parser.add_argument(
-        "--data-dir",
-        default=sm_default("SM_CHANNEL_TRAINING", None),
-        help="folder with train.jsonl and test.jsonl (default: $SM_CHANNEL_TRAINING)",
-    )
-    parser.add_argument(
-        "--validation-fraction",
-        type=float,
-        default=default("validation_fraction"),
-        help="share of the train split held out for validation" + recorded,
-    )
-    parser.add_argument(
-        "--split-seed", type=int, default=default("split_seed"), help="seed of the train/validation cut" + recorded
-    )
-    parser.add_argument(
-        "--max-rows",
-        type=int,
-        default=None,
-        help="use only the first N rows of each split (quick local runs and tests)",
-    )
+
+def parse_settings(parser: argparse.ArgumentParser, settings: type, argv=None):
+    """The script's settings from argv (an argparse error exits 2 with the usage, as SageMaker's job log shows)."""
+    return settings_from(parser.parse_args(argv), settings)
+
+
+def settings_from(namespace: argparse.Namespace, settings: type):
+    """The `settings` dataclass of a parsed command line (its flags' fields; the parser may hold more)."""
+    return settings(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(settings) if f.init})
+
+
+def defer_split_to_metadata(parser: argparse.ArgumentParser) -> None:
+    """Split flags default to None: ``resolve_split`` fills them from the super-network's metadata (a differing
+    value is an error, not an override)."""
+    parser.set_defaults(**dict.fromkeys(SPLIT_DEFAULTS))
 
 
 def resolve_split(args, metadata: dict) -> None:
@@ -79,10 +71,6 @@ def resolve_split(args, metadata: dict) -> None:
                 f"validate on the rows the super-network held out; drop {flag}"
             )
         setattr(args, name, given if given is not None else recorded if recorded is not None else fallback)
-
-
-def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--num-threads", type=int, default=None, help="torch CPU threads (default: torch's)")
 
 
 def apply_runtime(args) -> None:

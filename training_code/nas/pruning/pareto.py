@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-OBJECTIVES = ("validation_error", "num_parameters", "latency_ms", "macs")
+from .settings import OBJECTIVES
+
 REFERENCE_POINT = 1.0
 
 

@@ -14,8 +14,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from .search_space import ModelDims, config_from_hyperparameters, parameter_specs
-
-SEARCHERS = ("random", "morea")
+from .settings import SEARCHERS
 
 
 def syne_tune_config_space(space: str, dims: ModelDims) -> dict:

@@ -32,8 +32,7 @@ from .search_space import (
     sample_hyperparameters,
     smallest_config,
 )
-
-STRATEGIES = ("standard", "sandwich", "kd")
+from .settings import STRATEGIES
 
 
 @dataclass

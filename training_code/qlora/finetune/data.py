@@ -288,7 +288,7 @@ def prepare_data(tokenizer: Any, config: TrainConfig, template: str) -> Prepared
         train_rows, eval_rows, eval_source = distinct_split(
             train_rows, config.eval_fraction, config.seed, config.min_eval_rows
         )
-    pack_length = config.pack_length or auto_pack_length(
+    pack_length = config.pack_tokens or auto_pack_length(
         [min(len(row.input_ids), config.max_seq_length) for row in train_rows], config.max_seq_length
     )
     train, train_summary, _ = build_examples(kind, train_rows, config, "training", pack_length)
