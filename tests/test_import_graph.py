@@ -1,10 +1,12 @@
 """No import cycles anywhere in the repository, and the top-level packages layered one way.
 
 The graph is read from the import statements of every tracked Python file (those inside functions too: a lazy
-import still ties two modules together). A training-code folder is a SageMaker sourcedir, so its modules resolve
-against that folder first, as its entry scripts import them there. Layering, lowest first: stacks/ (the CDK app),
-local/ (the embedded default: imports stacks/, never tools/), tools/ (operator CLIs); training_code/ imports none of
-the three, since it runs inside a SageMaker container with only its own folder.
+import still ties two modules together; not those under `if TYPE_CHECKING:`, which never run: a backend's
+interface names the config types its methods take, and the config asks the backends). A training-code folder is a
+SageMaker sourcedir, so its modules resolve against that folder first, as its entry scripts import them there.
+Layering, lowest first: stacks/ (the CDK app), local/ (the embedded default: imports stacks/, never tools/),
+tools/ (operator CLIs); training_code/ imports none of the three, since it runs inside a SageMaker container with
+only its own folder.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.import_reader import imported_names
+from tests.import_reader import imported_names, run_time_imported_names
 from tests.synth import ROOT
 
 SOURCEDIRS = sorted(p for p in (ROOT / "training_code").iterdir() if p.is_dir())
@@ -46,7 +48,7 @@ def _module_file(name: str, roots: list[Path]) -> Path | None:
 def _imported_names(path: Path) -> list[str]:
     """Relative imports resolve inside the package below the sourcedir (training code) or the repository root."""
     sourcedir = next((d for d in SOURCEDIRS if d in path.parents), ROOT)
-    return imported_names(path, sourcedir)
+    return run_time_imported_names(path, sourcedir)
 
 
 def _edges(path: Path) -> set[Path]:
@@ -156,6 +158,13 @@ def test_the_cycle_finder_sees_a_cycle():
 def test_a_lazy_import_is_an_edge(graph):
     """The vLLM server imports local.demo inside a function (ask_merged_model): that still counts."""
     assert ROOT / "local" / "demo.py" in graph[ROOT / "local" / "servers" / "vllm_server.py"]
+
+
+def test_an_annotation_only_import_is_not_an_edge(graph):
+    """backend.py names ServingConfig under TYPE_CHECKING only; config/serving.py imports the backends."""
+    backend = ROOT / "stacks" / "serving" / "backends" / "backend.py"
+    assert ROOT / "stacks" / "config" / "serving.py" not in graph[backend]
+    assert "stacks.config.serving" in imported_names(backend, ROOT)
 
 
 def test_relative_imports_resolve_inside_their_package(graph):

@@ -253,9 +253,6 @@ def ask_merged_model(model: Path, serving, work: Path, lmi_answer: str, say: Cal
     import dataclasses
     import json
 
-    import openai
-
-    from local import demo
     from stacks.serving.backends.vllm_neuronx.config import sm_on_environment
 
     positions = json.loads((model / "config.json").read_text())["max_position_embeddings"]
@@ -272,24 +269,7 @@ def ask_merged_model(model: Path, serving, work: Path, lmi_answer: str, say: Cal
                 say(f"vLLM: local change: {note}")
             ready = server.wait_ready()
             say(f"vLLM {server.url}: /ping after {ready:.1f} s (log: {work / 'vllm.log'})")
-            # The prompt spells out <s>: no second BOS, as the LMI stand-in encodes it.
-            body = {
-                "prompt": demo.SAMPLE_PROMPT,
-                "max_tokens": 80,
-                "temperature": 0,
-                "stop": ["</s>"],
-                "add_special_tokens": False,
-            }
-            api = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=300)
-            started = time.monotonic()
-            extra = {"add_special_tokens": False}
-            answer = api.completions.create(
-                model=serving.model_name, **{k: v for k, v in body.items() if k not in extra}, extra_body=extra
-            )
-            openai_s = time.monotonic() - started
-            status, invoked = demo._post(server.url + "/invocations", body)
-            if status != 200:
-                raise SystemExit(f"pipeline: vLLM's /invocations answered {status}: {invoked}")
+            answer, openai_s, invoked = _ask_both_ways(server.url, serving.model_name)
     text = answer.choices[0].text
     same = invoked["choices"][0]["text"] == text
     say(f"vLLM answer (openai client, {openai_s:.1f} s, {answer.usage.completion_tokens} tokens): {text!r}")
@@ -308,6 +288,34 @@ def ask_merged_model(model: Path, serving, work: Path, lmi_answer: str, say: Cal
             "environment": environment,
         }
     }
+
+
+def _ask_both_ways(url: str, model_name: str):
+    """The seed prompt through the openai client and through /invocations, greedy, so the answers can be compared:
+    (the client's completion, its seconds, the /invocations body)."""
+    import openai
+
+    from local import demo
+
+    # The prompt spells out <s>: no second BOS, as the LMI stand-in encodes it.
+    body = {
+        "prompt": demo.SAMPLE_PROMPT,
+        "max_tokens": 80,
+        "temperature": 0,
+        "stop": ["</s>"],
+        "add_special_tokens": False,
+    }
+    api = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=300)
+    started = time.monotonic()
+    extra = {"add_special_tokens": False}
+    answer = api.completions.create(
+        model=model_name, **{k: v for k, v in body.items() if k not in extra}, extra_body=extra
+    )
+    openai_s = time.monotonic() - started
+    status, invoked = demo._post(url + "/invocations", body)
+    if status != 200:
+        raise SystemExit(f"pipeline: vLLM's /invocations answered {status}: {invoked}")
+    return answer, openai_s, invoked
 
 
 if __name__ == "__main__":
