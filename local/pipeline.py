@@ -52,6 +52,7 @@ from stacks.training.outcomes import MODEL_REJECTED  # noqa: E402
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 NAS_DATA = ROOT / "training_code" / "nas" / "sample_data"
+EVAL_DATA = ROOT / "training_code" / "eval_data"  # the shipped benchmark tasks, <task>/ as make eval-data writes
 TRAINING_DATASET = f"{DATASETS_PREFIX}instructions/"
 PRUNING_DATASET = f"{PRUNING_DATASETS_PREFIX}nas/"
 SHARDS = 3
@@ -143,6 +144,9 @@ def run_training(
     say(
         f"base model: {count} file(s) of {base} -> s3://{bucket}/{config.training.base_model_key} (the `model` channel)"
     )
+    staged = config.training.benchmark.staged_prefix  # where the workflow checks its tasks before any job
+    count = upload_folder(aws.client("s3"), EVAL_DATA, bucket, staged)
+    say(f"benchmark tasks: {count} file(s) of {EVAL_DATA} -> s3://{bucket}/{staged}")
     files = shards(data, SHARDS)
     say(f"dataset: {len(files) - 1} file(s) of {data.name}, then the marker; each event against the Training rule:")
     patterns = run.rule_patterns(aws, outputs["Training"]["stack_name"])

@@ -37,6 +37,7 @@ from constructs import Construct
 from ..code_contract.qlora import model_facts_schema
 from ..shared.bucket_layout import DATASETS_PREFIX, MODELS_PREFIX
 from ..shared.state_grants import StateGrants
+from .benchmark_job import benchmark_metadata, benchmark_rejection, benchmark_verdict
 from .outcomes import MARKER_VERSION_KEY, MODEL_REJECTED, NO_MARKER_VERSION
 from .registry_grants import PENDING, REJECTED, registry_grants
 from .state_paths import APPROVAL, COMPILE, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
@@ -122,7 +123,8 @@ class RegistrationSettings:
     S3 URI, or a JSONPath such as `$.run.hyperparameters.model_id`), recorded as `base_model_source` beside the
     facts' own `base_model`; `compiled_folder`: the compile step writes a model whose config.json records its
     compiled shape (LMI's partition), read into the compiled version's metadata; `bucket_arn`: the bucket's ARN,
-    the scope of the registry's grants."""
+    the scope of the registry's grants; `max_benchmark_drop`: the benchmark job ran (benchmark_job.py), and a
+    version the loss gate passed is registered Rejected unless its benchmark verdict passed too."""
 
     group_name: str
     bucket_name: str
@@ -133,6 +135,7 @@ class RegistrationSettings:
     base_model: str
     code_asset_hash: str
     compiled_folder: str | None = None
+    max_benchmark_drop: float | None = None
 
 
 class ModelRegistration(Construct):
@@ -221,7 +224,10 @@ class ModelRegistration(Construct):
         )
         rejected.next(self._notify)
         gate = sfn.Condition.string_equals(f"{APPROVAL}.status", PENDING)
-        choice = sfn.Choice(self, "GatePassed").when(gate, next_state).otherwise(rejected)
+        choice = sfn.Choice(self, "GatePassed").when(gate, next_state)
+        if self._settings.max_benchmark_drop is not None:
+            choice.when(*benchmark_rejection(self, self._notify, REGISTRY.model_package_arn))
+        choice.otherwise(rejected)
         self._register_model.next(choice)
         return choice
 
@@ -318,7 +324,9 @@ class ModelRegistration(Construct):
         pending = decision("Pending", PENDING, measured)
         rejected = decision("Rejected", REJECTED, measured)
         no_evaluation = decision("RejectedNoEvaluation", REJECTED, None)
-        for state in (pending, rejected, no_evaluation):
+        benchmarked = self._settings.max_benchmark_drop is not None
+        pending.next(benchmark_verdict(self, next_state) if benchmarked else next_state)
+        for state in (rejected, no_evaluation):
             state.next(next_state)
         gate = (
             sfn.Choice(self, "QualityGate")
@@ -447,6 +455,7 @@ class ModelRegistration(Construct):
             "code_asset_hash": self._code_hash,
             "eval_loss_improvement": sfn.JsonPath.string_at(f"{APPROVAL}.improvement"),
             "quality_gate_min_improvement": sfn.JsonPath.string_at(f"{APPROVAL}.min_improvement"),
+            **(benchmark_metadata() if self._settings.max_benchmark_drop is not None else {}),
             **extra_metadata,
         }
         parameters = {

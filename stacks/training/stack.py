@@ -29,6 +29,7 @@ from ..shared.container_images import ContainerImages
 from ..shared.job_access import JobImage
 from ..shared.job_role import SageMakerJobRole
 from ..shared.placement import Placement
+from .benchmark_job import benchmark_plan
 from .compile_job import compile_request
 from .job import runs_offline, training_job_request
 from .registry import RegistrationSettings, ServingSpec
@@ -173,6 +174,7 @@ class TrainingStack(Stack):
             ),
             compile_step=compile_step,
             distributed=training.distributed,
+            benchmark=benchmark_plan(training, bucket=bucket, job=self.request, submit_directory=submit_directory),
         )
         self.state_machine = workflow.state_machine
         self.rule = dataset_upload_rule(self, bucket=bucket, state_machine=self.state_machine)
@@ -235,6 +237,7 @@ class TrainingStack(Stack):
             base_model=f"s3://{bucket.bucket_name}/{base_key}" if base_key else f"{RUN.hyperparameters}.model_id",
             compiled_folder=_compiled_folder_with_facts(config),
             code_asset_hash=code.asset_hash,
+            max_benchmark_drop=config.training.quality_gate.max_benchmark_drop,
         )
 
     def _outputs(self, config: AppConfig, *, role: iam.IRole) -> None:

@@ -1,8 +1,9 @@
 """The training state machine: validate input, run the SageMaker job (.sync), register the model, record a model
 that passed the quality gate, or notify.
 
-    ValidateInput -> (input_checks.py: hyperparameter values and names, dataset marker -> folder) -> Defaults
-        -> Prepare -> EvalData? -> Train | TrainWithEval -> TrainCompleted?
+    ValidateInput -> (input_checks.py: hyperparameter values and names, dataset marker -> folder)
+        -> [StagedTask<i>] -> Defaults -> Prepare -> EvalData? -> Train | TrainWithEval -> TrainCompleted?
+        -> [Benchmark -> its verdict (benchmark_job.py, where training.benchmark names tasks)]
         -> (registry.py: quality gate, model facts, lineage) RegisterModel -> GatePassed? -> RecordModel
         -> [CompileForNeuron -> CompileCompleted? -> RecordCompiledModel -> RegisterCompiledModel] -> Done
     ValidateInput / each check --refused--> InvalidInput (or the check's own Invalid* state) -> Notify -> Failed
@@ -38,6 +39,7 @@ from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.sagemaker_job_step import TRAINING_JOB, JobCatch, JobVariant, SageMakerJobStep
 from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
+from .benchmark_job import BenchmarkPlan, BenchmarkRun, StagedTasks
 from .input_checks import dataset_marker, hyperparameter_checks
 from .registry import ModelRegistration, RegistrationSettings
 from .state_paths import APPROVAL, COMPILE, ERROR, EVAL_DATA, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
@@ -90,9 +92,11 @@ class TrainingWorkflow(Construct):
         registration: RegistrationSettings,
         compile_step: NeuronCompile | None = None,
         distributed: bool = False,
+        benchmark: BenchmarkPlan | None = None,
     ) -> None:
         """`compile_step`: the Neuron compile after RecordModel; `distributed`: the job has several GPUs
-        (torchrun), which ValidateInput's method / fsdp rules follow."""
+        (torchrun), which ValidateInput's method / fsdp rules follow; `benchmark`: the benchmark job between
+        the merge and the registry, its tasks checked staged before any job (benchmark_job.py)."""
         super().__init__(scope, construct_id)
         self._prefix = job_name_prefix
         invalid, notify = failure_path(
@@ -129,7 +133,11 @@ class TrainingWorkflow(Construct):
             compile_job, record_compiled = self._compile(compile_step, notify=notify)
             compiled = [compile_job, record_compiled, *filter(None, [registry.register_compiled])]
         done = sfn.Pass(self, "Done", parameters=self._output(model_parameter, registry, compile_step))
-        in_order(checks, marker, defaults, prepare, train, registry, record, *compiled, done)
+        staged, scored = [], []
+        if benchmark is not None:
+            staged = [StagedTasks(self, "StagedTasks", plan=benchmark, notify=notify)]
+            scored = [BenchmarkRun(self, "BenchmarkRun", plan=benchmark, name_prefix=self._prefix, notify=notify)]
+        in_order(checks, marker, *staged, defaults, prepare, train, *scored, registry, record, *compiled, done)
         self.state_machine = logged_state_machine(
             self,
             start=start,

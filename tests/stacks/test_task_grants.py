@@ -88,8 +88,9 @@ def cdk_grants() -> dict[str, frozenset[str]]:
 
 
 # CallAwsService grants `<service>:<action>` unless told `iam_action`: its docs' case of an IAM action named
-# unlike its API (Service Authorization Reference: ListObjectVersions is authorized by s3:ListBucketVersions).
-IAM_ACTION_OF_API = {("s3", "listObjectVersions"): "s3:ListBucketVersions"}
+# unlike its API (Service Authorization Reference: ListObjectVersions is authorized by s3:ListBucketVersions,
+# HeadObject by s3:GetObject).
+IAM_ACTION_OF_API = {("s3", "listObjectVersions"): "s3:ListBucketVersions", ("s3", "headObject"): "s3:GetObject"}
 
 
 @cache

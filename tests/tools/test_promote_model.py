@@ -371,6 +371,22 @@ REFUSALS = [
         "only an Approved version is promoted: train a better model",
     ),
     (
+        "rejected-by-the-benchmark",
+        {
+            "status": "Rejected",
+            "extra": {
+                "benchmark_max_drop_points": "6.25",
+                "quality_gate_max_benchmark_drop": "2",
+                "benchmark_scores": "s3://b/models/j/benchmark/j-b-0/output/model/benchmark.json",
+            },
+        },
+        "dev",
+        None,
+        "ModelApprovalStatus: Rejected by the quality gate (benchmark_max_drop_points 6.25 > max_benchmark_drop 2; "
+        "scores: s3://b/models/j/benchmark/j-b-0/output/model/benchmark.json); only an Approved version is promoted: "
+        "train a model that keeps its base's benchmark scores",
+    ),
+    (
         "another-architecture",
         {"model": "qwen2.5"},
         "dev",

@@ -35,12 +35,38 @@ def describe_version(env: Environment, arn: str) -> dict:
         raise Refused(f"{arn}: no such model package version in environment {env.name}'s registry") from None
 
 
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:  # the gate records `none` for a figure the job did not log
+        return None
+
+
+def _benchmark_refusal(arn: str, metadata: dict) -> Refused | None:
+    """A version the loss gate passed and the benchmark gate rejected (stacks/training/benchmark_job.py): its
+    largest drop of a task's primary metric was above the bound, or the job logged none."""
+    drop, bound = metadata.get("benchmark_max_drop_points"), metadata.get("quality_gate_max_benchmark_drop")
+    gain, floor = _number(metadata.get("eval_loss_improvement")), _number(metadata.get("quality_gate_min_improvement"))
+    if drop is None or bound is None or gain is None or floor is None or gain < floor:
+        return None
+    if _number(drop) is not None and _number(drop) <= float(bound):
+        return None
+    return Refused(
+        f"{arn}: ModelApprovalStatus: Rejected by the quality gate (benchmark_max_drop_points {drop} > "
+        f"max_benchmark_drop {bound}; scores: {metadata.get('benchmark_scores')}); only an Approved version is "
+        "promoted: train a model that keeps its base's benchmark scores"
+    )
+
+
 def check_approved(package: dict) -> None:
     """Only an Approved version is served; a quality-gate rejection says by how much it missed."""
     arn, status = package["ModelPackageArn"], package.get("ModelApprovalStatus")
     if status == APPROVED:
         return
     metadata = package.get("CustomerMetadataProperties", {})
+    benchmark = _benchmark_refusal(arn, metadata) if status == REJECTED else None
+    if benchmark is not None:
+        raise benchmark
     gain, floor = metadata.get("eval_loss_improvement"), metadata.get("quality_gate_min_improvement")
     if status == REJECTED and gain is not None and floor is not None:
         raise Refused(

@@ -36,10 +36,14 @@ def deployed(tmp_path_factory):
     with LocalAws.start(time_scale=0.001, work_root=tmp_path_factory.mktemp("jobs")) as aws:
         # Every run reads a hub token as a gated base would: the secret exists before the synth names its ARN.
         secret = aws.client("secretsmanager").create_secret(Name="llm-inf2/hub-token", SecretString=FAKE_TOKEN)
+        # No benchmark job here: each run would add one (tests/stacks/training/test_benchmark_step.py runs the
+        # step on moto, tests/training_code/qlora/test_benchmark_job.py the job through the toolkit).
         training = dataclasses.replace(
             config.training,
             hyperparameters={**config.training.hyperparameters, **FAST},
             hub_token_secret=secret["ARN"],
+            benchmark=dataclasses.replace(config.training.benchmark, tasks=[]),
+            quality_gate=dataclasses.replace(config.training.quality_gate, max_benchmark_drop=None),
         )
         assembly = synth(replaced(config, training=training), tmp_path_factory.mktemp("cdk-local"))
         # One thread per job: torch's default of one per core oversubscribes the two cores `make test` shares

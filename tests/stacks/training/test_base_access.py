@@ -48,26 +48,31 @@ def _actions(statement: dict) -> list[str]:
     return actions if isinstance(actions, list) else [actions]
 
 
-def test_the_job_role_reads_exactly_the_named_secret(gated):
+def test_the_job_roles_read_exactly_the_named_secret(gated):
+    """The training job's role and the benchmark job's (staging's base comes by its hub id to both)."""
     training = gated["Training"]
     readers = [s for s in _statements(training) if any(a.startswith("secretsmanager:") for a in _actions(s))]
-    assert readers == [
-        {"Sid": "ReadHubTokenSecret", "Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": SECRET}
-    ]
-    (policy,) = [
-        resource
+    reads = {
+        "Sid": "ReadHubTokenSecret",
+        "Effect": "Allow",
+        "Action": "secretsmanager:GetSecretValue",
+        "Resource": SECRET,
+    }
+    assert readers == [reads, reads]
+    policies = [
+        resource["Properties"]["Description"]
         for resource in training["Resources"].values()
         if resource["Type"] == "AWS::IAM::ManagedPolicy"
-        and readers[0] in resource["Properties"]["PolicyDocument"]["Statement"]
+        and reads in resource["Properties"]["PolicyDocument"]["Statement"]
     ]
-    assert policy["Properties"]["Description"].startswith("QLoRA training job:")  # the training job's own role
+    assert [p.split(":")[0] for p in sorted(policies)] == ["Benchmark job", "QLoRA training job"]  # their own roles
 
 
 def test_the_secrets_key_decrypts_only_through_secrets_manager_for_that_secret(gated):
     """kms:ViaService as AWS documents it for Secrets Manager (`secretsmanager.<region>.amazonaws.com`), and the
     encryption context Secrets Manager sets on each of the secret's values (SecretARN)."""
     decrypts = [s for s in _statements(gated["Training"]) if s["Resource"] == SECRET_KEY]
-    assert decrypts == [
+    assert decrypts == 2 * [  # the training job's role and the benchmark job's
         {
             "Sid": "DecryptHubTokenSecret",
             "Effect": "Allow",
@@ -89,6 +94,7 @@ def test_the_job_is_given_the_secrets_arn_in_its_environment(gated):
     assert {"Train", "TrainWithEval"} <= set(jobs)
     assert jobs["Train"]["Environment"] == jobs["TrainWithEval"]["Environment"]
     assert jobs["Train"]["Environment"]["HF_TOKEN_SECRET_ARN"] == SECRET
+    assert jobs["Benchmark"]["Environment"] == {"HF_TOKEN_SECRET_ARN": SECRET}  # it downloads the base by hub id too
     hyperparameters = states["Defaults"]["Result"]
     assert SECRET not in json.dumps(hyperparameters)  # not a hyperparameter: an execution cannot point it elsewhere
 

@@ -39,10 +39,12 @@ def _resolved(value):
 
 def test_compile_runs_after_the_merged_model_passed_the_gate_and_is_recorded(states):
     assert states["Train"]["Next"] == "TrainCompleted"
-    assert states["TrainCompleted"]["Choices"][0]["Next"] == "DescribeRun"  # the registry's gate and lineage
+    assert states["TrainCompleted"]["Choices"][0]["Next"] == "Benchmark"  # staging's benchmark job, then:
+    assert states["BenchmarkWithin"]["Next"] == "DescribeRun"  # the registry's gate and lineage
     assert states["RegisterModel"]["Next"] == "GatePassed"
     assert states["GatePassed"]["Choices"] == [
-        {"Variable": "$.approval.status", "StringEquals": "PendingManualApproval", "Next": "RecordModel"}
+        {"Variable": "$.approval.status", "StringEquals": "PendingManualApproval", "Next": "RecordModel"},
+        {"Variable": "$.approval.benchmark", "IsPresent": True, "Next": "BenchmarkModelRejected"},
     ]
     assert states["GatePassed"]["Default"] == "ModelRejected"  # a rejected model is never compiled
     assert states["RecordModel"]["Next"] == "CompileForNeuron"

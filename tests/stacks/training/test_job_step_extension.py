@@ -85,14 +85,15 @@ EDITS = (
     ),
     (
         "stacks/training/workflow.py",
-        "        distributed: bool = False,\n    ) -> None:",
-        "        distributed: bool = False,\n        evaluation: TrainingJobRequest | None = None,\n    ) -> None:",
+        "        benchmark: BenchmarkPlan | None = None,\n    ) -> None:",
+        "        benchmark: BenchmarkPlan | None = None,\n        evaluation: TrainingJobRequest | None = None,\n"
+        "    ) -> None:",
     ),
     (
         "stacks/training/workflow.py",
-        "        in_order(checks, marker, defaults, prepare, train, registry,",
+        "        in_order(checks, marker, *staged, defaults, prepare, train, *scored, registry,",
         "        evaluate = evaluation_step(self, request=evaluation, name_prefix=self._prefix, notify=notify)\n"
-        "        in_order(checks, marker, defaults, prepare, train, evaluate, registry,",
+        "        in_order(checks, marker, *staged, defaults, prepare, train, *scored, evaluate, registry,",
     ),
     (
         "stacks/training/stack.py",
@@ -101,9 +102,8 @@ EDITS = (
     ),
     (
         "stacks/training/stack.py",
-        "            distributed=training.distributed,\n        )",
-        "            distributed=training.distributed,\n"
-        "            evaluation=evaluation_request(self.request),\n        )",
+        "            distributed=training.distributed,\n",
+        "            distributed=training.distributed,\n            evaluation=evaluation_request(self.request),\n",
     ),
 )
 SYNTH = """

@@ -139,14 +139,18 @@ def test_training_role_trusts_sagemaker_of_this_account(templates):
     assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
 
 
-@pytest.mark.parametrize(("env", "prefix"), [("dev", "llm-inf2-dev"), ("prod", "llm-inf2-prod")])
-def test_state_machine_passes_only_its_job_roles_and_owns_only_its_jobs(templates, env, prefix):
-    """The training job's role and the compile job's (LMI's partition), nothing else."""
+@pytest.mark.parametrize(
+    ("env", "prefix", "benchmarked"), [("dev", "llm-inf2-dev", False), ("prod", "llm-inf2-prod", True)]
+)
+def test_state_machine_passes_only_its_job_roles_and_owns_only_its_jobs(templates, env, prefix, benchmarked):
+    """The training job's role and the compile job's (LMI's partition), and where training.benchmark names tasks
+    the benchmark job's own role; nothing else."""
     template = templates[env]["Training"]
     passing = statement(template, "WorkflowPolicy", "PassJobRoles")
     assert passing["Action"] == "iam:PassRole"
     passed = sorted(r["Fn::GetAtt"][0] for r in passing["Resource"])
-    assert len(passed) == 2 and passed[0].startswith("CompileRole") and passed[1] == "TrainingRoleA2F7D4DF"
+    assert passed[0].startswith("CompileRole") and passed[1] == "TrainingRoleA2F7D4DF"
+    assert [r.startswith("WorkflowBenchmarkRole") for r in passed[2:]] == ([True] if benchmarked else [])
     assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
     jobs = statement(template, "WorkflowPolicy", "OwnTrainingJobs")
     assert sorted(jobs["Action"]) == [
@@ -175,11 +179,13 @@ def test_every_star_acknowledgment_is_explained(assemblies, env):
         for stack, path, rule, reason in acknowledgments(Path(assemblies[env].directory))
         if stack.endswith("-Training") and rule.startswith("AwsSolutions-")
     ]
+    benchmarked = bool(load_config(env, ROOT / "config").training.benchmark.tasks)  # its job's own role
     paths = {"TrainingRole/Policy/Resource", "Workflow/Policy/Resource", "CompileRole/Policy/Resource"}
+    paths |= {"Workflow/Benchmark/Role/Policy/Resource"} if benchmarked else set()
     assert {path for path, _, _ in training} == paths
     assert all(rule.startswith("AwsSolutions-IAM5[Resource::") for _, rule, _ in training)
     star = [reason for _, rule, reason in training if rule == "AwsSolutions-IAM5[Resource::*]"]
-    assert len(star) == 3 and all("no resource-level permissions" in reason for reason in star)
+    assert len(star) == len(paths) and all("no resource-level permissions" in reason for reason in star)
 
 
 @pytest.mark.parametrize("env", ENVS)

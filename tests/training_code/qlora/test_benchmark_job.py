@@ -183,3 +183,35 @@ def test_the_shipped_task_resolves_its_files_beside_its_yaml():
     assert config["dataset_kwargs"]["data_files"] == {"test": [str(EVAL_DATA / TASK / "test.jsonl")]}
     with pytest.raises(NotStaged):
         staged_task(None, TASK)
+
+
+def test_the_card_beside_the_scores_is_the_model_s_card_with_every_compared_figure(tmp_path):
+    """The figures of a benchmark.json as run.py writes it (the local pipeline's run on the tiny model)."""
+    from finetune.benchmark.card import write_benchmark_card
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "README.md").write_text('---\nlicense: "unknown"\n---\n\n# Fine-tune of tiny\n')
+    scores = {
+        "lm_eval_version": "0.4.13",
+        "num_fewshot": None,
+        "limit": None,
+        MAX_DROP: 0.0,
+        "max_drop_task": TASK,
+        "tasks": {
+            TASK: {
+                "primary_metric": "acc",
+                "metrics": {
+                    "acc": {"base": 0.09375, "tuned": 0.09375, "drop_points": 0.0},
+                    "acc_norm": {"base": 0.25, "tuned": 0.15625, "drop_points": 9.375},
+                },
+            }
+        },
+    }
+    (tmp_path / "out").mkdir()
+    card = write_benchmark_card(tmp_path / "out", str(model), scores)
+    text = card.read_text()
+    assert card.name == "README.md" and text.startswith('---\nlicense: "unknown"\n---\n\n# Fine-tune of tiny\n')
+    assert f"| {TASK} | acc (primary) | 0.0938 | 0.0938 | 0.0000 |" in text
+    assert f"| {TASK} | acc_norm | 0.2500 | 0.1562 | 9.3750 |" in text
+    assert f"{MAX_DROP}: 0 ({TASK}). Full record: `{SCORES_FILE}`." in text

@@ -1,5 +1,6 @@
 """One benchmark run: check every task's staged files, then score the base and the tuned model with lm-eval's
-`simple_evaluate` (the same tasks, seeds and settings), write benchmark.json and print the metric lines."""
+`simple_evaluate` (the same tasks, seeds and settings), write benchmark.json (and the model card with its scores,
+card.py) and print the metric lines."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .args import BenchmarkArguments
+from .card import write_benchmark_card
 from .contract import SCORES_FILE
 from .scores import compare_task, metric_lines, summary
 from .tasks import NotStaged, primary_metric, staged_tasks
@@ -82,6 +84,7 @@ def run(args: BenchmarkArguments) -> dict[str, Any]:
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / SCORES_FILE).write_text(json.dumps(scores, indent=2) + "\n")
+    write_benchmark_card(out, args.model, scores)
     for line in metric_lines(tasks, scores):
         print(line, flush=True)
     return scores
