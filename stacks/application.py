@@ -20,7 +20,8 @@ from .serving.stack import ServingStack
 from .shared.environment import EnvironmentFacts
 from .shared.placement import Placement
 from .shared.sagemaker_endpoint import allow_alarm_notifications
-from .training.stack import TrainingStack
+from .training.props import compile_facts, job_network, served_backend
+from .training.stack import TrainingStack, job_name_prefix
 
 StackOptions = dict[str, Any]  # what every stack of the environment is created with (env, protection, ...)
 
@@ -58,18 +59,7 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         # may still be off, so turning it on adds the Serving stack without updating the key policy.
         allow_alarm_notifications(data.key)
     placement = _placement(app, config, environment, data, stacks, common)
-    stacks["Training"] = TrainingStack(
-        app,
-        config.stack_id("Training"),
-        config=config,
-        bucket=data.bucket,
-        key=data.key,
-        model_package_group_name=data.model_package_group_name,
-        placement=placement,
-        description=f"{_title(config)}: QLoRA training on SageMaker, started by Step Functions on dataset uploads "
-        "or on demand",
-        **common,
-    )
+    stacks["Training"] = _training_stack(app, config, environment, data, placement, common)
     if config.serves:  # serving.model_prefix null: nothing in the bucket to serve yet, no endpoint to fail
         stacks["Serving"] = _serving_stack(app, config, environment, data, placement, common)
     if config.pruning.enabled:
@@ -84,6 +74,36 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
 def _title(config: AppConfig) -> str:
     """`<app> <env>`: how every stack's description starts, in the CloudFormation console's list."""
     return f"{config.app_name} {config.env_name}"
+
+
+def _training_stack(
+    app: App,
+    config: AppConfig,
+    environment: EnvironmentFacts,
+    data: DataStack,
+    placement: Placement | None,
+    common: StackOptions,
+) -> TrainingStack:
+    """The facts the Training stack needs from other sections: where its jobs run (network), what a version is
+    registered for and what the compile step runs (serving), the base's record (config/models/)."""
+    serving = config.serving
+    return TrainingStack(
+        app,
+        config.stack_id("Training"),
+        training=config.training,
+        environment=environment,
+        job_name_prefix=job_name_prefix(config.training, environment),
+        network=job_network(config.training, placement),
+        served=served_backend(serving) if serving is not None else None,
+        compile_step=compile_facts(serving, config.source) if config.compiles_for_neuron else None,
+        base_model=config.base_model,
+        bucket=data.bucket,
+        key=data.key,
+        model_package_group_name=data.model_package_group_name,
+        description=f"{_title(config)}: QLoRA training on SageMaker, started by Step Functions on dataset uploads "
+        "or on demand",
+        **common,
+    )
 
 
 def _serving_stack(

@@ -38,7 +38,7 @@ from ..shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.sagemaker_job_step import TRAINING_JOB, JobCatch, JobVariant, SageMakerJobStep
 from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
-from .input_checks import dataset_marker, hyperparameter_checks
+from .input_checks import Check, dataset_marker, hyperparameter_checks
 from .registry import ModelRegistration, RegistrationSettings
 from .state_paths import APPROVAL, COMPILE, ERROR, EVAL_DATA, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
 
@@ -95,19 +95,7 @@ class TrainingWorkflow(Construct):
         (torchrun), which ValidateInput's method / fsdp rules follow."""
         super().__init__(scope, construct_id)
         self._prefix = job_name_prefix
-        invalid, notify = failure_path(
-            self,
-            topic=topic,
-            subject="Training failed",
-            invalid_input_cause=(
-                f'expected {{"train_data": "s3://{bucket_name}/{DATASETS_PREFIX}<file, folder/ or '
-                f'folder/{DATASET_READY_MARKER}>", "hyperparameters": {{...}}}} and an optional "eval_data" '
-                "file or folder under the same prefix; merge not false; see README, Training"
-            ),
-        )
-        checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify)
-        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name, distributed), checks.start)
-        start.otherwise(invalid)
+        start, checks, notify = self._validated_start(bucket_name, topic=topic, distributed=distributed)
         marker = dataset_marker(self, bucket_name=bucket_name, notify=notify)
         defaults = sfn.Pass(
             self,
@@ -141,6 +129,26 @@ class TrainingWorkflow(Construct):
             log_retention_days=log_retention_days,
             log_retention_setting="training.log_retention_days",
         )
+
+    def _validated_start(
+        self, bucket_name: str, *, topic: sns.ITopic, distributed: bool
+    ) -> tuple[sfn.Choice, Check, sfn.IChainable]:
+        """(`ValidateInput`, the hyperparameter checks it leads to, `Notify`): an input that names no dataset
+        under datasets/ or a flag train.py does not know fails before a job is paid for."""
+        invalid, notify = failure_path(
+            self,
+            topic=topic,
+            subject="Training failed",
+            invalid_input_cause=(
+                f'expected {{"train_data": "s3://{bucket_name}/{DATASETS_PREFIX}<file, folder/ or '
+                f'folder/{DATASET_READY_MARKER}>", "hyperparameters": {{...}}}} and an optional "eval_data" '
+                "file or folder under the same prefix; merge not false; see README, Training"
+            ),
+        )
+        checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify)
+        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name, distributed), checks.start)
+        start.otherwise(invalid)
+        return start, checks, notify
 
     def _prepare(self, capacity_backoff_seconds: int) -> sfn.Pass:
         """`$.run`: the run name, attempt 0, the first capacity wait, the merged hyperparameters."""
