@@ -64,7 +64,7 @@ def build_app(app: App, config: AppConfig, *, nag: bool = True) -> dict[str, Sta
         stacks["Serving"] = _serving_stack(app, config, environment, data, placement, common)
     if config.pruning.enabled:
         stacks["Pruning"] = _pruning_stack(app, config, environment, data, common)
-    for key, value in config.all_tags.items():
+    for key, value in environment.tags.items():
         Tags.of(app).add(key, value)
     if nag:
         add_rule_packs(app)
@@ -114,6 +114,7 @@ def _serving_stack(
     placement: Placement | None,
     common: StackOptions,
 ) -> ServingStack:
+    """Only where `config.serves`: a serving section and a served version (config/<env>.model.json)."""
     serving = config.serving
     return ServingStack(
         app,
@@ -132,6 +133,7 @@ def _serving_stack(
 def _pruning_stack(
     app: App, config: AppConfig, environment: EnvironmentFacts, data: DataStack, common: StackOptions
 ) -> PruningStack:
+    """Refused in isolated mode here, where the network section is read: the stack itself never sees it."""
     if config.network.isolated:
         raise ConfigError(
             config.source,
