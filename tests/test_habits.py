@@ -1,8 +1,9 @@
-"""The habits of CONTRIBUTING.md that a machine can check: no tracker numbers in what we ship, and no file in
-local/ or tools/ over 400 lines."""
+"""The habits of CONTRIBUTING.md that a machine can check: no tracker numbers in what we ship, no file in
+local/, tools/ or stacks/ over 400 lines, and no function in stacks/ over 60."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 from pathlib import Path
@@ -19,6 +20,7 @@ TRACKER_NUMBER = re.compile(
 )
 SHOWS_WHAT_NOT_TO_WRITE = {"CONTRIBUTING.md", "tests/test_habits.py"}
 MAX_LINES = 400
+MAX_FUNCTION_LINES = 60
 
 
 def tracked_files() -> list[Path]:
@@ -107,3 +109,22 @@ def test_no_file_in_local_or_tools_is_over_400_lines(folder):
     counts = _line_counts(folder)
     over = {name: lines for name, lines in counts.items() if lines > MAX_LINES}
     assert over == {}, f"split by concern (CONTRIBUTING.md): {over}"
+
+
+def test_no_file_in_stacks_is_over_400_lines():
+    over = {name: lines for name, lines in _line_counts("stacks").items() if lines > MAX_LINES}
+    assert over == {}, f"split by concern (CONTRIBUTING.md): {over}"
+
+
+def test_no_function_in_stacks_is_over_60_lines():
+    """From its `def` line to its last line, docstring included: what a reader has to hold at once."""
+    over = []
+    for path in text_files():
+        if path.relative_to(ROOT).parts[0] != "stacks" or path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    over.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines} lines")
+    assert over == [], "split by concern (CONTRIBUTING.md):\n" + "\n".join(over)

@@ -65,7 +65,8 @@ class AppConfig:
                 "serves a compiled model (vllm_neuronx, lmi_neuronx): set a serving section or enabled: null",
             )
         step = self.serving.spec.compile if self.compiles_for_neuron else None
-        found = step.host_problem(self) if step is not None else None
+        host = self.training.neuron_compile.instance_type
+        found = step.host_problem(self.serving, host) if step is not None else None
         if found is not None:
             raise ConfigError(source, *found)
         check_deploy_approval(self, source)

@@ -8,12 +8,16 @@ declared one that is not there, fails with one line, so the declaration cannot d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from .errors import ConfigError
 from .schema import setting
 from .trained_model import model_family
+
+if TYPE_CHECKING:
+    from .app_config import AppConfig
 
 Aspect = Literal["backend", "model_family", "compile_path", "hosting"]
 
@@ -32,7 +36,7 @@ class RehearsalConfig:
     not_covered: list[NotCovered] = setting([], hint="each way it differs from that environment, with the reason")
 
 
-def compile_path(config: Any) -> str:
+def compile_path(config: AppConfig) -> str:
     """How the served model gets its Neuron graph."""
     if config.compiles_for_neuron:
         program = config.serving.spec.compile.program
@@ -41,7 +45,7 @@ def compile_path(config: Any) -> str:
     return f"at container start-up by {backend} (or a precompiled graph the lock names)"
 
 
-def hosting(config: Any) -> str | None:
+def hosting(config: AppConfig) -> str | None:
     """Where the served model runs: on the endpoint's variant, or as a component that scales to zero."""
     if config.serving is None:
         return None
@@ -50,7 +54,7 @@ def hosting(config: Any) -> str | None:
     return "a model on the endpoint's variant"
 
 
-def aspects(config: Any) -> dict[str, str | None]:
+def aspects(config: AppConfig) -> dict[str, str | None]:
     serving = config.serving
     return {
         "backend": serving.backend if serving is not None else None,
@@ -60,13 +64,13 @@ def aspects(config: Any) -> dict[str, str | None]:
     }
 
 
-def differences(config: Any, other: Any) -> dict[str, tuple[str | None, str | None]]:
+def differences(config: AppConfig, other: AppConfig) -> dict[str, tuple[str | None, str | None]]:
     """{aspect: (this environment's, the other's)} where they differ."""
     mine, theirs = aspects(config), aspects(other)
     return {name: (mine[name], theirs[name]) for name in mine if mine[name] != theirs[name]}
 
 
-def check_rehearsal(config: Any, load: Any) -> None:
+def check_rehearsal(config: AppConfig, load: Callable[[str], AppConfig]) -> None:
     """`load(env_name)` is the other environment's config (its profile alone)."""
     rehearsal = config.rehearses
     if rehearsal is None:

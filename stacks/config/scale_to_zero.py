@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import aws_limits as aws
 from .errors import ConfigError
 from .inf2 import NEURON_CORES_PER_DEVICE, inferentia_devices
 from .schema import setting
+
+if TYPE_CHECKING:
+    from .app_config import AppConfig
+    from .serving import ServingConfig
 
 MIB = 2**20
 BYTES_PER_PARAMETER = 2  # the served weights are 16-bit (fp16 / bf16) on Neuron
@@ -50,7 +54,7 @@ def weights_mb(billions: float) -> int:
     return max(MIN_MEMORY_MB, math.ceil(billions * 1e9 * BYTES_PER_PARAMETER / MIB))
 
 
-def component_size(serving: Any, source: str, path: str) -> ComponentSize:
+def component_size(serving: ServingConfig, source: str, path: str) -> ComponentSize:
     """The compute requirements of one copy on `serving.instance_type` (a ServingConfig), or one ConfigError line.
 
     A copy needs whole Inferentia2 devices for its TP degree (two NeuronCores each) and host memory for its
@@ -79,7 +83,7 @@ def component_size(serving: Any, source: str, path: str) -> ComponentSize:
     return ComponentSize(devices, memory, min(available // devices, host // memory))
 
 
-def check_component_rollout(serving: Any, source: str, path: str) -> None:
+def check_component_rollout(serving: ServingConfig, source: str, path: str) -> None:
     """A component is updated by rolling batches only: UpdateInferenceComponent's InferenceComponentDeploymentConfig
     requires a RollingUpdatePolicy and has no blue/green policy (botocore's SageMaker model)."""
     if serving.rollout.strategy != "rolling":
@@ -91,7 +95,7 @@ def check_component_rollout(serving: Any, source: str, path: str) -> None:
         )
 
 
-def check_deploy_approval(config: Any, source: str) -> None:
+def check_deploy_approval(config: AppConfig, source: str) -> None:
     """Refuse scale to zero where the deploy requires approval (production traffic), unless explicitly allowed."""
     serving, deploy = config.serving, config.deploy
     if serving is None or deploy is None or not deploy.approval:

@@ -16,13 +16,17 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..image_table import image_uris
 from ..serving.backends import backends
 from ..serving.backends.vllm_neuronx.config import BYTES_PER_PARAMETER, HBM_GB_PER_CORE, WEIGHT_SHARE_OF_HBM
 from .errors import ConfigError
 from .model_lock import ModelLock
+
+if TYPE_CHECKING:
+    from .app_config import AppConfig
+    from .serving import ServingConfig
 
 PARAMETER_TOLERANCE_SHARE = 0.10
 PARAMETER_TOLERANCE_FLOOR_BILLIONS = 0.05
@@ -58,7 +62,7 @@ def _env_field(config_source: str, field: str) -> str:
     return f"{config_source} {field}"
 
 
-def check_shape(serving: Any, shape: ModelShape, subject: Subject, config_source: str) -> None:
+def check_shape(serving: ServingConfig, shape: ModelShape, subject: Subject, config_source: str) -> None:
     """Architecture, size, context, heads and memory of `shape` against the serving profile."""
     spec = serving.spec
     where = subject.fields
@@ -89,7 +93,7 @@ def check_shape(serving: Any, shape: ModelShape, subject: Subject, config_source
     _check_heads(serving, shape, refuse, config_source)
 
 
-def _check_positions(serving: Any, shape: ModelShape, refuse, config_source: str) -> None:
+def _check_positions(serving: ServingConfig, shape: ModelShape, refuse, config_source: str) -> None:
     spec = serving.spec
     served = spec.served_positions(serving)
     if served is None:
@@ -104,7 +108,7 @@ def _check_positions(serving: Any, shape: ModelShape, refuse, config_source: str
         )
 
 
-def _check_heads(serving: Any, shape: ModelShape, refuse, config_source: str) -> None:
+def _check_heads(serving: ServingConfig, shape: ModelShape, refuse, config_source: str) -> None:
     spec = serving.spec
     sharding = spec.tensor_parallel(serving)
     if sharding is None:
@@ -129,7 +133,7 @@ def _check_heads(serving: Any, shape: ModelShape, refuse, config_source: str) ->
 
 
 def check_memory(
-    serving: Any, shape: ModelShape, subject: Subject, config_source: str, *, compiled: bool | None
+    serving: ServingConfig, shape: ModelShape, subject: Subject, config_source: str, *, compiled: bool | None
 ) -> None:
     """The 16-bit weights in the TP group's NeuronCore memory, and the backend's own rule (whether the version
     brings a compiled graph; None: not known yet, a training base), on the true size."""
@@ -178,7 +182,7 @@ def lock_shape(lock: ModelLock) -> ModelShape:
     )
 
 
-def check_lock(config: Any, lock: ModelLock, lock_source: str) -> None:
+def check_lock(config: AppConfig, lock: ModelLock, lock_source: str) -> None:
     """Every rule a served version must pass in `config`'s environment (ConfigError naming the lock file)."""
     serving, env = config.serving, config.source
     version = lock.version
@@ -221,7 +225,7 @@ def check_lock(config: Any, lock: ModelLock, lock_source: str) -> None:
     check_compiled(config, lock, lock_source)
 
 
-def check_compiled(config: Any, lock: ModelLock, lock_source: str) -> None:
+def check_compiled(config: AppConfig, lock: ModelLock, lock_source: str) -> None:
     """The compiled model is of the shape the environment serves (its folder names it: shape, and for LMI the
     compiler), and a version without one is served only where the container compiles at start-up and the
     environment's Training workflow does not compile ahead of time."""
@@ -261,7 +265,7 @@ def check_compiled(config: Any, lock: ModelLock, lock_source: str) -> None:
         )
 
 
-def served_prefixes(serving: Any, lock: ModelLock) -> tuple[str, str | None]:
+def served_prefixes(serving: ServingConfig, lock: ModelLock) -> tuple[str, str | None]:
     """(what the endpoint mounts or reads, a precompiled graph beside it): the compiled model for a backend that
     serves one (LMI NeuronX loads the partition's folder as its model, tnx_aot_tutorial.md), else the merged model;
     no separate graph for a version the workflow compiled."""
@@ -270,7 +274,7 @@ def served_prefixes(serving: Any, lock: ModelLock) -> tuple[str, str | None]:
     return lock.model_prefix, None
 
 
-def with_model(config: Any, lock: ModelLock, lock_source: str) -> Any:
+def with_model(config: AppConfig, lock: ModelLock, lock_source: str) -> AppConfig:
     """`config` serving `lock`'s version, after every rule (ConfigError otherwise)."""
     check_lock(config, lock, lock_source)
     prefix, graph = served_prefixes(config.serving, lock)
@@ -282,7 +286,7 @@ def with_model(config: Any, lock: ModelLock, lock_source: str) -> Any:
     return served
 
 
-def refuse_pinned_prefix(serving: Any, source: str, path: str) -> None:
+def refuse_pinned_prefix(serving: ServingConfig, source: str, path: str) -> None:
     """serving.model_prefix / compiled_graph_prefix typed into the YAML: the lock names the model now."""
     for name in ("model_prefix", "compiled_graph_prefix"):
         if getattr(serving, name) is not None:
@@ -299,7 +303,7 @@ def refuse_pinned_prefix(serving: Any, source: str, path: str) -> None:
 DTYPE_OF_AMP = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}
 
 
-def check_compiled_facts(config: Any, lock: ModelLock, lock_source: str) -> None:
+def check_compiled_facts(config: AppConfig, lock: ModelLock, lock_source: str) -> None:
     """The compiled model's own shape (TP, positions, batch, dtype) is the one served, and its compiler is the
     serving image's: LMI loads a model compiled by another neuronx-cc or for another shape only by failing
     (djl-serving model-artifacts.md; transformers-neuronx: shapes are fixed at compile time)."""

@@ -13,11 +13,14 @@ import dataclasses
 import difflib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..paths import LMI_PROPERTIES_TEMPLATE, relative
 from .errors import ConfigError
 from .schema import describe
+
+if TYPE_CHECKING:
+    from ..serving.backends.lmi_neuronx.config import LmiOptions
 
 PROPERTIES = "serving.properties"
 TEMPLATE = LMI_PROPERTIES_TEMPLATE
@@ -73,12 +76,12 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def typed_values(lmi: Any) -> dict[str, Any]:
+def typed_values(lmi: LmiOptions) -> dict[str, Any]:
     """serving.lmi's settings that fill the template's placeholders (every field but extra_properties)."""
     return {f.name: getattr(lmi, f.name) for f in dataclasses.fields(lmi) if f.name != EXTRAS}
 
 
-def render(lmi: Any, *, source: str, path: str) -> str:
+def render(lmi: LmiOptions, *, source: str, path: str) -> str:
     """The serving.properties text for `lmi` (an LmiOptions); ConfigError on any mismatch."""
     where = relative(TEMPLATE)
     values = typed_values(lmi)

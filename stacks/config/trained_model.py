@@ -8,22 +8,25 @@ run, with one line naming the base, the field and the fix.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .base_model_record import MODELS_DIR
 from .model_catalog import BASE_MODEL_KEY, MODEL_ID, is_hub_id
 from .served_model import ModelShape, Subject, check_memory, check_shape
 
+if TYPE_CHECKING:
+    from .app_config import AppConfig
+
 _FACTS = ("model_type", "parameters", "context_length", "num_attention_heads", "num_key_value_heads")
 
 
-def base_field(config: Any) -> str:
+def base_field(config: AppConfig) -> str:
     """The field that names the base: the hub id when it is one, else the copy's key."""
     model_id = config.training.hyperparameters.get("model_id")
     return MODEL_ID if is_hub_id(model_id) else BASE_MODEL_KEY
 
 
-def check_trained_model(config: Any) -> None:
+def check_trained_model(config: AppConfig) -> None:
     """The serving profile fits the training base's record (the loader refuses a served base without one)."""
     base = config.base_model
     if config.serving is None or base is None:
@@ -44,6 +47,6 @@ def check_trained_model(config: Any) -> None:
     check_memory(config.serving, shape, subject, config.source, compiled=None)
 
 
-def model_family(config: Any) -> str | None:
+def model_family(config: AppConfig) -> str | None:
     """The family of what the environment trains (and so serves), or None without a recorded base."""
     return config.base_model.record.family if config.base_model is not None else None

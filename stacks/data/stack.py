@@ -10,7 +10,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ..config import AppConfig
+from ..config.data import DataConfig
 from ..shared.acknowledgments import CFN_GUARD, acknowledge
 
 _LOG_BUCKET = (
@@ -53,12 +53,14 @@ MODEL_PACKAGE_GROUP_EXPORT = "ModelPackageGroupName"  # exported as <Data stack 
 class DataStack(Stack):
     """KMS key + versioned, TLS-only, access-logged artifact bucket + model package group; all retained."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, data: DataConfig, environment_name: str, **kwargs
+    ) -> None:
+        """`environment_name`: `<app>-<env>`, which the key's and the package group's descriptions start with."""
         super().__init__(scope, construct_id, **kwargs)
-        data = config.data
 
-        self.key = self._key(config)
-        self.access_log_bucket = self._access_log_bucket(config)
+        self.key = self._key(environment_name)
+        self.access_log_bucket = self._access_log_bucket(data)
 
         artifact_rule = s3.LifecycleRule(
             id="tidy-versions-and-uploads",
@@ -94,7 +96,7 @@ class DataStack(Stack):
             event_bridge_configuration=s3.CfnBucket.EventBridgeConfigurationProperty(event_bridge_enabled=True)
         )
 
-        self.model_package_group = self._model_package_group(config)
+        self.model_package_group = self._model_package_group(environment_name)
 
         CfnOutput(self, "ArtifactBucketName", value=self.bucket.bucket_name)
         CfnOutput(self, "ArtifactKeyArn", value=self.key.key_arn)
@@ -104,7 +106,7 @@ class DataStack(Stack):
         CfnOutput(self, "ModelPackageGroupName", value=self._group_name, export_name=export)
         self.model_package_group_name = Fn.import_value(export)
 
-    def _model_package_group(self, config: AppConfig) -> sagemaker.CfnModelPackageGroup:
+    def _model_package_group(self, environment_name: str) -> sagemaker.CfnModelPackageGroup:
         """The registry of this environment's models, retained like the bucket its packages point into.
 
         CloudFormation requires the name, and a stack deployed again after `cdk destroy` creates every resource
@@ -124,17 +126,17 @@ class DataStack(Stack):
             self,
             "ModelPackageGroup",
             model_package_group_name=self._group_name,
-            model_package_group_description=f"{config.app_name}-{config.env_name}: QLoRA-merged and Neuron-compiled "
+            model_package_group_description=f"{environment_name}: QLoRA-merged and Neuron-compiled "
             "models of the Training workflow, with their evaluation and lineage",
         )
         group.apply_removal_policy(RemovalPolicy.RETAIN)
         return group
 
-    def _key(self, config: AppConfig) -> kms.Key:
+    def _key(self, environment_name: str) -> kms.Key:
         key = kms.Key(
             self,
             "ArtifactKey",
-            description=f"{config.app_name}-{config.env_name}: artifacts, logs, topics and SageMaker volumes",
+            description=f"{environment_name}: artifacts, logs, topics and SageMaker volumes",
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
@@ -165,8 +167,7 @@ class DataStack(Stack):
         )
         return key
 
-    def _access_log_bucket(self, config: AppConfig) -> s3.Bucket:
-        data = config.data
+    def _access_log_bucket(self, data: DataConfig) -> s3.Bucket:
         # S3 server access logs cannot be delivered to a KMS-encrypted bucket, hence SSE-S3 here.
         bucket = s3.Bucket(
             self,

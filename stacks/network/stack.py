@@ -15,7 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ..config import AppConfig
+from ..config.network import NetworkConfig
 from ..shared.acknowledgments import CFN_GUARD, IMPORTED_KEY, acknowledge
 from ..shared.placement import Placement
 
@@ -45,12 +45,21 @@ FLOW_LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 class NetworkStack(Stack):
     """`placement` is what the Training and Serving stacks put in their VpcConfig."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, key: kms.IKey, **kwargs) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        network: NetworkConfig,
+        environment_name: str,
+        key: kms.IKey,
+        **kwargs,
+    ) -> None:
+        """`environment_name`: `<app>-<env>`, which the job security group's description starts with."""
         super().__init__(scope, construct_id, **kwargs)
         # ec2.Vpc builds its subnets in callbacks, so their creation traces keep the jsii kernel's temporary
         # path: without this the metadata differs between two synths (tests/test_app_determinism.py).
         self.node.set_context("aws:cdk:disable-creation-stack-traces", True)
-        network = config.network
         if network.vpc_id is None:
             vpc = self._vpc(key)
             subnet_ids = [s.subnet_id for s in vpc.isolated_subnets]
@@ -67,7 +76,7 @@ class NetworkStack(Stack):
             "JobSecurityGroup",
             vpc=vpc,
             allow_all_outbound=False,
-            description=f"{config.app_name}-{config.env_name}: SageMaker jobs and models (isolated mode)",
+            description=f"{environment_name}: SageMaker jobs and models (isolated mode)",
         )
         self.security_group.add_ingress_rule(
             self.security_group, ec2.Port.all_traffic(), "between instances of one training job"

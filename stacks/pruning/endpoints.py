@@ -12,7 +12,6 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from ..config import AppConfig
 from ..config.endpoint import DataCaptureConfig
 from ..config.pruning import EncoderEndpointConfig
 from ..shared.acknowledgments import acknowledge_wildcards
@@ -28,18 +27,19 @@ from ..shared.sagemaker_endpoint import (
 
 def encoder_endpoints(
     scope: Construct,
-    config: AppConfig,
     endpoints: Mapping[str, EncoderEndpointConfig],
     *,
+    environment_name: str,
     bucket: s3.IBucket,
     key: kms.IKey,
     images: ContainerImages,
     topic: sns.ITopic,
 ) -> dict[str, SageMakerEndpoint]:
-    """One endpoint per entry of `endpoints` ({"Base": ..., "Pruned": ...}), sharing one execution role."""
+    """One endpoint per entry of `endpoints` ({"Base": ..., "Pruned": ...}), sharing one execution role;
+    `environment_name`: `<app>-<env>`, which the role's description starts with."""
     role, policy = _execution_role(
         scope,
-        description=f"{config.app_name}-{config.env_name}: base and pruned encoder endpoints",
+        description=f"{environment_name}: base and pruned encoder endpoints",
         model_arns=sorted({bucket.arn_for_objects(cfg.model_key) for cfg in endpoints.values()}),
         image_arns=sorted({images.repository_arn(cfg.image) for cfg in endpoints.values()}),
         key=key,

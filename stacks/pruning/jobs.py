@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from aws_cdk import Aws
@@ -10,7 +11,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 
 from ..code_contract.nas import EXPORT_PROGRAM, SELECT_PROGRAM, SUPERNET_PROGRAM, TRIAL_PROGRAM, metric_definitions
-from ..config import AppConfig, PruningConfig
+from ..config.pruning import PruningConfig
 from ..shared.bucket_layout import CHECKPOINTS_PREFIX, PRUNING_DATASETS_PREFIX, PRUNING_PREFIX
 from ..shared.job_access import JobImage, S3Scope
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
@@ -38,8 +39,9 @@ class PruningJobs(NamedTuple):
 
 
 def pruning_job_requests(
-    config: AppConfig,
+    pruning: PruningConfig,
     *,
+    tags: Mapping[str, str],
     bucket: s3.IBucket,
     key: kms.IKey,
     code: s3_assets.Asset,
@@ -48,7 +50,6 @@ def pruning_job_requests(
     select_role_arn: str,
 ) -> PruningJobs:
     """Every job runs `code` in script mode; outputs go under the run's prefix (the workflow replaces it)."""
-    pruning = config.pruning
 
     def scope(prefix: str) -> S3Scope:
         return S3Scope.under(bucket, prefix, PREFIX_REASONS[prefix])
@@ -65,38 +66,19 @@ def pruning_job_requests(
         "output_scope": scope(PRUNING_PREFIX),
         "code": S3Scope.asset(code),
         "metric_definitions": metric_definitions(),
-        "tags": dict(config.all_tags),
+        "tags": dict(tags),
     }
     bucket_name = bucket.bucket_name
-    supernet = TrainingJobRequest(
-        job_name=Ref(job_name("supernet")),
+    supernet, trial = _search_jobs(
+        pruning,
+        common=common,
+        script_mode=script_mode,
         role_arn=job_role_arn,
-        instance_type=pruning.supernet_instance_type,
-        hyperparameters={
-            **pruning.supernet_hyperparameters,
-            "search-space": pruning.search_space,
-            "sagemaker_program": SUPERNET_PROGRAM,
-            **script_mode,
-        },
-        channels=[data],
-        max_runtime_seconds=pruning.supernet_max_runtime_hours * 3600,
-        checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', $.run.name)"),
-        checkpoint_scope=scope(CHECKPOINTS_PREFIX),
-        **common,
-    )
-    trial = TrainingJobRequest(
-        job_name=Ref("$.unused"),  # the tuning job names its trials
-        role_arn=job_role_arn,
-        instance_type=pruning.trial_instance_type,
-        hyperparameters={
-            **pruning.trial_hyperparameters,
-            "search-space": pruning.search_space,
-            "sagemaker_program": TRIAL_PROGRAM,
-            **script_mode,
-        },
-        channels=[supernet_model, data],
-        max_runtime_seconds=pruning.trial_max_runtime_minutes * 60,
-        **common,
+        channels=(supernet_model, data),
+        checkpoints=(
+            Ref(f"States.Format('s3://{bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', $.run.name)"),
+            scope(CHECKPOINTS_PREFIX),
+        ),
     )
     select, export = _result_jobs(
         pruning,
@@ -111,6 +93,52 @@ def pruning_job_requests(
         ),
     )
     return PruningJobs(supernet, trial, select, export)
+
+
+def _search_jobs(
+    pruning: PruningConfig,
+    *,
+    common: dict,
+    script_mode: dict,
+    role_arn: str,
+    channels: tuple[S3Channel, S3Channel],
+    checkpoints: tuple[Ref, S3Scope],
+) -> tuple[TrainingJobRequest, TrainingJobRequest]:
+    """(super-network, trial) with `channels` (super-network model, data): the super-network writes checkpoints
+    under `checkpoints` (URI, scope) and reads them back on resume; a trial is short and keeps none."""
+    supernet_model, data = channels
+    checkpoint_uri, checkpoint_scope = checkpoints
+    supernet = TrainingJobRequest(
+        job_name=Ref(job_name("supernet")),
+        role_arn=role_arn,
+        instance_type=pruning.supernet_instance_type,
+        hyperparameters={
+            **pruning.supernet_hyperparameters,
+            "search-space": pruning.search_space,
+            "sagemaker_program": SUPERNET_PROGRAM,
+            **script_mode,
+        },
+        channels=[data],
+        max_runtime_seconds=pruning.supernet_max_runtime_hours * 3600,
+        checkpoint_s3_uri=checkpoint_uri,
+        checkpoint_scope=checkpoint_scope,
+        **common,
+    )
+    trial = TrainingJobRequest(
+        job_name=Ref("$.unused"),  # the tuning job names its trials
+        role_arn=role_arn,
+        instance_type=pruning.trial_instance_type,
+        hyperparameters={
+            **pruning.trial_hyperparameters,
+            "search-space": pruning.search_space,
+            "sagemaker_program": TRIAL_PROGRAM,
+            **script_mode,
+        },
+        channels=[supernet_model, data],
+        max_runtime_seconds=pruning.trial_max_runtime_minutes * 60,
+        **common,
+    )
+    return supernet, trial
 
 
 def _result_jobs(

@@ -19,22 +19,24 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from ..code_contract.nas import OBJECTIVE_METRIC
 from ..code_contract.nas import parameter_ranges as nas_parameter_ranges
-from ..config import AppConfig, ConfigError
+from ..config import ConfigError
 from ..config.pruning import MAX_PRUNING_PREFIX, PruningConfig
 from ..paths import ENCODER_CODE, NAS_CODE
 from ..shared.acknowledgments import Wildcard, acknowledge_wildcards
 from ..shared.assets import build_content_addressed
 from ..shared.container_images import ContainerImages
+from ..shared.environment import EnvironmentFacts
 from ..shared.job_access import JobImage
 from ..shared.job_role import SageMakerJobRole
 from ..shared.sagemaker_endpoint import SageMakerEndpoint
 from ..shared.sagemaker_job_step import job_arn
 from .endpoints import encoder_endpoints
-from .jobs import ENCODER_CODE_IN_JOB, pruning_job_requests
+from .jobs import ENCODER_CODE_IN_JOB, PruningJobs, pruning_job_requests
 from .workflow import PruningWorkflow
 
 TRAINING_IMAGE = "hf_pytorch_training_gpu"
@@ -45,11 +47,13 @@ def parameter_ranges(pruning: PruningConfig) -> dict:
     return nas_parameter_ranges(pruning.search_space, pruning.num_layers, pruning.num_heads, pruning.intermediate_size)
 
 
-def pruning_prefix(config: AppConfig) -> str:
-    prefix = config.pruning.job_name_prefix or f"{config.app_name}-{config.env_name}"
+def pruning_prefix(pruning: PruningConfig, environment: EnvironmentFacts) -> str:
+    """What every pruning job name starts with (the IAM scope): pruning.job_name_prefix, else `<app>-<env>`,
+    short enough for a tuning job's 32-character name."""
+    prefix = pruning.job_name_prefix or environment.name
     if len(prefix) > MAX_PRUNING_PREFIX:
         raise ConfigError(
-            config.source,
+            environment.source,
             "pruning.job_name_prefix",
             f"got {prefix!r} (<app_name>-<env>); at most {MAX_PRUNING_PREFIX} characters (tuning job names are "
             "limited to 32): set a shorter one",
@@ -71,40 +75,36 @@ class PruningStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
+        pruning: PruningConfig,
+        environment: EnvironmentFacts,
+        job_name_prefix: str,
         bucket: s3.IBucket,
         key: kms.IKey,
         **kwargs,
     ) -> None:
+        """`job_name_prefix`: pruning_prefix's, which every job name and the roles' IAM scopes start with."""
         super().__init__(scope, construct_id, **kwargs)
-        pruning = config.pruning
-        if config.network.isolated:
-            raise ConfigError(
-                config.source,
-                "pruning.enabled",
-                "the Pruning stack does not support network.isolated yet (its jobs and endpoints would run outside "
-                "the VPC); keep pruning off in isolated environments",
-            )
-        self.job_name_prefix = prefix = pruning_prefix(config)
+        self.job_name_prefix = job_name_prefix
         endpoints = {
             name: cfg for name, cfg in (("Base", pruning.base_endpoint), ("Pruned", pruning.pruned_endpoint)) if cfg
         }
         images = ContainerImages(
             self, "Images", names=[TRAINING_IMAGE, *sorted({cfg.image for cfg in endpoints.values()})]
         )
-        images.require_region(config)
+        images.require_region(environment)
         code = s3_assets.Asset(self, "NasCode", path=str(code_tarball()))
         job_role, select_role = self._job_roles()
         self.topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True)
         self.model_parameter = ssm.StringParameter(
             self,
             "ModelParameter",
-            parameter_name=f"/{config.app_name}/{config.env_name}/pruning/model-s3-uri",
+            parameter_name=f"/{environment.app_name}/{environment.env_name}/pruning/model-s3-uri",
             string_value="none",  # RecordModel overwrites it with the pruned model.tar.gz
-            description=f"{config.app_name}-{config.env_name}: S3 URI of the latest pruned encoder model.tar.gz",
+            description=f"{environment.name}: S3 URI of the latest pruned encoder model.tar.gz",
         )
         jobs = pruning_job_requests(
-            config,
+            pruning,
+            tags=environment.tags,
             bucket=bucket,
             key=key,
             code=code,
@@ -115,11 +115,29 @@ class PruningStack(Stack):
             select_role_arn=select_role.role_arn,
         )
         self.parameter_ranges = parameter_ranges(pruning)
+        self.state_machine = self._workflow(pruning, jobs, bucket=bucket, key=key)
+        self.endpoints: dict[str, SageMakerEndpoint] = {}
+        if endpoints:
+            self.endpoints = encoder_endpoints(
+                self,
+                endpoints,
+                environment_name=environment.name,
+                bucket=bucket,
+                key=key,
+                images=images,
+                topic=self.topic,
+            )
+        self._outputs()
+
+    def _workflow(
+        self, pruning: PruningConfig, jobs: PruningJobs, *, bucket: s3.IBucket, key: kms.IKey
+    ) -> sfn.StateMachine:
+        """The run's state machine: its jobs, the tuning job's search and the shell (topic, model parameter)."""
         workflow = PruningWorkflow(
             self,
             "Workflow",
             bucket_name=bucket.bucket_name,
-            run_prefix=prefix,
+            run_prefix=self.job_name_prefix,
             jobs=jobs,
             parameter_ranges=self.parameter_ranges,
             objective_metric=OBJECTIVE_METRIC,
@@ -130,14 +148,7 @@ class PruningStack(Stack):
             log_retention_days=pruning.log_retention_days,
             key=key,
         )
-        self.state_machine = workflow.state_machine
-
-        self.endpoints: dict[str, SageMakerEndpoint] = {}
-        if endpoints:
-            self.endpoints = encoder_endpoints(
-                self, config, endpoints, bucket=bucket, key=key, images=images, topic=self.topic
-            )
-        self._outputs()
+        return workflow.state_machine
 
     def _job_roles(self) -> tuple[SageMakerJobRole, SageMakerJobRole]:
         """(super-network/trial/export role, selection role), each extended by the steps that run as it; only

@@ -155,6 +155,37 @@ class PruningWorkflow(Construct):
         super().__init__(scope, construct_id)
         self._prefix = run_prefix
         jobs_uri = run_uri(bucket_name, "jobs/")
+        start, start_time = self._validated_start(bucket_name, topic)
+        prepare = sfn.Pass(self, "Prepare", parameters={"name.$": run_name_expression(run_prefix)}, result_path="$.run")
+        tuning = TuningJobRequest(
+            jobs.trial,
+            jobs_uri,
+            parameter_ranges=parameter_ranges,
+            objective_metric=objective_metric,
+            max_jobs=max_jobs,
+            max_parallel_jobs=max_parallel_jobs,
+        )
+        steps = self._job_steps(jobs, tuning, jobs_uri)
+        record = record_model_task(
+            self, model_parameter=model_parameter, value_path=EXPORT.model_s3_uri, notify=self._notify
+        )
+        done = self._done(bucket_name, model_parameter)
+        in_order(start_time, prepare, *steps, record, done)
+        self.state_machine = logged_state_machine(
+            self,
+            start=start,
+            purpose="NAS pruning",
+            comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
+            topic=topic,
+            key=key,
+            model_parameter=model_parameter,
+            log_retention_days=log_retention_days,
+            log_retention_setting="pruning.log_retention_days",
+        )
+
+    def _validated_start(self, bucket_name: str, topic: sns.ITopic) -> tuple[sfn.Choice, sfn.Pass]:
+        """(the first state, the run's first step): input outside pruning-datasets/ goes to the failure path
+        before any job starts, so a mistyped dataset costs no instance hours."""
         invalid, self._notify = failure_path(
             self,
             topic=topic,
@@ -171,21 +202,16 @@ class PruningWorkflow(Construct):
             result_path="$.clock",
         )
         start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name), start_time).otherwise(invalid)
-        prepare = sfn.Pass(self, "Prepare", parameters={"name.$": run_name_expression(run_prefix)}, result_path="$.run")
+        return start, start_time
+
+    def _job_steps(self, jobs: PruningJobs, tuning: TuningJobRequest, jobs_uri: str) -> list[SageMakerJobStep]:
+        """Super-network, tuning job, Pareto selection, export: each hands the next its output in the state."""
         supernet = self._job(
             "TrainSupernet",
             RunJobRequest(jobs.supernet, jobs_uri),
             SUPERNET,
             "SupernetCompleted",
             values={"model_s3_uri.$": MODEL_FOLDER},
-        )
-        tuning = TuningJobRequest(
-            jobs.trial,
-            jobs_uri,
-            parameter_ranges=parameter_ranges,
-            objective_metric=objective_metric,
-            max_jobs=max_jobs,
-            max_parallel_jobs=max_parallel_jobs,
         )
         tune = self._job(
             "Tune", tuning, TUNING, "TuneCompleted", kind=TUNING_JOB, values={"trials.$": "$.TrainingJobStatusCounters"}
@@ -198,22 +224,7 @@ class PruningWorkflow(Construct):
             "ExportCompleted",
             values={"model_s3_uri.$": "$.ModelArtifacts.S3ModelArtifacts"},
         )
-        record = record_model_task(
-            self, model_parameter=model_parameter, value_path=EXPORT.model_s3_uri, notify=self._notify
-        )
-        done = self._done(bucket_name, model_parameter)
-        in_order(start_time, prepare, supernet, tune, select, export, record, done)
-        self.state_machine = logged_state_machine(
-            self,
-            start=start,
-            purpose="NAS pruning",
-            comment="NAS pruning: super-network, tuning job, Pareto selection, export; model prefix to SSM",
-            topic=topic,
-            key=key,
-            model_parameter=model_parameter,
-            log_retention_days=log_retention_days,
-            log_retention_setting="pruning.log_retention_days",
-        )
+        return [supernet, tune, select, export]
 
     def _job(
         self,

@@ -15,11 +15,11 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from ..config import AppConfig
 from ..config.serving import ServingConfig
 from ..shared.acknowledgments import Wildcard, acknowledge_wildcards
 from ..shared.container_images import ContainerImages
 from ..shared.endpoint_runtime import endpoint_runtime_statements, endpoint_runtime_wildcards
+from ..shared.environment import EnvironmentFacts
 from ..shared.job_role import vpc_statements, vpc_wildcards
 from ..shared.placement import Placement
 from ..shared.sagemaker_endpoint import allow_alarm_notifications
@@ -35,7 +35,8 @@ class ServingStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
+        serving: ServingConfig,
+        environment: EnvironmentFacts,
         bucket: s3.IBucket,
         key: kms.IKey,
         placement: Placement | None = None,
@@ -43,24 +44,25 @@ class ServingStack(Stack):
     ) -> None:
         """`placement`: isolated mode: the model runs network-isolated in these subnets, weights mounted from S3."""
         super().__init__(scope, construct_id, **kwargs)
-        serving = config.serving
-        if serving is None or serving.model_prefix is None:
+        if serving.model_prefix is None:
             raise ValueError("ServingStack needs a serving section with a model_prefix (build_app skips it without)")
         images = ContainerImages(self, "Images", names=[serving.image_name])
         if not serving.image_uri:  # a pinned image_uri does not come from the image map
-            images.require_region(config)
+            images.require_region(environment)
         role = iam.Role(
             self,
             "ExecutionRole",
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description=f"{config.app_name}-{config.env_name}: {serving.backend_label} endpoint execution role",
+            description=f"{environment.name}: {serving.backend_label} endpoint execution role",
         )
         # A managed (not inline) policy: HIPAA/NIST reject inline policies; the model waits for it.
         policy = iam.ManagedPolicy(
             self, "ExecutionPolicy", roles=[role], description="Read the pinned model, pull the image, write logs"
         )
-        self.topic = self._alarm_topic(config, key=key)
-        capture_prefix = f"{serving.data_capture.prefix}{config.env_name}/" if serving.data_capture.enabled else None
+        self.topic = self._alarm_topic(serving, name=environment.name, key=key)
+        capture_prefix = (
+            f"{serving.data_capture.prefix}{environment.env_name}/" if serving.data_capture.enabled else None
+        )
         capture_uri = bucket.s3_url_for_object(capture_prefix) if capture_prefix else None
         graph = serving.compiled_graph_prefix
         props = EndpointProps(
@@ -101,17 +103,17 @@ class ServingStack(Stack):
             *(vpc_wildcards(self) if placement is not None else []),
         ]
 
-    def _alarm_topic(self, config: AppConfig, *, key: kms.IKey) -> sns.Topic:
+    def _alarm_topic(self, serving: ServingConfig, *, name: str, key: kms.IKey) -> sns.Topic:
         """Encrypted with the data key, which lets CloudWatch alarms publish; optional e-mail subscription."""
         topic = sns.Topic(
             self,
             "AlarmTopic",
-            display_name=f"{config.app_name}-{config.env_name} serving alarms",
+            display_name=f"{name} serving alarms",
             master_key=key,
             enforce_ssl=True,
         )
-        if config.serving.alarms.email:
-            topic.add_subscription(subscriptions.EmailSubscription(config.serving.alarms.email))
+        if serving.alarms.email:
+            topic.add_subscription(subscriptions.EmailSubscription(serving.alarms.email))
         allow_alarm_notifications(key)
         return topic
 

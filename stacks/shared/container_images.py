@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from aws_cdk import Aws, CfnMapping, Stack, Token
 from constructs import Construct
 
-from ..config import AppConfig, ConfigError
+from ..config import ConfigError
 from ..image_table import image_table, regions_for
+from .environment import EnvironmentFacts
 
 # Any partition's registry domain (amazonaws.com, .com.cn, c2s.ic.gov, sc2s.sgov.gov, cloud.adc-e.uk, ...).
 ECR_URI = re.compile(r"(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.[a-z0-9.-]+?/([a-z0-9._/-]+)[:@][\w.:-]+")
@@ -68,10 +69,10 @@ class ContainerImages(Construct):
             service="ecr", account=account, region=region, resource="repository", resource_name=repository
         )
 
-    def require_region(self, config: AppConfig) -> None:
+    def require_region(self, environment: EnvironmentFacts) -> None:
         """A concrete `region` without these images fails the synth (one line naming `region`); agnostic is fine."""
-        region = config.region
+        region = environment.region
         if region is None or Token.is_unresolved(region) or region in self.regions:
             return
         problem = f"no container image for region {region!r}; supported: {', '.join(self.regions)}"
-        raise ConfigError(config.source, "region", problem)
+        raise ConfigError(environment.source, "region", problem)

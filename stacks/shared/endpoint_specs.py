@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from aws_cdk import aws_sagemaker as sagemaker
+
 
 @dataclass(frozen=True)
 class ContainerSpec:
@@ -31,3 +33,15 @@ class VariantSpec:
     startup_health_check_timeout_seconds: int
     model_data_download_timeout_seconds: int
     inference_ami_version: str | None = None  # e.g. the Neuron driver AMI the vLLM Neuron container needs
+
+
+def mounted_model_source(uri: str | None) -> sagemaker.CfnModel.ModelDataSourceProperty | None:
+    """ContainerSpec.model_data_source_uri as the Model's ModelDataSource: an uncompressed S3 prefix, so a
+    model the workflow wrote as files needs no model.tar.gz."""
+    if uri is None:
+        return None
+    return sagemaker.CfnModel.ModelDataSourceProperty(
+        s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+            s3_uri=uri, s3_data_type="S3Prefix", compression_type="None"
+        )
+    )

@@ -218,6 +218,28 @@ def component_scaling(
         scaling=scaling,
         scales_in=False,  # the idle alarm's step policy takes the count to zero
     )
+    _scale_out_from_zero(scope, target=target, scaling=scaling, failures=failures, alarm_name=alarm_name)
+    _scale_in_to_zero(
+        scope,
+        target=target,
+        idle_minutes=component.idle_minutes,
+        metric=metric,
+        failures=failures,
+        alarm_name=alarm_name,
+    )
+    return target
+
+
+def _scale_out_from_zero(
+    scope: Construct,
+    *,
+    target: appscaling.CfnScalableTarget,
+    scaling: AutoscalingConfig,
+    failures: cloudwatch.Metric,
+    alarm_name: str,
+) -> None:
+    """One copy on the first refused request: with no copy there are no invocations for target tracking to
+    scale on, only NoCapacityInvocationFailures."""
     _step_alarm(
         scope,
         "ScaleOutFromZero",
@@ -237,6 +259,19 @@ def component_scaling(
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         ),
     )
+
+
+def _scale_in_to_zero(
+    scope: Construct,
+    *,
+    target: appscaling.CfnScalableTarget,
+    idle_minutes: int,
+    metric: cloudwatch.Metric,
+    failures: cloudwatch.Metric,
+    alarm_name: str,
+) -> None:
+    """No copy after `idle_minutes` without a request, served or refused: target tracking never scales below one
+    copy, so the last one stops on this alarm (missing data counts as idle)."""
     requests = cloudwatch.MathExpression(
         expression="FILL(invocations, 0) + FILL(failures, 0)",
         using_metrics={"invocations": metric, "failures": failures},
@@ -253,16 +288,15 @@ def component_scaling(
             scope,
             "IdleAlarm",
             alarm_name=alarm_name.format("Idle"),
-            alarm_description=f"no request for {component.idle_minutes} minutes: stop the last copy",
+            alarm_description=f"no request for {idle_minutes} minutes: stop the last copy",
             metric=requests,
             threshold=1,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=component.idle_minutes,
-            datapoints_to_alarm=component.idle_minutes,
+            evaluation_periods=idle_minutes,
+            datapoints_to_alarm=idle_minutes,
             treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
         ),
     )
-    return target
 
 
 def _step_alarm(

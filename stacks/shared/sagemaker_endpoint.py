@@ -22,7 +22,8 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
 from ..config.endpoint import AlarmConfig, AutoscalingConfig, DataCaptureConfig, RolloutConfig
-from .endpoint_specs import ContainerSpec, VariantSpec
+from .endpoint_dashboard import INSTANCE_NAMESPACE, endpoint_dashboard
+from .endpoint_specs import ContainerSpec, VariantSpec, mounted_model_source
 from .inference_component import (
     ComponentSpec,
     component_deployment,
@@ -35,7 +36,6 @@ from .inference_component import (
 
 VARIANT_NAME = "AllTraffic"  # constant: rolling and blue/green updates require the same variant name
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
-INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
 ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints/"
 ROLLBACK_ALARMS = ("ModelLatencyP90", "Invocation5XXErrors", "Invocation4XXErrorRate")
 
@@ -84,27 +84,9 @@ class SageMakerEndpoint(Construct):
         self.component = None
         self.component_name = component_name(self._alarm_name("Component"))
         if component is not None:
-            host_component(
-                self.endpoint_config,
-                role_arn=self.model.execution_role_arn,
-                container=container,
-                variant=variant,
-                variant_name=VARIANT_NAME,
-                component=component,
-                scaling=autoscaling,
+            self.component = self._host_component(
+                container, variant, component, autoscaling=autoscaling, rollout=rollout, role_policies=role_policies
             )
-            self.component = inference_component(
-                self,
-                name=self.component_name,
-                endpoint_name=self.endpoint_name,
-                variant_name=VARIANT_NAME,
-                model_name=self.model.attr_model_name,
-                variant=variant,
-                component=component,
-                deployment=component_deployment(rollout, list(self.alarm_names.values())),
-            )
-            for policy in role_policies:
-                self.endpoint_config.node.add_dependency(policy)
         # As a tag, `revision` makes the replacement chain Model -> EndpointConfig -> Endpoint (or Model ->
         # Component) visible in every template diff (and to emulators that only update resources whose template
         # changed).
@@ -115,7 +97,44 @@ class SageMakerEndpoint(Construct):
             self._autoscaling(autoscaling) if component is None else self._scale_to_zero(component, autoscaling)
         )
         self.alarms = self._create_alarms(alarms, alarm_topic, variant.instance_vcpus)
-        self.dashboard = self._dashboard()
+        self.dashboard = endpoint_dashboard(
+            self, metric=self.metric, alarm_names={name: self._alarm_name(name) for name in self.alarms}
+        )
+
+    def _host_component(
+        self,
+        container: ContainerSpec,
+        variant: VariantSpec,
+        component: ComponentSpec,
+        *,
+        autoscaling: AutoscalingConfig,
+        rollout: RolloutConfig,
+        role_policies: Sequence[IDependable],
+    ) -> sagemaker.CfnInferenceComponent:
+        """The model as an inference component on a variant without one: the variant keeps the instances, the
+        component the copies; the config's execution role must hold its policies before SageMaker uses it."""
+        host_component(
+            self.endpoint_config,
+            role_arn=self.model.execution_role_arn,
+            container=container,
+            variant=variant,
+            variant_name=VARIANT_NAME,
+            component=component,
+            scaling=autoscaling,
+        )
+        built = inference_component(
+            self,
+            name=self.component_name,
+            endpoint_name=self.endpoint_name,
+            variant_name=VARIANT_NAME,
+            model_name=self.model.attr_model_name,
+            variant=variant,
+            component=component,
+            deployment=component_deployment(rollout, list(self.alarm_names.values())),
+        )
+        for policy in role_policies:
+            self.endpoint_config.node.add_dependency(policy)
+        return built
 
     def _model(
         self, container: ContainerSpec, *, execution_role: iam.IRole, role_policies: Sequence[IDependable]
@@ -128,7 +147,7 @@ class SageMakerEndpoint(Construct):
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                 image=container.image_uri,
                 model_data_url=container.model_data_url,
-                model_data_source=self._model_data_source(container.model_data_source_uri),
+                model_data_source=mounted_model_source(container.model_data_source_uri),
                 environment=dict(sorted(container.environment.items())),
             ),
             enable_network_isolation=container.network_isolation or None,
@@ -183,16 +202,6 @@ class SageMakerEndpoint(Construct):
         )
         target.add_dependency(self.component)  # the target names the component; CloudFormation cannot see it
         return target
-
-    @staticmethod
-    def _model_data_source(uri: str | None) -> sagemaker.CfnModel.ModelDataSourceProperty | None:
-        if uri is None:
-            return None
-        return sagemaker.CfnModel.ModelDataSourceProperty(
-            s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
-                s3_uri=uri, s3_data_type="S3Prefix", compression_type="None"
-            )
-        )
 
     # -- update safety ------------------------------------------------------------------------------
     def _alarm_name(self, metric: str) -> str:
@@ -349,42 +358,6 @@ class SageMakerEndpoint(Construct):
             alarm.add_ok_action(action)
             created[name] = alarm
         return created
-
-    def _dashboard(self) -> cloudwatch.Dashboard:
-        dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
-        dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Invocations and errors",
-                left=[self.metric(n) for n in ("Invocations", "Invocation4XXErrors", "Invocation5XXErrors")],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Model latency (microseconds)",
-                left=[self.metric("ModelLatency", statistic=s) for s in ("p50", "p90", "p99")],
-                right=[self.metric("OverheadLatency", statistic="p90")],
-                width=12,
-            ),
-        )
-        dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Instance CPU / memory / disk (%)",
-                left=[
-                    self.metric(n, statistic="Average", namespace=INSTANCE_NAMESPACE)
-                    for n in ("CPUUtilization", "MemoryUtilization", "DiskUtilization")
-                ],
-                width=12,
-            ),
-            # By name, not by GetAtt: the ARN is known from the deterministic name (and the local
-            # emulator, which does not model alarms, can still create the dashboard).
-            cloudwatch.AlarmStatusWidget(
-                title="Alarms",
-                alarms=[
-                    cloudwatch.Alarm.from_alarm_name(self, f"{name}Ref", self._alarm_name(name)) for name in self.alarms
-                ],
-                width=12,
-            ),
-        )
-        return dashboard
 
 
 def allow_alarm_notifications(key: kms.IKey) -> None:

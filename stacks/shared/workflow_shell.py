@@ -73,19 +73,7 @@ def logged_state_machine(
     execution data), X-Ray tracing, and a role whose every permission sits in one customer-managed policy
     (what the states reachable from `start` need, state_grants.py, + the shell's), created before the state
     machine; `log_retention_setting`: the config field of `log_retention_days`."""
-    log_group = logs.LogGroup(scope, "Logs")
-    cfn_log_group = log_group.node.default_child
-    cfn_log_group.retention_in_days = log_retention_days  # validated against the allowed values in config
-    # The data key's policy (DataStack) lets CloudWatch Logs use it for this account's log groups.
-    cfn_log_group.kms_key_id = key.key_arn
-    acknowledge(log_group, f"{CFN_GUARD}cloudwatch_log_group_encrypted_check", IMPORTED_KEY)
-    acknowledge(
-        log_group,
-        f"{CFN_GUARD}cloudwatch_log_group_retention_period_check",
-        f"Where {log_retention_setting} is under 365 days (dev: 30) the state machine's execution log is kept "
-        "that long on purpose: a development environment's run history, not an audit record.",
-    )
-
+    log_group = _execution_log(scope, key=key, days=log_retention_days, setting=log_retention_setting)
     # A customer-managed policy instead of CDK's inline default policy: every permission is listed here.
     role = iam.Role(
         scope,
@@ -123,6 +111,24 @@ def logged_state_machine(
         "DependsOn", [Stack.of(scope).get_logical_id(policy.node.default_child)]
     )
     return state_machine
+
+
+def _execution_log(scope: Construct, *, key: kms.IKey, days: int, setting: str) -> logs.LogGroup:
+    """The state machine's log group, under the data key and kept `days` (the config field `setting`): the
+    execution data it records names buckets, jobs and models, so it is encrypted like them."""
+    log_group = logs.LogGroup(scope, "Logs")
+    cfn_log_group = log_group.node.default_child
+    cfn_log_group.retention_in_days = days  # validated against the allowed values in config
+    # The data key's policy (DataStack) lets CloudWatch Logs use it for this account's log groups.
+    cfn_log_group.kms_key_id = key.key_arn
+    acknowledge(log_group, f"{CFN_GUARD}cloudwatch_log_group_encrypted_check", IMPORTED_KEY)
+    acknowledge(
+        log_group,
+        f"{CFN_GUARD}cloudwatch_log_group_retention_period_check",
+        f"Where {setting} is under 365 days (dev: 30) the state machine's execution log is kept "
+        "that long on purpose: a development environment's run history, not an audit record.",
+    )
+    return log_group
 
 
 def _not_in(

@@ -15,21 +15,22 @@ only.
 from __future__ import annotations
 
 from ..code_contract.qlora import base_record_environment, hub_token_variable
-from ..config import AppConfig, ConfigError
+from ..config import ConfigError
 from ..config import aws_limits as aws
 from ..config.base_model_record import MODELS_DIR, record_dict
+from ..config.model_catalog import BaseModel
 from ..config.training import TrainingConfig
 from ..shared.job_access import JobSecret
 
 
-def job_environment(config: AppConfig) -> dict[str, str] | None:
+def job_environment(training: TrainingConfig, base: BaseModel | None) -> dict[str, str] | None:
     """The training job's Environment; None (the image's own) when the config names nothing to pass. Each value
-    is at most what CreateTrainingJob takes (botocore's TrainingEnvironmentValue)."""
+    is at most what CreateTrainingJob takes (botocore's TrainingEnvironmentValue). `base`: the training base's
+    catalog record (config/models/), or None."""
     found: dict[str, str] = {}
-    base = config.base_model
     if base is not None:
         # The hub id only where the job downloads by it: an isolated job's request names no hub model.
-        hub_id = base.record.hub_id if config.training.base_model_key is None else None
+        hub_id = base.record.hub_id if training.base_model_key is None else None
         record_file = f"config/{MODELS_DIR}/{base.name}.yaml"
         name, value = base_record_environment(record_file, record_dict(base.record), hub_id)
         longest = aws.map_value_length(aws.TRAINING_ENVIRONMENT)
@@ -42,8 +43,8 @@ def job_environment(config: AppConfig) -> dict[str, str] | None:
                 f"({aws.TRAINING_ENVIRONMENT.label} value): shorten the hub id",
             )
         found[name] = value
-    if config.training.hub_token_secret is not None:
-        found[hub_token_variable()] = config.training.hub_token_secret
+    if training.hub_token_secret is not None:
+        found[hub_token_variable()] = training.hub_token_secret
     return found or None
 
 

@@ -19,12 +19,12 @@ from collections.abc import Mapping
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
-from ..config import AppConfig
+from ..config.training import NeuronCompileConfig
 from ..shared.bucket_layout import MODELS_PREFIX
 from ..shared.job_access import JobImage
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
-from ..shared.placement import Placement
-from .job import bucket_scope, job_placement, runs_offline
+from .job import bucket_scope
+from .props import CompileFacts, JobNetwork
 from .state_paths import RUN, TRAINING
 
 
@@ -34,68 +34,40 @@ def compile_job_name() -> Ref:
 
 
 def compile_request(
-    config: AppConfig,
+    step: CompileFacts,
+    settings: NeuronCompileConfig,
     *,
+    tags: Mapping[str, str],
+    network: JobNetwork,
     bucket: s3.IBucket,
     key: kms.IKey,
     role_arn: str,
     image: JobImage,
-    placement: Placement | None,
 ) -> TrainingJobRequest:
-    """The compile job; the trained model's job name and folder come from the Train step (TRAINING)."""
-    serving = config.serving
-    step = serving.spec.compile
-    return compile_job_request(
-        config,
-        bucket=bucket,
-        key=key,
-        role_arn=role_arn,
-        image=image,
-        placement=placement,
-        folder=step.folder(serving),
-        entrypoint=step.entrypoint(),
-        arguments=step.arguments(serving),
-        environment=step.environment(serving, config.source),
-    )
-
-
-def compile_job_request(
-    config: AppConfig,
-    *,
-    bucket: s3.IBucket,
-    key: kms.IKey,
-    role_arn: str,
-    image: JobImage,
-    placement: Placement | None,
-    folder: str,
-    entrypoint: tuple[str, ...],
-    arguments: tuple[str, ...],
-    environment: Mapping[str, str] | None,
-) -> TrainingJobRequest:
-    """The job around a backend's program: `folder` is its shape's folder under the merged model."""
-    compile_config = config.training.neuron_compile
-    vpc = job_placement(config, placement)
+    """The job around the backend's program (`step`) on training.neuron_compile's host (`settings`); the trained
+    model's job name and folder come from the Train step (TRAINING), `step.folder` names its shape's folder."""
+    vpc = network.vpc
     return TrainingJobRequest(
         job_name=compile_job_name(),
         role_arn=role_arn,
         image=image,
-        instance_type=compile_config.instance_type,
+        instance_type=settings.instance_type,
         instance_count=1,
-        volume_size_gb=compile_config.volume_size_gb,
+        volume_size_gb=settings.volume_size_gb,
         kms_key_arn=key.key_arn,
         output_s3_uri=Ref(
-            f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{folder}', {TRAINING.job_name})"
+            f"States.Format('s3://{bucket.bucket_name}/{MODELS_PREFIX}{{}}/{step.folder}', {TRAINING.job_name})"
         ),
         output_scope=bucket_scope(bucket, MODELS_PREFIX),
         hyperparameters=None,
         channels=[S3Channel("model", Ref(TRAINING.model_s3_uri), bucket_scope(bucket, MODELS_PREFIX))],
-        max_runtime_seconds=compile_config.max_runtime_hours * 3600,
+        max_runtime_seconds=settings.max_runtime_hours * 3600,
         metric_definitions=(),
-        network_isolation=runs_offline(config, placement),
+        network_isolation=network.offline,
         subnet_ids=vpc.subnet_ids if vpc else (),
         security_group_ids=vpc.security_group_ids if vpc else (),
-        tags=dict(config.all_tags),
-        container_entrypoint=entrypoint,
-        container_arguments=arguments,
-        environment=environment,
+        tags=dict(tags),
+        container_entrypoint=step.entrypoint,
+        container_arguments=step.arguments,
+        environment=step.environment,
     )

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 
 from ..code_contract.qlora import metric_definitions
-from ..config import AppConfig
+from ..config.model_catalog import BaseModel
+from ..config.training import TrainingConfig
 from ..shared.bucket_layout import BASE_MODELS_PREFIX, CHECKPOINTS_PREFIX, DATASETS_PREFIX, MODELS_PREFIX
 from ..shared.job_access import JobImage, S3Scope
 from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
-from ..shared.placement import Placement
 from .base_access import hub_token_secrets, job_environment
+from .props import JobNetwork
 from .state_paths import RUN, TRAIN_DATA
 from .workflow import job_name_expression
 
@@ -35,33 +38,22 @@ def bucket_scope(bucket: s3.IBucket, prefix: str) -> S3Scope:
     return S3Scope.under(bucket, prefix, PREFIX_REASONS[prefix])
 
 
-def runs_offline(config: AppConfig, placement: Placement | None) -> bool:
-    """The jobs run network-isolated: training.network_isolation, or isolated mode's placement."""
-    return config.training.network_isolation or placement is not None
-
-
-def job_placement(config: AppConfig, placement: Placement | None) -> Placement | None:
-    """Where the jobs run: isolated mode's placement, else training.subnet_ids/security_group_ids if set."""
-    training = config.training
-    if placement is not None or not training.subnet_ids:
-        return placement
-    return Placement(subnet_ids=training.subnet_ids, security_group_ids=training.security_group_ids)
-
-
 def training_job_request(
-    config: AppConfig,
+    training: TrainingConfig,
     *,
+    base_model: BaseModel | None,
+    tags: Mapping[str, str],
+    network: JobNetwork,
     bucket: s3.IBucket,
     key: kms.IKey,
     code: s3_assets.Asset,
     role_arn: str | None,
     image: JobImage,
-    placement: Placement | None,
 ) -> tuple[TrainingJobRequest, str]:
-    """(request, sagemaker_submit_directory); `placement` set: isolated mode, the code comes as a channel."""
-    training = config.training
-    isolated = placement is not None
-    vpc = job_placement(config, placement)
+    """(request, sagemaker_submit_directory); isolated mode: the code comes as a channel. `base_model`: the
+    catalog record the job checks the weights it loads against (config/models/), or None."""
+    isolated = network.isolated_mode
+    vpc = network.vpc
     channels = [S3Channel("training", Ref(TRAIN_DATA), bucket_scope(bucket, DATASETS_PREFIX))]
     if training.base_model_key:
         channels.append(
@@ -94,10 +86,10 @@ def training_job_request(
         checkpoint_s3_uri=Ref(f"States.Format('s3://{bucket.bucket_name}/{CHECKPOINTS_PREFIX}{{}}/', {RUN.name})"),
         checkpoint_scope=bucket_scope(bucket, CHECKPOINTS_PREFIX),
         metric_definitions=metric_definitions(),
-        network_isolation=runs_offline(config, placement),
+        network_isolation=network.offline,
         subnet_ids=vpc.subnet_ids if vpc else (),
         security_group_ids=vpc.security_group_ids if vpc else (),
-        tags=dict(config.all_tags),
-        environment=job_environment(config),
+        tags=dict(tags),
+        environment=job_environment(training, base_model),
     )
     return request, submit_directory

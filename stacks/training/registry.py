@@ -35,18 +35,17 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from ..code_contract.qlora import model_facts_schema
-from ..shared.bucket_layout import DATASETS_PREFIX, MODELS_PREFIX
+from ..shared.bucket_layout import MODELS_PREFIX
 from ..shared.state_grants import StateGrants
 from .benchmark_job import benchmark_metadata, benchmark_rejection, benchmark_verdict
-from .outcomes import MARKER_VERSION_KEY, MODEL_REJECTED, NO_MARKER_VERSION
+from .lineage import LINEAGE_FILE, LineageStates
+from .outcomes import MODEL_REJECTED
 from .registry_grants import PENDING, REJECTED, registry_grants
-from .state_paths import APPROVAL, COMPILE, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
+from .state_paths import APPROVAL, COMPILE, REGISTRY, REGISTRY_COMPILED, TRAIN_DATA, TRAINING
 
 GATE_METRIC = "eval_loss_improvement"
 EVALUATION_FILE = "evaluation.json"  # written by train.py into the model folder
 FACTS_FILE, FACT_TYPES = model_facts_schema()  # written by train.py beside it
-LINEAGE_FILE = "lineage.json"
-MAX_LISTED_VERSIONS = 500  # keeps the listing well under Step Functions' 256 KiB state payload
 
 
 def facts_key(job_name_path: str) -> str:
@@ -138,7 +137,7 @@ class RegistrationSettings:
     max_benchmark_drop: float | None = None
 
 
-class ModelRegistration(Construct):
+class ModelRegistration(LineageStates):
     """The states after the training job (`start`; `then(next_state)` continues a version that passed the gate)
     and, for the compile step, `register_compiled`; what they call, granted to the state machine that reaches
     them (`state_machine_grants`, registry_grants.py)."""
@@ -264,23 +263,6 @@ class ModelRegistration(Construct):
             [f"arn:aws:s3:::{self._bucket}/{MODELS_PREFIX}*/{folder}*/output/model/config.json"],
         )
 
-    def _marker_version(self, next_state: sfn.IChainable) -> sfn.Choice:
-        """`MarkerVersion?`: the `_READY` marker's S3 version id the Training rule passed, else `absent`."""
-        given = sfn.Condition.and_(
-            sfn.Condition.is_present(f"$.{MARKER_VERSION_KEY}"),
-            sfn.Condition.is_string(f"$.{MARKER_VERSION_KEY}"),
-            sfn.Condition.not_(sfn.Condition.string_equals(f"$.{MARKER_VERSION_KEY}", "")),
-        )
-        known = sfn.Pass(
-            self, "DatasetMarkerVersion", parameters={"version_id.$": f"$.{MARKER_VERSION_KEY}"}, result_path="$.marker"
-        )
-        unknown = sfn.Pass(
-            self, "NoDatasetMarkerVersion", parameters={"version_id": NO_MARKER_VERSION}, result_path="$.marker"
-        )
-        known.next(next_state)
-        unknown.next(next_state)
-        return sfn.Choice(self, "MarkerVersion").when(given, known).otherwise(unknown)
-
     def _gate(self, min_improvement: float, next_state: sfn.IChainable) -> sfn.IChainable:
         describe = self._task(
             "DescribeRun",
@@ -312,18 +294,10 @@ class ModelRegistration(Construct):
             result_path="$.evaluation",
         )
 
-        def decision(construct_id: str, status: str, improvement: str | None) -> sfn.Pass:
-            fields = {"status": status, "min_improvement": f"{min_improvement:g}"}
-            if improvement is None:
-                fields["improvement"] = "none"
-            else:
-                fields["improvement.$"] = improvement
-            return sfn.Pass(self, construct_id, parameters=fields, result_path=APPROVAL)
-
         measured = "States.Format('{}', $.evaluation.improvement[0])"
-        pending = decision("Pending", PENDING, measured)
-        rejected = decision("Rejected", REJECTED, measured)
-        no_evaluation = decision("RejectedNoEvaluation", REJECTED, None)
+        pending = self._decision("Pending", PENDING, measured, min_improvement)
+        rejected = self._decision("Rejected", REJECTED, measured, min_improvement)
+        no_evaluation = self._decision("RejectedNoEvaluation", REJECTED, None, min_improvement)
         benchmarked = self._settings.max_benchmark_drop is not None
         pending.next(benchmark_verdict(self, next_state) if benchmarked else next_state)
         for state in (rejected, no_evaluation):
@@ -348,86 +322,15 @@ class ModelRegistration(Construct):
         describe.next(metrics)
         return describe
 
-    def _lineage(self, next_state: sfn.IChainable) -> sfn.IChainable:
-        """Every current object version under the dataset's folder (`datasets/<name>/`; a file directly under
-        datasets/: that key), into the manifest."""
-        datasets = f"s3://{self._bucket}/{DATASETS_PREFIX}"
-        parts = f"States.StringSplit({TRAIN_DATA}, '/')"
-        # The name's index is the part count of `s3://<bucket>/datasets`, however StringSplit treats `//`.
-        name = f"States.ArrayGetItem({parts}, States.ArrayLength(States.StringSplit('{datasets.rstrip('/')}', '/')))"
-
-        def prefix(construct_id: str, pattern: str) -> sfn.Pass:
-            return sfn.Pass(
-                self,
-                construct_id,
-                parameters={"prefix.$": f"States.Format('{pattern}', {name})"},
-                result_path="$.lineage",
-            )
-
-        folder, file = (
-            prefix("DatasetFolderPrefix", f"{DATASETS_PREFIX}{{}}/"),
-            prefix("DatasetFilePrefix", f"{DATASETS_PREFIX}{{}}"),
-        )
-        listing = self._task(
-            "ListDatasetVersions",
-            "s3",
-            "listObjectVersions",
-            {
-                "Bucket": self._bucket,
-                "Prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
-                "MaxKeys": MAX_LISTED_VERSIONS,
-            },
-            {"objects.$": "$.Versions[?(@.IsLatest == true)]", "truncated.$": "$.IsTruncated", "prefix.$": "$.Prefix"},
-            "$.lineage",
-            [f"arn:aws:s3:::{self._bucket}"],
-        )
-        manifest = {
-            "training_job": sfn.JsonPath.string_at(TRAINING.job_name),
-            "model": sfn.JsonPath.string_at(TRAINING.model_s3_uri),
-            "dataset": sfn.JsonPath.string_at(TRAIN_DATA),
-            "dataset_prefix": sfn.JsonPath.string_at("$.lineage.prefix"),
-            "dataset_objects": sfn.JsonPath.object_at("$.lineage.objects"),
-            "dataset_listing_truncated": sfn.JsonPath.object_at("$.lineage.truncated"),
-            "dataset_marker_version_id": sfn.JsonPath.string_at("$.marker.version_id"),
-            "hyperparameters": sfn.JsonPath.object_at(RUN.hyperparameters),
-            "base_model_source": self._base_model_value(),
-            "code_asset_hash": self._code_hash,
-            "evaluation": sfn.JsonPath.object_at(APPROVAL),
-            "model_facts": sfn.JsonPath.object_at("$.model.facts"),
-        }
-        body = sfn.Pass(
-            self,
-            "LineageManifest",
-            parameters={"manifest": manifest, "objects.$": "$.lineage.objects"},
-            result_path="$.lineage_manifest",
-        )
-        write = self._task(
-            "WriteLineage",
-            "s3",
-            "putObject",
-            {
-                "Bucket": self._bucket,
-                "Key": sfn.JsonPath.format(
-                    f"{MODELS_PREFIX}{{}}/{LINEAGE_FILE}", sfn.JsonPath.string_at(TRAINING.job_name)
-                ),
-                "Body": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.lineage_manifest.manifest")),
-                "ContentType": "application/json",
-            },
-            {"version_id.$": "$.VersionId"},
-            "$.lineage_object",
-            [f"arn:aws:s3:::{self._bucket}/{MODELS_PREFIX}*/{LINEAGE_FILE}"],
-        )
-        folder.next(listing)
-        file.next(listing)
-        listing.next(body).next(write).next(next_state)
-        return (
-            sfn.Choice(self, "DatasetPrefix")
-            .when(sfn.Condition.string_matches(TRAIN_DATA, f"{datasets}*/*"), folder)
-            .otherwise(file)
-        )
-
-    def _base_model_value(self) -> str:
-        return sfn.JsonPath.string_at(self._base_model) if self._base_model.startswith("$.") else self._base_model
+    def _decision(self, construct_id: str, status: str, improvement: str | None, min_improvement: float) -> sfn.Pass:
+        """The gate's verdict at `APPROVAL`: the status the package is registered with, and the figures its
+        metadata and a rejection's cause name (`none` where the job logged no improvement)."""
+        fields = {"status": status, "min_improvement": f"{min_improvement:g}"}
+        if improvement is None:
+            fields["improvement"] = "none"
+        else:
+            fields["improvement.$"] = improvement
+        return sfn.Pass(self, construct_id, parameters=fields, result_path=APPROVAL)
 
     def _register(
         self,

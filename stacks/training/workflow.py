@@ -40,7 +40,7 @@ from ..shared.job_request import Ref, S3Channel, TrainingJobRequest
 from ..shared.sagemaker_job_step import TRAINING_JOB, JobCatch, JobVariant, SageMakerJobStep
 from ..shared.workflow_shell import failure_path, in_order, logged_state_machine, record_model_task
 from .benchmark_job import BenchmarkPlan, BenchmarkRun, StagedTasks
-from .input_checks import dataset_marker, hyperparameter_checks
+from .input_checks import Check, dataset_marker, hyperparameter_checks
 from .registry import ModelRegistration, RegistrationSettings
 from .state_paths import APPROVAL, COMPILE, ERROR, EVAL_DATA, REGISTRY, REGISTRY_COMPILED, RUN, TRAIN_DATA, TRAINING
 
@@ -99,28 +99,9 @@ class TrainingWorkflow(Construct):
         the merge and the registry, its tasks checked staged before any job (benchmark_job.py)."""
         super().__init__(scope, construct_id)
         self._prefix = job_name_prefix
-        invalid, notify = failure_path(
-            self,
-            topic=topic,
-            subject="Training failed",
-            invalid_input_cause=(
-                f'expected {{"train_data": "s3://{bucket_name}/{DATASETS_PREFIX}<file, folder/ or '
-                f'folder/{DATASET_READY_MARKER}>", "hyperparameters": {{...}}}} and an optional "eval_data" '
-                "file or folder under the same prefix; merge not false; see README, Training"
-            ),
-        )
-        checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify)
-        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name, distributed), checks.start)
-        start.otherwise(invalid)
+        start, checks, notify = self._validated_start(bucket_name, topic=topic, distributed=distributed)
         marker = dataset_marker(self, bucket_name=bucket_name, notify=notify)
-        defaults = sfn.Pass(
-            self,
-            "Defaults",
-            result=sfn.Result.from_object(
-                {"config": dict(default_hyperparameters), "fixed": dict(fixed_hyperparameters)}
-            ),
-            result_path="$.defaults",
-        )
+        defaults = self._defaults(default_hyperparameters, fixed_hyperparameters)
         prepare = self._prepare(capacity_backoff_seconds)
         train = self._train(request, bucket_name, notify=notify, capacity_retries=capacity_retries)
         # The gate first: only a version that passed is recorded for serving.
@@ -148,6 +129,35 @@ class TrainingWorkflow(Construct):
             model_parameter=model_parameter,
             log_retention_days=log_retention_days,
             log_retention_setting="training.log_retention_days",
+        )
+
+    def _validated_start(
+        self, bucket_name: str, *, topic: sns.ITopic, distributed: bool
+    ) -> tuple[sfn.Choice, Check, sfn.IChainable]:
+        """(`ValidateInput`, the hyperparameter checks it leads to, `Notify`): an input that names no dataset
+        under datasets/ or a flag train.py does not know fails before a job is paid for."""
+        invalid, notify = failure_path(
+            self,
+            topic=topic,
+            subject="Training failed",
+            invalid_input_cause=(
+                f'expected {{"train_data": "s3://{bucket_name}/{DATASETS_PREFIX}<file, folder/ or '
+                f'folder/{DATASET_READY_MARKER}>", "hyperparameters": {{...}}}} and an optional "eval_data" '
+                "file or folder under the same prefix; merge not false; see README, Training"
+            ),
+        )
+        checks = hyperparameter_checks(self, names=hyperparameter_names(), notify=notify)
+        start = sfn.Choice(self, "ValidateInput").when(_valid_input(bucket_name, distributed), checks.start)
+        start.otherwise(invalid)
+        return start, checks, notify
+
+    def _defaults(self, configured: Mapping[str, str], fixed: Mapping[str, str]) -> sfn.Pass:
+        """`$.defaults`: the config's hyperparameters and the script-mode keys, for Prepare to merge."""
+        return sfn.Pass(
+            self,
+            "Defaults",
+            result=sfn.Result.from_object({"config": dict(configured), "fixed": dict(fixed)}),
+            result_path="$.defaults",
         )
 
     def _prepare(self, capacity_backoff_seconds: int) -> sfn.Pass:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from aws_cdk import aws_s3_assets as s3_assets
     from constructs import Construct
 
-    from stacks.config.app_config import AppConfig
     from stacks.config.hosts import HostKind
     from stacks.config.serving import ServingConfig
     from stacks.serving.hosting import EndpointProps
@@ -86,8 +85,9 @@ class CompileStep(ABC):
         """The serving image's compiler, which the compiled model must have been built by (None: not checked)."""
         return None
 
-    def host_problem(self, config: AppConfig) -> tuple[str, str] | None:
-        """(field, problem) when training.neuron_compile's host cannot compile the profile's model."""
+    def host_problem(self, serving: ServingConfig, instance_type: str) -> tuple[str, str] | None:
+        """(field, problem) when training.neuron_compile's host (`instance_type`) cannot compile the profile's
+        model."""
         return None
 
 

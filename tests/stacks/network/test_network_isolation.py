@@ -7,7 +7,7 @@ import pytest
 from stacks.config import load_config
 from stacks.network.stack import INTERFACE_ENDPOINTS
 from tests.stacks.training.test_training_stack import definition, resources_of
-from tests.synth import ROOT, SERVED, load_served
+from tests.synth import ROOT, SERVED
 
 OPEN = {"0.0.0.0/0", "::/0"}
 SERVICES = {"sagemaker.api", "sagemaker.runtime", "sts", "logs", "ecr.api", "ecr.dkr"}
@@ -164,7 +164,6 @@ def test_dev_has_no_vpc(templates):
 
 def test_existing_vpc_gets_only_a_job_security_group():
     """vpc_id without security groups: the Network stack holds just the job security group (built alone)."""
-    import dataclasses
 
     from aws_cdk import App, Stack
     from aws_cdk import aws_kms as kms
@@ -179,10 +178,9 @@ def test_existing_vpc_gets_only_a_job_security_group():
     )
     network.check("test.yaml", "network")
     assert not network.creates_vpc and network.creates_security_group
-    config = dataclasses.replace(load_served("prod"), network=network)
     app = App()
     key = kms.Key(Stack(app, "Keys"), "Key")
-    stack = NetworkStack(app, "Net", config=config, key=key)
+    stack = NetworkStack(app, "Net", network=network, environment_name="llm-inf2-prod", key=key)
     assert list(stack.placement.subnet_ids) == list(subnets) and len(stack.placement.security_group_ids) == 1
     template = Template.from_stack(stack).to_json()
     types = {r["Type"] for r in template["Resources"].values()}

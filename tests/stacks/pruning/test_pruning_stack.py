@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from stacks.application import environment_facts
 from stacks.config import ConfigError, PruningConfig, load_config
 from stacks.paths import NAS_CODE
 from stacks.pruning.stack import pruning_prefix
@@ -205,11 +206,11 @@ def test_tuning_job_is_random_search_over_the_codes_search_space(asl):
 
 
 def test_tuning_job_names_fit_32_characters():
-    prefix = pruning_prefix(DEV)
+    prefix = pruning_prefix(DEV.pruning, environment_facts(DEV))
     assert len(f"{prefix}-{'2' * 17}-9") <= 32
     long = replaced(DEV, app_name="a-much-longer-app")
     with pytest.raises(ConfigError, match="pruning.job_name_prefix"):
-        pruning_prefix(long)
+        pruning_prefix(long.pruning, environment_facts(long))
 
 
 def test_selection_reads_the_tuning_job_and_writes_to_the_run_prefix(asl):

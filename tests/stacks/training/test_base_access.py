@@ -141,8 +141,9 @@ def test_a_record_too_long_for_the_jobs_environment_is_refused_in_one_line(tmp_p
     config = yaml.safe_load((folder / "staging.yaml").read_text())
     config["training"]["hyperparameters"]["model_id"] = long_id
     (folder / "staging.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    staging = load_config("staging", folder)
     with pytest.raises(ConfigError) as caught:
-        job_environment(load_config("staging", folder))
+        job_environment(staging.training, staging.base_model)
     line = str(caught.value)
     assert line.startswith(f"{folder / 'models' / 'gated-long.yaml'}: hub_id: the facts a training run checks")
     assert line.endswith(

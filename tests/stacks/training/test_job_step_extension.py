@@ -79,9 +79,9 @@ EVALUATION_JOB = '''
 EDITS = (
     (
         "stacks/training/workflow.py",
-        "from .input_checks import dataset_marker, hyperparameter_checks\n",
+        "from .input_checks import Check, dataset_marker, hyperparameter_checks\n",
         "from .evaluation_job import evaluation_step\n"
-        "from .input_checks import dataset_marker, hyperparameter_checks\n",
+        "from .input_checks import Check, dataset_marker, hyperparameter_checks\n",
     ),
     (
         "stacks/training/workflow.py",

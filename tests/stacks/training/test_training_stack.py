@@ -394,16 +394,17 @@ def test_own_image_is_pullable_by_the_job_role_only_from_its_repository(template
 
 
 def test_a_derived_prefix_too_long_for_job_names_is_a_config_error():
+    from stacks.application import environment_facts
     from stacks.config import ConfigError
     from stacks.training.stack import job_name_prefix
     from stacks.training.workflow import MAX_JOB_NAME, max_job_name_length
 
     config = CONFIGS["dev"]
-    assert max_job_name_length(job_name_prefix(config)) <= MAX_JOB_NAME
+    assert max_job_name_length(job_name_prefix(config.training, environment_facts(config))) <= MAX_JOB_NAME
     long_name = load_config("dev", ROOT / "config")
     object.__setattr__(long_name, "app_name", "a-rather-long-app-name-x")
     with pytest.raises(ConfigError, match="training.job_name_prefix: got 'a-rather-long-app-name-x-dev'"):
-        job_name_prefix(long_name)
+        job_name_prefix(long_name.training, environment_facts(long_name))
 
 
 def test_rule_input_passes_the_manual_start_validator(templates):

@@ -24,7 +24,6 @@ from .contract import build_request, parse_response
 if TYPE_CHECKING:
     from argparse import Namespace
 
-    from stacks.config.app_config import AppConfig
     from stacks.config.serving import ServingConfig
 
 
@@ -53,8 +52,8 @@ class LmiPartition(CompileStep):
     def compiler_version(self, serving: ServingConfig) -> str:
         return compiler_version(serving)
 
-    def host_problem(self, config: AppConfig) -> tuple[str, str] | None:
-        return compile_problem(config)
+    def host_problem(self, serving: ServingConfig, instance_type: str) -> tuple[str, str] | None:
+        return compile_problem(serving, instance_type)
 
 
 class LmiNeuronx(Backend):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from stacks.config import serving_properties
 from stacks.config.errors import ConfigError
@@ -17,6 +17,9 @@ from stacks.config.inf2 import INF2_TYPES
 from stacks.config.schema import setting
 from stacks.config.trn1 import COMPILE_HOST_GB_PER_BILLION, INF2_TP_DEGREES, TRN1_TP_DEGREES, TRN1_TYPES
 from stacks.image_table import image_uris
+
+if TYPE_CHECKING:
+    from stacks.config.serving import ServingConfig
 
 LMI_DISCONTINUED = (
     "the LMI NeuronX container is discontinued (djl-serving dropped Neuron in Nov 2025, PR #2939; the last image is "
@@ -69,7 +72,7 @@ def _version_text(version: tuple[int, ...]) -> str:
     return ".".join(str(v) for v in version)
 
 
-def resolved_version(serving: Any) -> tuple[int, int, int] | None:
+def resolved_version(serving: ServingConfig) -> tuple[int, int, int] | None:
     """The LMI version: stated, else from image_uri's tag, else from the image table's one tag."""
     if serving.lmi_version is not None:
         return tuple(int(p) for p in serving.lmi_version.split("."))
@@ -79,11 +82,11 @@ def resolved_version(serving: Any) -> tuple[int, int, int] | None:
     return versions.pop() if len(versions) == 1 else None
 
 
-def render_properties(serving: Any, source: str = "", path: str = "serving") -> str:
+def render_properties(serving: ServingConfig, source: str = "", path: str = "serving") -> str:
     return serving_properties.render(serving.lmi, source=source, path=f"{path}.lmi")
 
 
-def check(serving: Any, source: str, path: str) -> None:
+def check(serving: ServingConfig, source: str, path: str) -> None:
     """TP against the cores, the version's batch rule, rolling batch, the start-up timeout (the model's own facts:
     stacks/config/served_model.py)."""
     lmi = serving.lmi
@@ -116,7 +119,7 @@ def check(serving: Any, source: str, path: str) -> None:
     render_properties(serving, source, path)
 
 
-def _check_version(serving: Any, source: str, path: str) -> None:
+def _check_version(serving: ServingConfig, source: str, path: str) -> None:
     version = resolved_version(serving)
     if version is None:
         raise ConfigError(
@@ -144,7 +147,7 @@ def _check_version(serving: Any, source: str, path: str) -> None:
         )
 
 
-def warnings(serving: Any, path: str) -> list[str]:
+def warnings(serving: ServingConfig, path: str) -> list[str]:
     """The discontinuation notice, and a 7B-class runtime compile on a small host."""
     found = [f"{path}.backend: lmi_neuronx: {LMI_DISCONTINUED}"]
     if (
@@ -161,11 +164,11 @@ def warnings(serving: Any, path: str) -> list[str]:
     return found
 
 
-def served_positions(serving: Any) -> tuple[str, int]:
+def served_positions(serving: ServingConfig) -> tuple[str, int]:
     return "serving.lmi.n_positions", serving.lmi.n_positions
 
 
-def tensor_parallel(serving: Any) -> tuple[str, int]:
+def tensor_parallel(serving: ServingConfig) -> tuple[str, int]:
     return "serving.lmi.tensor_parallel_degree", serving.lmi.tensor_parallel_degree
 
 
@@ -177,7 +180,7 @@ NEURONX_CC = {(0, 30, 0): "2.15.141.0", (0, 29, 0): "2.14.227.0"}
 AMP_OF_DTYPE = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
 
 
-def compiler_version(serving: Any) -> str:
+def compiler_version(serving: ServingConfig) -> str:
     """The neuronx-cc of the serving image (ConfigError-free: the version check ran before)."""
     version = resolved_version(serving)
     if version not in NEURONX_CC:
@@ -191,14 +194,14 @@ def compiler_version(serving: Any) -> str:
     return NEURONX_CC[version]
 
 
-def compiled_batch(serving: Any) -> int:
+def compiled_batch(serving: ServingConfig) -> int:
     """The batch a compiled model has: max_rolling_batch_size with rolling batch (DJL sets batch_size to it for
     precompiled models, djl_python/transformers_neuronx.py set_configs), else batch_size."""
     lmi = serving.lmi
     return lmi.max_rolling_batch_size if lmi.rolling_batch != "disable" else lmi.batch_size
 
 
-def compiled_shape(serving: Any) -> dict[str, Any]:
+def compiled_shape(serving: ServingConfig) -> dict[str, Any]:
     """The shape the served model is compiled for, as the lock's `compiled` section names it."""
     lmi = serving.lmi
     return {
@@ -209,7 +212,7 @@ def compiled_shape(serving: Any) -> dict[str, Any]:
     }
 
 
-def compiled_folder(serving: Any) -> str:
+def compiled_folder(serving: ServingConfig) -> str:
     """The folder the compile step writes a model of this shape and compiler into (its prefix names both)."""
     shape = compiled_shape(serving)
     return (
@@ -218,7 +221,7 @@ def compiled_folder(serving: Any) -> str:
     )
 
 
-def compile_memory_problem(serving: Any, billions: float, compiled: bool) -> str | None:
+def compile_memory_problem(serving: ServingConfig, billions: float, compiled: bool) -> str | None:
     """A served 7B-class model compiled at start-up on a small host fails (the warning, on the true size)."""
     host = serving.inf2.host_memory_gb
     if billions < SEVEN_B_CLASS or compiled or host > SMALL_HOST_GB:
@@ -238,11 +241,10 @@ def _listed(degrees: tuple[int, ...] | list[int]) -> str:
     return ", ".join(map(str, degrees))
 
 
-def compile_problem(config: Any) -> tuple[str, str] | None:
+def compile_problem(serving: ServingConfig, chosen: str) -> tuple[str, str] | None:
     """(field, problem) when the compile step's instance cannot partition this profile's model (not a Trainium
     type, fewer NeuronCores than the TP degree, a TP degree Trn1 does not run, too little host memory), or the
     endpoint that serves the compiled model scales out faster than an instance loads it."""
-    serving, chosen = config.serving, config.training.neuron_compile.instance_type
     tp, billions = serving.lmi.tensor_parallel_degree, serving.model_parameters_billions
     need = COMPILE_HOST_GB_PER_BILLION * billions
     fits = [n for n, t in TRN1_TYPES.items() if t.neuron_cores >= tp and t.host_memory_gb >= need]

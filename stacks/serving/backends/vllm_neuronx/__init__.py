@@ -15,7 +15,6 @@ from .contract import build_chat_request, parse_chat_response, request_warnings
 if TYPE_CHECKING:
     from argparse import Namespace
 
-    from stacks.config.app_config import AppConfig
     from stacks.config.serving import ServingConfig
 
 
@@ -34,8 +33,8 @@ class OptimumExport(CompileStep):
     def arguments(self, serving: ServingConfig) -> tuple[str, ...]:
         return export_arguments(serving.neuron)
 
-    def host_problem(self, config: AppConfig) -> tuple[str, str] | None:
-        return compile_problem(config)
+    def host_problem(self, serving: ServingConfig, instance_type: str) -> tuple[str, str] | None:
+        return compile_problem(serving, instance_type)
 
 
 class VllmNeuronx(Backend):

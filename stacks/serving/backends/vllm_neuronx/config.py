@@ -8,12 +8,15 @@ ones (`serve` refuses a mismatch).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stacks.config.errors import ConfigError
 from stacks.config.hosts import TRAINING_HOSTS, smallest_fitting
 from stacks.config.inf2 import BYTES_PER_PARAMETER, mounted_model_volume_gb, weights_gb
 from stacks.config.schema import setting
+
+if TYPE_CHECKING:
+    from stacks.config.serving import ServingConfig
 
 ACCELERATOR_MEMORY_GB = {  # Inferentia2 HBM: 32 GB per chip of 2 NeuronCores
     "ml.inf2.xlarge": 32,
@@ -69,7 +72,7 @@ def sm_on_environment(*, model: str, served_model_name: str, neuron: NeuronOptio
     }
 
 
-def check(serving: Any, source: str, path: str) -> None:
+def check(serving: ServingConfig, source: str, path: str) -> None:
     """The TP, weights-in-HBM and volume rules on the profile's size (the served version's own facts and its
     compiled prefix's shape: stacks/config/served_model.py)."""
     neuron = serving.neuron
@@ -105,23 +108,22 @@ def check(serving: Any, source: str, path: str) -> None:
         )
 
 
-def served_positions(serving: Any) -> tuple[str, int]:
+def served_positions(serving: ServingConfig) -> tuple[str, int]:
     return "serving.neuron.sequence_length", serving.neuron.sequence_length
 
 
-def tensor_parallel(serving: Any) -> tuple[str, int]:
+def tensor_parallel(serving: ServingConfig) -> tuple[str, int]:
     return "serving.neuron.tensor_parallel_size", serving.neuron.tensor_parallel_size
 
 
-def compiled_folder(serving: Any) -> str:
+def compiled_folder(serving: ServingConfig) -> str:
     return serving.neuron.compiled_folder
 
 
-def compile_problem(config: Any) -> tuple[str, str] | None:
+def compile_problem(serving: ServingConfig, chosen: str) -> tuple[str, str] | None:
     """(field, problem) when the compile step's host has too little memory for `optimum-cli export neuron` of the
     profile's model, or a type whose memory stacks/config/hosts.py does not know."""
-    chosen = config.training.neuron_compile.instance_type
-    billions = config.serving.model_parameters_billions
+    billions = serving.model_parameters_billions
     need = EXPORT_HOST_GIB_PER_BILLION * billions
     fits = ", ".join(smallest_fitting("cpu", need)) or "none is listed: serve a smaller model"
     host = TRAINING_HOSTS.get(chosen)
@@ -133,7 +135,7 @@ def compile_problem(config: Any) -> tuple[str, str] | None:
     if host.host_memory_gib < need:
         return COMPILE_TYPE, (
             f"got {chosen!r} ({host.host_memory_gib} GiB host RAM); optimum-cli export neuron of the "
-            f"{billions:.2f}B-parameter {config.serving.base_model} needs ~{need:.0f} GiB "
+            f"{billions:.2f}B-parameter {serving.base_model} needs ~{need:.0f} GiB "
             f"({EXPORT_HOST_GIB_PER_BILLION} GiB per billion parameters, >= 64 GiB for a 7-8B model): use {fits}"
         )
     return None
