@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from local import base_environment, demo, serve_promoted, zero_cycle  # noqa: E402
+from local import base_environment, demo, iam_record, serve_promoted, zero_cycle  # noqa: E402
 from local.deploy import deploy  # noqa: E402
 from local.emulator import LocalAws, hub_cache  # noqa: E402
 from local.emulator import workflow_run as run  # noqa: E402
@@ -110,6 +110,7 @@ def finished(described: dict, say: Callable[[str], None], aws: LocalAws | None =
             f"pipeline: the execution ended {described['status']}: {described.get('error')}: "
             f"{str(described.get('cause'))[:500]}"
         )
+    run.end_of_probe()
     return run.output_of(described)
 
 
@@ -344,7 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base", type=Path, help="training: a local Hugging Face model folder (default: the tiny pretrained base)"
     )
+    parser.add_argument("--iam-probe", action="store_true", help="make iam-mutation's run (workflow_run.PROBE)")
     args = parser.parse_args(argv)
+    run.PROBE.on = args.iam_probe
     for given in (args.data, args.base):
         if given is not None and not given.exists():
             parser.error(f"{given}: no such file or folder")
@@ -358,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     extra = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     for name, value in extra.items():
         os.environ.setdefault(name, value)
-    with LocalAws.start(time_scale=TIME_SCALE, work_root=work / "jobs", say=say, max_trials=3) as aws:
+    with (
+        LocalAws.start(time_scale=TIME_SCALE, work_root=work / "jobs", say=say, max_trials=3) as aws,
+        iam_record.kept(aws, work / "iam_calls.json", say),  # the statement that allowed each call of the roles
+    ):
         aws.job_runner.extra_env.update(extra)
         try:
             if deploy(cdk_out, None, aws) != 0:
