@@ -193,6 +193,12 @@ def table(report: dict) -> str:
             f"`{m['granted']}` (Resource entry {m['resource_entry']}) | `{m['resource']}` | {m['workflow']} | "
             f"{m['result']} | {said} | {m['seconds']} |"
         )
+    for m in report.get("not_run", []):
+        rows.append(
+            f"| - | {m['stack']} / {m['logical_id']} ({m['sid'] or 'statement ' + str(m['statement'])}) | "
+            f"`{m['granted']}` (Resource entry {m['resource_entry']}) | `{m['resource']}` | {m['workflow']} | "
+            "not run (time budget) | | |"
+        )
     ran = [w.lower() for w in report["baselines"]]
     unused = [g for g in report["unused"] if g["stack"].rsplit("-", 1)[-1].lower() in ran]
     elsewhere = sorted({g["stack"] for g in report["unused"]} - {g["stack"] for g in unused})
@@ -206,47 +212,81 @@ def table(report: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cdk-out", type=Path, default=ROOT / "cdk.out")
     parser.add_argument("--workflows", nargs="+", default=["training", "pruning"])
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "iam_mutation.json")
     parser.add_argument("--table", type=Path, default=ROOT / "bench" / "iam_mutation.md")
     parser.add_argument("--limit", type=int, help="run only the first N mutations (a quick look)")
+    parser.add_argument(
+        "--budget-s", type=float, help="start no mutation after this many seconds; the rest are listed as not run"
+    )
+    parser.add_argument(
+        "--merge", action="store_true", help="keep --output's results of the workflows not run now (one table)"
+    )
     parser.add_argument("--table-only", action="store_true", help="rewrite --table from --output's report")
-    args = parser.parse_args(argv)
-    if args.table_only:
-        args.table.write_text(table(json.loads(args.output.read_text())))
-        return 0
-    cdk_out = args.cdk_out.resolve()
-    work = ROOT / "build" / "iam-mutation"
-    work.mkdir(parents=True, exist_ok=True)
-    started, records, baselines = time.monotonic(), {}, {}
-    for workflow in args.workflows:
+    return parser.parse_args(argv)
+
+
+def baseline(cdk_out: Path, workflows: list[str], work: Path) -> tuple[dict, dict]:
+    """(workflow -> IAM record, workflow -> {seconds, calls}) of the unmutated probe runs."""
+    records, baselines = {}, {}
+    for workflow in workflows:
         ran = probe(cdk_out, workflow, work / "baseline")
         print(f"baseline {workflow}: exit {ran['code']} in {ran['seconds']} s, {ran['denial'] or 'no denial'}")
         if ran["code"] != 0:
             raise SystemExit(f"iam-mutation: the unmutated {workflow} run failed: {ran['denial'] or ran['last_line']}")
         records[workflow] = ran["record"]
         baselines[workflow] = {"seconds": ran["seconds"], "calls": len(ran["record"].get("calls", []))}
+    return records, baselines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    if args.table_only:
+        args.table.write_text(table(json.loads(args.output.read_text())))
+        return 0
+    cdk_out = args.cdk_out.resolve()
+    work = ROOT / "build" / "iam-mutation"
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    records, baselines = baseline(cdk_out, args.workflows, work)
     used = used_grants(records)
     grants = {grant_key(g): g for g in all_grants(cdk_out)}
-    mutations = []
+    mutations, not_run = [], []
     for key, call in list(used.items())[: args.limit]:
         grant = {**grants[key], "workflow": call["workflow"], "resource": call["resource"], "action": call["action"]}
+        if args.budget_s and time.monotonic() - started > args.budget_s:
+            not_run.append(grant)
+            continue
         grant.update(mutate_one(cdk_out, grant, work))
         print(f"{grant['stack']}/{grant['logical_id']}[{grant['statement']}] -{grant['granted']}: {grant['result']}")
         mutations.append(grant)
-    report = {
-        "baselines": baselines,
-        "mutations": mutations,
-        "unused": [g for k, g in grants.items() if k not in used],
-        "seconds": round(time.monotonic() - started, 1),
-    }
+    report = {"baselines": baselines, "mutations": mutations, "not_run": not_run, "used": [list(k) for k in used]}
+    if args.merge and args.output.exists():
+        report = merged(json.loads(args.output.read_text()), report, args.workflows)
+    used_keys = {tuple(k) for k in report["used"]}
+    report["unused"] = [g for k, g in grants.items() if k not in used_keys]
+    report["seconds"] = round(time.monotonic() - started, 1)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     args.table.write_text(table(report))
     print(f"iam-mutation: {len(mutations)} grant(s) removed one at a time in {report['seconds']} s -> {args.output}")
     return 0 if all(m["result"] == "denied" for m in mutations) else 1
+
+
+def merged(previous: dict, current: dict, workflows: list[str]) -> dict:
+    """`current` with `previous`'s baselines, mutations and used grants of the other workflows."""
+    kept = [m for m in previous.get("mutations", []) if m["workflow"] not in workflows]
+    skipped = [m for m in previous.get("not_run", []) if m["workflow"] not in workflows]
+    others = {w: b for w, b in previous.get("baselines", {}).items() if w not in workflows}
+    previous_used = previous.get("used") or [list(grant_key(m)) for m in kept]
+    return {
+        "baselines": {**others, **current["baselines"]},
+        "mutations": kept + current["mutations"],
+        "not_run": skipped + current["not_run"],
+        "used": [u for u in previous_used if u not in current["used"]] + current["used"],
+    }
 
 
 if __name__ == "__main__":
