@@ -30,7 +30,7 @@ NODE_STAMP := node_modules/.installed
 REQUIREMENTS := requirements.txt requirements-dev.txt $(wildcard training_code/*/requirements.txt)
 
 .PHONY: help tools deps app-deps synth diff deploy pipeline test lint clean review cost actionlint demo invoke train loadtest \
-	promote deploy-chain preflight pre-deploy mutation mutation-sample base-model eval-data profile
+	promote deploy-chain preflight pre-deploy mutation mutation-sample base-model eval-data profile iam-mutation
 TARGET ?= local
 
 help:
@@ -53,6 +53,8 @@ help:
 	@echo "make mutation [JOBS=nproc]  mutation score of stacks/config/ and the job request (mutmut's mutants, JOBS at once):"
 	@echo "                             bench/mutation.json's after entry, survivors with their reasons (bench/README-mutation.md)"
 	@echo "make mutation-sample [SIZE=36 SEED=39]  a seeded sample of the same mutants (~2 min): mutation.json's sample entry"
+	@echo "make iam-mutation [WORKFLOWS=training pruning]  each grant of the local roles that the local run uses, removed one at a time, must fail"
+	@echo "                             the run AccessDenied naming action and resource: bench/iam_mutation.json and .md"
 	@echo "make invoke [ENV=] [URL=http://127.0.0.1:8080] [BACKEND=lmi_neuronx|vllm_neuronx] [PROMPT=...]"
 	@echo "                             send the sample request in the endpoint's contract (default: ENV's serving.backend)"
 	@echo "make train ENV=dev DATA=s3://<artifact bucket>/datasets/... [HP='lora_r=16 epochs=2'] [NAME=run-1]"
@@ -226,6 +228,14 @@ promote: app-deps
 # MUTATION_ARGS=--recheck-survivors runs its survivors again after a test was added for them.
 JOBS ?= $(shell nproc)
 MUTATION_ARGS ?=
+# IAM is enforced on the emulator (local/emulator/iam_enforcement.py): remove each grant the local run uses from
+# the synthesized roles, one at a time, and see the run denied (bench/iam_mutation.py).
+WORKFLOWS ?= training pruning
+iam-mutation: $(VENV_STAMP) $(NODE_STAMP)
+	rm -rf build/iam-mutation/cdk.out
+	npx cdk synth --quiet -c env=local --output build/iam-mutation/cdk.out --app "$(PY) app.py"
+	$(PY) bench/iam_mutation.py --cdk-out build/iam-mutation/cdk.out --workflows $(WORKFLOWS)
+
 mutation: $(VENV_STAMP) $(MUTATION_STAMP)
 	mkdir -p build
 	.venv-mutation/bin/python bench/mutation.py --jobs $(JOBS) --progress build/mutation-progress.jsonl --output bench/mutation.json $(MUTATION_ARGS)

@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if args.keep:
             print(f"\nemulator kept at {aws.endpoint_url} (AWS_ENDPOINT_URL={aws.endpoint_url}); Ctrl-C to stop")
+            keys = " ".join(f"{k}={v}" for k, v in aws.credentials_environment().items())
+            print(f"IAM is enforced: the operator's keys (allowed everything): export {keys}")
             try:
                 while True:
                     time.sleep(3600)

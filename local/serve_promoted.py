@@ -35,8 +35,7 @@ def promote(aws: LocalAws, *, env_name: str, arn: str, config_dir: Path, source:
     """`make promote TO=<env> VERSION=<arn>` against the emulator, into `config_dir` (a copy of `source`)."""
     shutil.rmtree(config_dir, ignore_errors=True)
     shutil.copytree(source, config_dir, ignore=shutil.ignore_patterns("*.model.json"))
-    # moto takes any key; the tool's boto3 session needs one
-    env = {"AWS_ACCESS_KEY_ID": "emulated", "AWS_SECRET_ACCESS_KEY": "emulated", **os.environ}
+    env = {**os.environ, **aws.credentials_environment()}  # the operator's keys: a person runs make promote
     argv = ["--to", env_name, "--version", arn, "--config-dir", str(config_dir)]
     argv += ["--endpoint-url", aws.endpoint_url, "--region", aws.region]
     done = subprocess.run([sys.executable, "-m", "tools.promote_model", *argv], cwd=ROOT, env=env, check=False)

@@ -21,6 +21,7 @@ from botocore.config import Config
 
 from local.cloud_assembly import CloudAssemblyReader, StackArtifact
 
+from . import iam_enforcement
 from .execution_patches import apply_all as apply_execution_patches
 from .inference_components import reset as reset_components
 from .job_runner import LocalJobRunner
@@ -55,9 +56,30 @@ class LocalAws:
         self._server = server
         self.clock: Any = None  # execution_patches.EmulatedClock, set by start()
         self.job_runner: Any = None  # job_runner.LocalJobRunner, set by start()
+        self.operator: iam_enforcement.Keys | None = None  # the deployer's keys where IAM is enforced
+        self.iam = iam_enforcement.LEDGER  # what the roles did (allowed calls, denials)
         self._session = boto3.session.Session(
             aws_access_key_id="emulated", aws_secret_access_key="emulated", region_name=region
         )
+
+    def enforce_iam(self) -> None:
+        """From here on every call is checked against its caller's policies: this object's clients (the deployer,
+        the tools) sign as the operator user made first, each job as its role, each state machine as its own."""
+        keys = iam_enforcement.create_operator(self.client("iam"))
+        self.operator = keys
+        self._session = boto3.session.Session(region_name=self.region, **keys.session_arguments())
+        iam_enforcement.interpreter_clients_use_the_role()
+        account, region = self.account, self.region
+        self.job_runner.use_identities(
+            keys, lambda role_arn: iam_enforcement.assume(account, role_arn, "sagemaker.amazonaws.com", region)
+        )
+        iam_enforcement.start()
+
+    def credentials_environment(self) -> dict[str, str]:
+        """AWS_* variables for a tool run as the operator (or moto's any-key where IAM is not enforced)."""
+        if self.operator is None:
+            return {"AWS_ACCESS_KEY_ID": "emulated", "AWS_SECRET_ACCESS_KEY": "emulated"}
+        return self.operator.environment()
 
     @classmethod
     @contextmanager
@@ -71,10 +93,12 @@ class LocalAws:
         work_root: Path | None = None,
         max_trials: int = 3,
         say: Callable[[str], None] | None = None,
+        enforce_iam: bool = True,
     ) -> Iterator[LocalAws]:
         """Run moto's threaded server on loopback (inf2 allowed) for the duration of the block, with state
         machines executed and their SageMaker jobs run locally (`aws.job_runner`; `time_scale` shortens the
-        workflows' Wait and Retry intervals, `max_trials` caps tuning jobs)."""
+        workflows' Wait and Retry intervals, `max_trials` caps tuning jobs) and IAM enforced (`enforce_iam`,
+        iam_enforcement.py)."""
         import logging
 
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
@@ -104,10 +128,13 @@ class LocalAws:
             endpoint_url=endpoint, region=region, work_root=work_root, max_trials=max_trials, say=say
         )
         install_sagemaker_sync(aws.job_runner)
+        if enforce_iam:
+            aws.enforce_iam()
         try:
             yield aws
         finally:
             if not keep:
+                iam_enforcement.stop()
                 uninstall_sagemaker_sync()
                 server.stop()
 

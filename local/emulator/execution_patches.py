@@ -107,6 +107,10 @@ def transformed_input(template: str, paths: dict[str, str], event: dict) -> str:
 
 
 def _start_execution(target: dict, event: dict, account: str, region: str) -> None:
+    from . import iam_enforcement
+
+    if iam_enforcement.enforcing():  # EventBridge starts the execution with the target's role
+        iam_enforcement.rule_may_start(target, account)
     transformer = target.get("InputTransformer") or {}
     event = {"id": str(uuid.uuid4()), "ingestion-time": time.time(), **event}
     if transformer:

@@ -28,7 +28,6 @@ import re
 import shlex
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tarfile
@@ -42,8 +41,10 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from .faults import CAPACITY_REASON, MAX_RUNTIME_DRILL_S, FaultPlan
+from .job_metrics import parse_metrics
 from .opt_ml import OPT_ML, OptMl, container_environment, write_input_config
 from .s3_folders import download_prefix, split_s3, upload_folder
 
@@ -127,25 +128,6 @@ class JobOutcome:
         return [{"MetricName": k, "Value": v, "Timestamp": self.ended} for k, v in sorted(self.metrics.items())]
 
 
-def float32(value: float) -> float:
-    """SageMaker keeps metric values as 32-bit floats."""
-    return struct.unpack("f", struct.pack("f", value))[0]
-
-
-def parse_metrics(lines: list[str], definitions: list[Mapping[str, str]]) -> dict[str, float]:
-    """The last value each MetricDefinitions regex (first group) finds in the log, as float32."""
-    found: dict[str, float] = {}
-    for definition in definitions:
-        pattern = re.compile(definition["Regex"])
-        for line in lines:
-            for match in pattern.finditer(line):
-                try:
-                    found[definition["Name"]] = float32(float(match.group(1)))
-                except (ValueError, IndexError):
-                    continue
-    return found
-
-
 class LocalJobRunner:
     """Runs CreateTrainingJob requests; `say` gets one progress line per phase (the pipeline prints them)."""
 
@@ -171,9 +153,30 @@ class LocalJobRunner:
         self.say = say or (lambda line: None)
         self.extra_env = dict(extra_env or {})
         self.requests: list[dict[str, Any]] = []  # every job request run, in order (tests read them)
-        self._s3 = boto3.session.Session(
-            aws_access_key_id="emulated", aws_secret_access_key="emulated", region_name=region
-        ).client("s3", endpoint_url=endpoint_url, config=Config(retries={"max_attempts": 2}))
+        # where IAM is enforced (iam_enforcement.py): RoleArn -> the role's keys, as SageMaker assumes it
+        self.role_keys: Callable[[str], Any] | None = None
+        self._own_keys: dict[str, str] = {}
+        self._s3 = self._s3_client(None)
+
+    def _s3_client(self, keys: Any) -> Any:
+        """S3 signed with `keys` (iam_enforcement.Keys; None: any key, where IAM is not enforced)."""
+        any_key = {"aws_access_key_id": "emulated", "aws_secret_access_key": "emulated"}
+        session = boto3.session.Session(region_name=self.region, **(keys.session_arguments() if keys else any_key))
+        return session.client("s3", endpoint_url=self.endpoint_url, config=Config(retries={"max_attempts": 2}))
+
+    def use_identities(self, operator: Any, role_keys: Callable[[str], Any]) -> None:
+        """Sign the runner's own calls (tests' direct runs without a RoleArn) with `operator` and each job's
+        S3 transfers and container with its RoleArn's keys (`role_keys`)."""
+        self._s3, self.role_keys, self._own_keys = self._s3_client(operator), role_keys, operator.environment()
+
+    def _job_identity(self, request: Mapping[str, Any]) -> tuple[Any, dict[str, str]]:
+        """(the S3 client SageMaker moves the job's data with, the container's credential variables): the role's
+        where IAM is enforced; without RoleArn (direct runs; CreateTrainingJob requires one) the runner's own."""
+        role_arn = request.get("RoleArn")
+        if self.role_keys is None or not role_arn:
+            return self._s3, self._own_keys
+        keys = self.role_keys(role_arn)
+        return self._s3_client(keys), keys.environment()
 
     # -- one job ---------------------------------------------------------------------------------
     def run(
@@ -194,29 +197,46 @@ class LocalJobRunner:
         if "sagemaker_program" not in (request.get("HyperParameters") or {}) and stand_in is None:
             return _failed(self._not_script_mode(request), started)
         try:
-            self._stage(request, tree)
-        except (LookupError, ValueError) as err:
+            s3, credentials = self._job_identity(request)
+            self._stage(request, tree, s3)
+        except (LookupError, ValueError, RuntimeError) as err:  # RuntimeError: SageMaker may not assume the role
             return _failed(f"ClientError: {err}", started)
+        except ClientError as err:
+            return _failed(f"ClientError: Data download failed: {err}", started)
         if drill == "algorithm_error":
             _crash_entry_point(tree)
         limit = MAX_RUNTIME_DRILL_S if drill == "max_runtime" else None
         if stand_in is not None:
-            code, lines = self._execute_container(request, tree, stand_in, job_arn=job_arn, cancelled=cancelled)
+            code, lines = self._execute_container(
+                request, tree, stand_in, job_arn=job_arn, cancelled=cancelled, credentials=credentials
+            )
         else:
-            code, lines = self._execute(request, tree, job_arn=job_arn, cancelled=cancelled, limit_s=limit)
+            code, lines = self._execute(
+                request, tree, job_arn=job_arn, cancelled=cancelled, limit_s=limit, credentials=credentials
+            )
         definitions = self._metric_definitions(request)
         if drill == "no_metrics":
             lines = [line for line in lines if not parse_metrics([line], definitions)]
         metrics = parse_metrics(lines, definitions)
-        self._sync_checkpoints_up(request, tree)
+        try:
+            return self._finish(request, tree, code, metrics, lines, started, s3)
+        except ClientError as err:
+            return _failed(f"ClientError: Failed to upload the job's output: {err}", started, metrics, lines)
+
+    def _finish(
+        self, request: Mapping[str, Any], tree: OptMl, code: int, metrics: dict, lines: list, started: datetime, s3: Any
+    ) -> JobOutcome:
+        """Checkpoints and outputs uploaded as SageMaker does after the container ends; the outcome."""
+        name = request["TrainingJobName"]
+        self._sync_checkpoints_up(request, tree, s3)
         if code in (STOPPED, TIMED_OUT):  # SageMaker uploads what the job saved before it stopped
-            artifacts = self._upload_outputs(request, tree)
+            artifacts = self._upload_outputs(request, tree, s3)
             secondary = "MaxRuntimeExceeded" if code == TIMED_OUT else "Stopped"
             self.say(f"    {name}: Stopped ({secondary}) -> {artifacts}")
             return JobOutcome("Stopped", None, metrics, artifacts, started, datetime.now(UTC), lines, secondary)
         if code != 0:
             return _failed(algorithm_error(code, tree), started, metrics, lines)
-        artifacts = self._upload_outputs(request, tree)
+        artifacts = self._upload_outputs(request, tree, s3)
         self.say(f"    {name}: Completed ({len(metrics)} metric(s)) -> {artifacts}")
         return JobOutcome("Completed", None, metrics, artifacts, started, datetime.now(UTC), lines)
 
@@ -236,7 +256,7 @@ class LocalJobRunner:
         )
 
     # -- staging: code, channels, checkpoints ----------------------------------------------------
-    def _stage(self, request: Mapping[str, Any], tree: OptMl) -> None:
+    def _stage(self, request: Mapping[str, Any], tree: OptMl, s3: Any) -> None:
         channels = request.get("InputDataConfig", [])
         if tree.root.exists():
             shutil.rmtree(tree.root)
@@ -246,11 +266,11 @@ class LocalJobRunner:
             source = channel["DataSource"]["S3DataSource"]
             if source.get("S3DataType", "S3Prefix") != "S3Prefix":
                 raise ValueError(f"channel {channel['ChannelName']}: S3DataType {source['S3DataType']} is not emulated")
-            count = download_prefix(self._s3, source["S3Uri"], tree.channel(channel["ChannelName"]))
+            count = download_prefix(s3, source["S3Uri"], tree.channel(channel["ChannelName"]))
             self.say(f"    channel {channel['ChannelName']}: {count} object(s) from {source['S3Uri']}")
         checkpoint = request.get("CheckpointConfig")
         if checkpoint:
-            download_prefix(self._s3, checkpoint["S3Uri"], tree.checkpoints, required=False)
+            download_prefix(s3, checkpoint["S3Uri"], tree.checkpoints, required=False)
 
     # -- the entry point ------------------------------------------------------------------------
     def _execute(
@@ -261,6 +281,7 @@ class LocalJobRunner:
         job_arn: str,
         cancelled: Callable[[], bool],
         limit_s: float | None = None,
+        credentials: Mapping[str, str] | None = None,
     ) -> tuple[int, list[str]]:
         """The image's entry point, the toolkit's `train` console script (`sagemaker_training.cli.train:main`),
         in the container's environment with the request's Environment set, as SageMaker sets it (the toolkit
@@ -268,6 +289,7 @@ class LocalJobRunner:
         argv = [self.python, "-m", "sagemaker_training.cli.train"]
         env = {
             **container_environment(request, tree, job_arn=job_arn, endpoint_url=self.endpoint_url, region=self.region),
+            **(credentials or {}),  # the execution role's session, which SageMaker's container gets
             **(request.get("Environment") or {}),
             **self.extra_env,
         }
@@ -297,6 +319,7 @@ class LocalJobRunner:
         *,
         job_arn: str,
         cancelled: Callable[[], bool],
+        credentials: Mapping[str, str] | None = None,
     ) -> tuple[int, list[str]]:
         """A container job's own command (ContainerEntrypoint + ContainerArguments, its Environment), /opt/ml
         rebased onto the job's tree and the image's program replaced by its stand-in (container_stand_in)."""
@@ -307,6 +330,7 @@ class LocalJobRunner:
             argv.extend(program if item == LMI_IMAGE_PROGRAM else [item.replace(OPT_ML.rstrip("/"), str(tree.root))])
         env = {
             **container_environment(request, tree, job_arn=job_arn, endpoint_url=self.endpoint_url, region=self.region),
+            **(credentials or {}),
             **(request.get("Environment") or {}),
             **extra_env,
             "PYTHONPATH": str(REPOSITORY),
@@ -327,25 +351,25 @@ class LocalJobRunner:
         return code, log_path.read_text(errors="replace").splitlines()
 
     # -- outputs ----------------------------------------------------------------------------------
-    def _upload_outputs(self, request: Mapping[str, Any], tree: OptMl) -> str:
+    def _upload_outputs(self, request: Mapping[str, Any], tree: OptMl, s3: Any) -> str:
         output = request["OutputDataConfig"]
         bucket, key = split_s3(output["S3OutputPath"])
         prefix = f"{key.rstrip('/')}/{request['TrainingJobName']}/output/".lstrip("/")
         if output.get("CompressionType", "GZIP") == "NONE":
-            upload_folder(self._s3, tree.model, bucket, prefix + "model/")
+            upload_folder(s3, tree.model, bucket, prefix + "model/")
             artifacts = f"s3://{bucket}/{prefix}model/"
         else:
-            self._s3.put_object(Bucket=bucket, Key=prefix + "model.tar.gz", Body=_tarball(tree.model))
+            s3.put_object(Bucket=bucket, Key=prefix + "model.tar.gz", Body=_tarball(tree.model))
             artifacts = f"s3://{bucket}/{prefix}model.tar.gz"
-        self._s3.put_object(Bucket=bucket, Key=prefix + "output.tar.gz", Body=_tarball(tree.output_data))
+        s3.put_object(Bucket=bucket, Key=prefix + "output.tar.gz", Body=_tarball(tree.output_data))
         return artifacts
 
-    def _sync_checkpoints_up(self, request: Mapping[str, Any], tree: OptMl) -> None:
+    def _sync_checkpoints_up(self, request: Mapping[str, Any], tree: OptMl, s3: Any) -> None:
         checkpoint = request.get("CheckpointConfig")
         if not checkpoint:
             return
         bucket, key = split_s3(checkpoint["S3Uri"])
-        upload_folder(self._s3, tree.checkpoints, bucket, f"{key.rstrip('/')}/")
+        upload_folder(s3, tree.checkpoints, bucket, f"{key.rstrip('/')}/")
 
 
 def _crash_entry_point(tree: OptMl) -> None:

@@ -3,6 +3,7 @@ runner and the pipeline)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,10 @@ def download_prefix(s3: Any, uri: str, target: Path, *, required: bool = True) -
                 continue
             destination = target / relative
             destination.parent.mkdir(parents=True, exist_ok=True)
-            s3.download_file(bucket, item["Key"], str(destination))
+            # GetObject, not download_file: its HEAD request carries no error message, and SageMaker's
+            # FailureReason for a denied download names the action and the object
+            with destination.open("wb") as out:
+                shutil.copyfileobj(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"], out)
             count += 1
     if count == 0 and required:
         raise LookupError(f'No S3 objects found under S3 URL "{uri}" given in input data source')

@@ -40,7 +40,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
     StateTaskServiceCallback,
 )
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
+from moto.stepfunctions.parser.asl.utils import boto_client
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 
 from . import tuning
@@ -181,7 +181,7 @@ class SageMakerTasks(StateTaskServiceCallback):
         )
         if action == "create_training_job" and runner().faults.hit("create", name) == "throttle":
             raise throttled("CreateTrainingJob")
-        client = boto_client_for(
+        client = boto_client.boto_client_for(  # the state machine's role where IAM is enforced
             region=resource_runtime_part.region, service="sagemaker", state_credentials=state_credentials
         )
         response = getattr(client, action)(**normalised_parameters)

@@ -80,6 +80,7 @@ def wait_for_executions(aws: LocalAws, machine_arn: str, count: int, timeout_s: 
     """The machine's executions once `count` exist (or at the timeout, however many there are)."""
     deadline = time.monotonic() + timeout_s
     while True:
+        stop_if_denied(aws)  # EventBridge starts an execution with its target's role
         found = executions(aws, machine_arn)
         if len(found) >= count or time.monotonic() > deadline:
             return found
@@ -98,11 +99,42 @@ def _event_line(event: dict) -> str | None:
     return None
 
 
+class Probe:
+    """`make iam-mutation`'s run (`local.pipeline --iam-probe`): the first call IAM denies stops the run (exit 1,
+    the denial's line), and it ends after the workflow's execution (exit 0): what follows runs as the operator."""
+
+    on = False
+
+
+PROBE = Probe()
+
+
+def first_denial(aws: LocalAws) -> str | None:
+    """`pipeline: AccessDenied: <AWS's message>` for the run's first denied call, or None."""
+    denials = aws.iam.as_json()["denials"]
+    return f"pipeline: AccessDenied: {denials[0]['message']}" if denials else None
+
+
+def stop_if_denied(aws: LocalAws, execution_arn: str | None = None) -> None:
+    """Under the probe, a denial ends the run (and stops `execution_arn`) naming the action and resource."""
+    denial = first_denial(aws) if PROBE.on else None
+    if denial:
+        if execution_arn:
+            aws.client("stepfunctions").stop_execution(executionArn=execution_arn, error="AccessDenied")
+        raise SystemExit(denial)
+
+
+def end_of_probe() -> None:
+    if PROBE.on:
+        raise SystemExit(0)
+
+
 def follow(aws: LocalAws, execution_arn: str, *, say: Callable[[str], None], timeout_s: float = 1800) -> dict:
     """Print one line per state (and per failure) until the execution ends; returns DescribeExecution."""
     sfn = aws.client("stepfunctions")
     started, seen = time.monotonic(), 0
     while True:
+        stop_if_denied(aws, execution_arn)
         described = sfn.describe_execution(executionArn=execution_arn)
         history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
         for event in history[seen:]:
@@ -111,6 +143,7 @@ def follow(aws: LocalAws, execution_arn: str, *, say: Callable[[str], None], tim
                 say(f"{time.monotonic() - started:7.1f}s {line}")
         seen = len(history)
         if described["status"] != "RUNNING":
+            stop_if_denied(aws)  # a job or task that failed on a denial: the run names the denial
             return described
         if time.monotonic() - started > timeout_s:
             raise TimeoutError(f"{execution_arn} still RUNNING after {timeout_s:.0f}s")

@@ -66,10 +66,9 @@ def test_first_deploy_guide_runs_as_written_from_an_empty_bucket(tmp_path, monke
     guide_env = "dev"
     deployed: dict = {"names": [], "outputs": {}}
     base = recorded_base(tmp_path / "base")
-    for name, value in (("AWS_ACCESS_KEY_ID", "emulated"), ("AWS_SECRET_ACCESS_KEY", "emulated")):
-        monkeypatch.setenv(name, value)
-
     with LocalAws.start(time_scale=0.001, work_root=tmp_path / "jobs") as aws:
+        for name, value in aws.credentials_environment().items():  # the guide's commands run as the operator
+            monkeypatch.setenv(name, value)
         s3, sagemaker = aws.client("s3"), aws.client("sagemaker")
 
         def bootstrap(words):

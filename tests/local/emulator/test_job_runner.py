@@ -346,7 +346,25 @@ def _dev_partition_request(name: str) -> dict:
 LMI_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.30.0-neuronx-sdk2.20.1"
 
 
+def _compile_role(aws) -> None:
+    """The role the request names (IAM is enforced): SageMaker may assume it and it may use this module's bucket."""
+    iam = aws.client("iam")
+    if any(r["RoleName"] == "compile" for r in iam.list_roles()["Roles"]):
+        return
+    trust = {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    iam.create_role(
+        RoleName="compile", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [trust]})
+    )
+    grant = {"Effect": "Allow", "Action": "s3:*", "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"]}
+    iam.put_role_policy(
+        RoleName="compile",
+        PolicyName="bucket",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [grant]}),
+    )
+
+
 def _upload_model(aws, heads: int) -> None:
+    _compile_role(aws)
     s3 = aws.client("s3")
     config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_attention_heads": heads}
     for name, body in (

@@ -70,8 +70,7 @@ def test_manual_start_validates_before_starting(deployed, monkeypatch, capsys):
     aws, outputs = deployed
     for name, value in {
         "AWS_ENDPOINT_URL": aws.endpoint_url,
-        "AWS_ACCESS_KEY_ID": "emulated",
-        "AWS_SECRET_ACCESS_KEY": "emulated",
+        **aws.credentials_environment(),  # a person's keys: the emulator enforces IAM
         "AWS_DEFAULT_REGION": aws.region,
     }.items():
         monkeypatch.setenv(name, value)
