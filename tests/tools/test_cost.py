@@ -98,8 +98,9 @@ def test_prod_endpoint_and_training(assemblies, table):
     assert (at_min.instance_type, at_min.count, at_max.count) == ("ml.inf2.24xlarge", 2, 6)
     assert at_min.usd_total == pytest.approx(2 * 7.79 * 730) and at_max.usd_total == pytest.approx(6 * 7.79 * 730)
     jobs = {key.rsplit("/", 1)[1]: line for key, line in lines.items() if key.startswith("job ")}
-    assert sorted(jobs) == ["CompileForNeuron", "Train", "TrainWithEval"]
+    assert sorted(jobs) == ["Benchmark", "CompileForNeuron", "Train", "TrainWithEval"]
     assert jobs.pop("CompileForNeuron").usd_total == pytest.approx(24.73 * 4)  # ml.trn1.32xlarge, 4 h max
+    assert jobs.pop("Benchmark").usd_total == pytest.approx(1.408 * 4)  # lm-eval on ml.g5.xlarge, 4 h max
     for train in jobs.values():
         assert train.usd_total == pytest.approx(1.515 * 48) and "spot" not in train.label
 

@@ -66,7 +66,7 @@ def staged(tmp_path_factory):
     """arc_easy staged from the loopback hub by the tool as a user runs it: (process, output folder, hub)."""
     out = tmp_path_factory.mktemp("staged")
     info = {"id": REPO, "sha": SHA, "private": False, "gated": False, "siblings": [{"rfilename": n} for n in FILES]}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "AWS_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "AWS_", "TRANSFORMERS_"))}
     with serve({f"datasets/{REPO}": Repo(info, FILES)}) as hub:
         quiet = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
         env.update({"HF_ENDPOINT": hub.url, "HF_HOME": str(out / "hf-home"), **quiet})

@@ -4,8 +4,8 @@ The guide's ```bash blocks under "First deploy" run in order (tests/local/emulat
 CLI commands as the boto3 calls the CLI makes, `aws s3 cp` and the make/npx commands through the actions below.
 The guide speaks of dev; here its commands run against config/local.yaml (the emulator's profile: a tiny Llama),
 so `llm-inf2-dev-` stack names and `ENV=dev`/`TO=dev` mean local, and the base model goes to local's
-`base_model_key`. The environment starts as a new account's does: no config/local.model.json. Only train.py's
-step count is cut (FAST), so the run takes seconds.
+`base_model_key`; like dev it runs no benchmark job. The environment starts as a new account's does: no
+config/local.model.json. Only train.py's step count is cut (FAST), so the run takes seconds.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ def _new_account_file(folder: Path) -> Path:
     """config/local.yaml (no lock beside it: serving off, the shipped files' first state) and FAST training steps."""
     settings = yaml.safe_load((ROOT / "config" / f"{ENV}.yaml").read_text())
     settings["training"]["hyperparameters"].update(FAST)
+    # The guide speaks of dev, which runs no benchmark: no task to stage before its first run (docs/training.md).
+    settings["training"]["benchmark"]["tasks"] = []
+    settings["training"]["quality_gate"]["max_benchmark_drop"] = None
     path = folder / f"{ENV}.yaml"
     path.write_text(yaml.safe_dump(settings, sort_keys=False))
     with_catalog(folder)
