@@ -61,7 +61,8 @@ def _local_files(folder: Path) -> list[Path]:
     )
 
 
-def _put(s3, files: list[Path], folder: Path, to: Target, prefix: str) -> int:
+def put_files(s3, files: list[Path], folder: Path, to: Target, prefix: str) -> int:
+    """Each of `files` (below `folder`) under `prefix`, SSE-KMS with the environment's key; how many."""
     for path in files:
         key = prefix + path.relative_to(folder).as_posix()
         s3.upload_file(str(path), to.data.bucket, key, ExtraArgs=to.extra)
@@ -77,7 +78,7 @@ def _copy_s3(s3, uri: str, to: Target, prefix: str) -> int:
     return len(keys)
 
 
-def _verify(s3, to: Target, prefix: str, count: int) -> None:
+def verify_encrypted(s3, to: Target, prefix: str, count: int) -> None:
     """Every object under the prefix is encrypted with the environment's key (a bucket default could differ)."""
     keys = listed(s3, to.data.bucket, prefix)
     for key in keys:
@@ -120,8 +121,8 @@ def upload(record: BaseModelRecord, source: Path | str, to: Target, config_dir: 
     if isinstance(source, str):
         count = _copy_s3(s3, source, to, prefix)
     else:
-        count = _put(s3, _local_files(source), source, to, prefix)
-    _verify(s3, to, prefix, count)
+        count = put_files(s3, _local_files(source), source, to, prefix)
+    verify_encrypted(s3, to, prefix, count)
     config_file = config_dir / f"{to.env.name}.yaml"
     model_id = to.env.config.training.hyperparameters.get("model_id")
     hub_model_id = model_id if is_hub_id(model_id) else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tools.base_model.s3 import listed
-from tools.base_model.upload import Target
+from tools.base_model.upload import Target, put_files, verify_encrypted
 
 
 def upload(folder: Path, to: Target) -> tuple[str, int]:
@@ -16,13 +16,9 @@ def upload(folder: Path, to: Target) -> tuple[str, int]:
     bucket = to.data.bucket
     prefix = f"{to.env.config.training.benchmark.staged_prefix}{folder.name}/"
     files = sorted(path for path in folder.rglob("*") if path.is_file())
-    keys = {prefix + path.relative_to(folder).as_posix(): path for path in files}
-    for key, path in keys.items():
-        s3.upload_file(str(path), bucket, key, ExtraArgs=to.extra)
-    for stale in sorted(set(listed(s3, bucket, prefix)) - set(keys)):
+    count = put_files(s3, files, folder, to, prefix)
+    written = {prefix + path.relative_to(folder).as_posix() for path in files}
+    for stale in sorted(set(listed(s3, bucket, prefix)) - written):
         s3.delete_object(Bucket=bucket, Key=stale)
-    for key in keys:
-        head = s3.head_object(Bucket=bucket, Key=key)
-        if head.get("SSEKMSKeyId") != to.data.key_arn:
-            raise RuntimeError(f"s3://{bucket}/{key} is encrypted with {head.get('SSEKMSKeyId')}")
-    return f"s3://{bucket}/{prefix}", len(keys)
+    verify_encrypted(s3, to, prefix, count)
+    return f"s3://{bucket}/{prefix}", count
